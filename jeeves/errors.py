@@ -1,0 +1,173 @@
+"""Every exception jeeves raises, in one tree.
+
+```
+JeevesError                      root: `except jeeves.JeevesError` catches all of ours
+├── UserError (ValueError)       a usage mistake by the developer: bad config, bad name, bad spec
+│   └── MissingCredentials       a provider's API key is not set (names the variable)
+├── ModelError                   a model call failed after retries and fallbacks
+│   ├── RateLimited              the provider said 429
+│   ├── ModelTimeout (TimeoutError)
+│   ├── ProviderError            5xx, connection errors, anything else from the provider
+│   └── BadResponse              the reply could not be used (malformed body, no content)
+├── AgentError                   a run could not produce its output
+│   ├── MaxTurnsExceeded         the agent kept calling tools past `max_turns`
+│   ├── OutputValidationError    the reply did not fit `output_type`, even after one repair turn
+│   └── CriticError              a critic failed and `on_critic_error="raise"`
+├── BudgetExceeded               a shared budget ran out; the run stops, best output kept
+├── ReplayDivergence             a replayed run asked for a step the journal does not hold as asked
+├── JournalError                 a journal file is damaged or from a newer jeeves
+└── ScriptError                  the testing models were used wrongly
+    ├── UnexpectedModelCall      a model call came that the script does not have
+    └── UnconsumedSteps          a script still has steps left at the end
+```
+
+Errors raised inside a run carry `session_id`, the id of the innermost session that
+failed. Exceptions that are not ours get the same attribute when they pass through a
+session, plus a note, so `except` clauses keep working on the original type.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AgentError",
+    "BadResponse",
+    "BudgetExceeded",
+    "CriticError",
+    "JeevesError",
+    "JournalError",
+    "MaxTurnsExceeded",
+    "MissingCredentials",
+    "ModelError",
+    "ModelTimeout",
+    "OutputValidationError",
+    "ProviderError",
+    "RateLimited",
+    "ReplayDivergence",
+    "ScriptError",
+    "UnconsumedSteps",
+    "UnexpectedModelCall",
+    "UserError",
+    "tag_session",
+]
+
+
+class JeevesError(Exception):
+    """Root of every jeeves exception."""
+
+    session_id: str | None = None
+
+
+class UserError(JeevesError, ValueError):
+    """A usage mistake by the application developer: fix the call or the config."""
+
+
+class MissingCredentials(UserError):
+    """A provider's API key is not set. The message names the environment variable."""
+
+    def __init__(self, message: str, *, env_var: str | None = None) -> None:
+        super().__init__(message)
+        self.env_var = env_var
+
+
+class ModelError(JeevesError):
+    """A model call failed after its retries and fallbacks."""
+
+    def __init__(self, message: str, *, model: str | None = None, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.model = model
+        self.status_code = status_code
+
+    @property
+    def retryable(self) -> bool:
+        """Whether trying again (or the next fallback) may help."""
+        return False
+
+
+class RateLimited(ModelError):
+    """The provider rejected the call for rate or quota (HTTP 429)."""
+
+    @property
+    def retryable(self) -> bool:
+        return True
+
+
+class ModelTimeout(ModelError, TimeoutError):
+    """The provider did not answer in time."""
+
+    @property
+    def retryable(self) -> bool:
+        return True
+
+
+class ProviderError(ModelError):
+    """The provider failed: a 5xx, a dropped connection, or an error we could not classify."""
+
+    @property
+    def retryable(self) -> bool:
+        return self.status_code is None or self.status_code >= 500
+
+
+class BadResponse(ModelError):
+    """The provider answered, but the reply could not be used (malformed body, wrong shape)."""
+
+
+class AgentError(JeevesError):
+    """A run could not produce its output."""
+
+
+class MaxTurnsExceeded(AgentError):
+    """The agent was still calling tools when `max_turns` ran out."""
+
+
+class OutputValidationError(AgentError):
+    """The model's reply did not validate against `output_type`, even after one repair turn."""
+
+
+class CriticError(AgentError):
+    """A critic failed and the architecture was told to raise (`on_critic_error="raise"`)."""
+
+
+class BudgetExceeded(JeevesError):
+    """A limit of the run's shared budget was reached before a model call."""
+
+    def __init__(self, message: str, *, limit: str, allowed: float, spent: float) -> None:
+        super().__init__(message)
+        self.limit = limit
+        self.allowed = allowed
+        self.spent = spent
+
+
+class ReplayDivergence(JeevesError):
+    """A replayed run asked for a step the journal does not hold, or holds with another request."""
+
+    def __init__(self, message: str, *, session_id: str, step: int) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+        self.step = step
+
+
+class JournalError(JeevesError):
+    """A journal is damaged, or was written by a newer version of jeeves."""
+
+
+class ScriptError(JeevesError, AssertionError):
+    """A testing model (ScriptedModel / FunctionModel) was used in a way its script does not allow."""
+
+
+class UnexpectedModelCall(ScriptError):
+    """A model call arrived that the script has no step for."""
+
+
+class UnconsumedSteps(ScriptError):
+    """The script still holds steps that no model call consumed."""
+
+
+def tag_session(exc: BaseException, session_id: str) -> None:
+    """Record on `exc` the innermost session it failed in (outer sessions leave it alone)."""
+    if getattr(exc, "session_id", None) is not None:
+        return
+    try:
+        exc.session_id = session_id  # type: ignore[attr-defined]
+    except AttributeError:  # pragma: no cover - exceptions with __slots__
+        pass
+    exc.add_note(f"(in jeeves session {session_id!r})")

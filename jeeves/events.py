@@ -1,0 +1,276 @@
+"""The event stream: one pydantic class per event type, a union discriminated on `type`.
+
+Every event carries `session_id` (which session emitted it), `seq` (strictly increasing
+across the whole run, children included, in the order events entered the stream), `ts`
+(wall-clock seconds, for display only) and `replayed` (true when the step behind it was
+served from a journal). An architecture builds an event with its own fields and hands it
+to `ctx.emit`, which stamps `seq` and `ts`.
+
+Serialise with `event_to_json` / `event_from_json` (one `TypeAdapter` for the union).
+A UI rebuilds the session tree from `session.started` alone: it names the parent, the
+role, the architecture and the resolved model.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field, TypeAdapter
+
+from jeeves.messages import ToolCall, Usage
+
+__all__ = [
+    "BudgetExceededEvent",
+    "CriticFailed",
+    "Critique",
+    "DelegationCompleted",
+    "DelegationRejected",
+    "DelegationStarted",
+    "Event",
+    "ModelCompleted",
+    "ModelDelta",
+    "ModelRetrying",
+    "OutputRetrying",
+    "Refinement",
+    "RoundStarted",
+    "SessionCompleted",
+    "SessionFailed",
+    "SessionStarted",
+    "ToolCompleted",
+    "ToolStarted",
+    "event_from_json",
+    "event_to_json",
+]
+
+
+class BaseEvent(BaseModel):
+    """Fields every event has."""
+
+    session_id: str
+    """The session that emitted the event."""
+    seq: int = 0
+    """Position in the run's stream: strictly increasing, stamped by `ctx.emit`."""
+    ts: float = 0.0
+    """Wall-clock time (Unix seconds) when it was emitted; for display, never for ordering."""
+    replayed: bool = False
+    """True when the step behind this event was served from a journal instead of run live."""
+
+
+class SessionStarted(BaseEvent):
+    """A session (the root, or a child run through `ctx.run`) began."""
+
+    type: Literal["session.started"] = "session.started"
+    parent_id: str | None = None
+    """The parent session's id; None for the root."""
+    role: str
+    """The role this session plays for its parent (the root's role is the architecture's)."""
+    role_path: list[str] = Field(default_factory=list)
+    """Roles from the root down to this session, as routing sees them."""
+    architecture: str
+    """The architecture's name: `agent`, `actor_critic`, `self_refine`, `supervisor`…"""
+    model: str | None = None
+    """The model this session's calls route to, when it calls a model itself."""
+    index: int = 0
+    """The child index the parent passed (the round, or the worker's delegation count)."""
+    task: str = ""
+    """The task text the session was given."""
+
+
+class SessionCompleted(BaseEvent):
+    """A session returned its output."""
+
+    type: Literal["session.completed"] = "session.completed"
+    output: str
+    """The output as text."""
+    stop_reason: str = "completed"
+    usage: Usage = Field(default_factory=Usage)
+    """Usage of this session and everything below it."""
+
+
+class SessionFailed(BaseEvent):
+    """A session raised. Its parent decides what happens next."""
+
+    type: Literal["session.failed"] = "session.failed"
+    error_type: str
+    message: str
+    usage: Usage = Field(default_factory=Usage)
+
+
+class ModelDelta(BaseEvent):
+    """A piece of streamed model text."""
+
+    type: Literal["model.delta"] = "model.delta"
+    text: str
+
+
+class ModelCompleted(BaseEvent):
+    """A model call finished."""
+
+    type: Literal["model.completed"] = "model.completed"
+    text: str
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    """Tokens and USD of this call (zero cost when the model has no known price)."""
+    model: str
+    """The model that answered."""
+    fallback: bool = False
+    """True when a fallback model answered instead of the route's primary."""
+    step: int = 0
+    """The journal step index of this call within its session."""
+
+
+class ModelRetrying(BaseEvent):
+    """A model call failed with a retryable error and is being tried again, or on a fallback."""
+
+    type: Literal["model.retrying"] = "model.retrying"
+    model: str
+    """The model that failed."""
+    next_model: str
+    """The model tried next (the same one for a retry, the fallback's otherwise)."""
+    attempt: int
+    error_type: str
+    message: str
+    delay_s: float = 0.0
+
+
+class ToolStarted(BaseEvent):
+    """A tool call is about to run."""
+
+    type: Literal["tool.started"] = "tool.started"
+    tool_call_id: str
+    name: str
+    arguments: str
+
+
+class ToolCompleted(BaseEvent):
+    """A tool call finished; `is_error` results go back to the model as errors to read."""
+
+    type: Literal["tool.completed"] = "tool.completed"
+    tool_call_id: str
+    name: str
+    result: str
+    is_error: bool = False
+
+
+class OutputRetrying(BaseEvent):
+    """The reply did not fit the output type; the model gets one repair turn."""
+
+    type: Literal["output.retrying"] = "output.retrying"
+    error: str
+
+
+class BudgetExceededEvent(BaseEvent):
+    """The shared budget ran out; the run stops and keeps its best output."""
+
+    type: Literal["budget.exceeded"] = "budget.exceeded"
+    limit: Literal["tokens", "usd", "model_calls", "deadline"]
+    allowed: float
+    spent: float
+
+
+class RoundStarted(BaseEvent):
+    """A critic loop began a round (0 is the first draft, N the N-th refinement)."""
+
+    type: Literal["round.started"] = "round.started"
+    round: int
+
+
+class Critique(BaseEvent):
+    """A critic's verdict on one round's candidate."""
+
+    type: Literal["critique"] = "critique"
+    round: int
+    score: float
+    passed: bool
+    """Approved: score at or above the threshold and no hard fail."""
+    hard_fail: bool = False
+    issues: list[str] = Field(default_factory=list)
+    summary: str = ""
+    obtained: str = "schema"
+    """How the verdict was obtained: schema, repaired, fallback, or function (code critics)."""
+    source: str = ""
+    """Which critic (or critics, comma-separated) gave it."""
+
+
+class Refinement(BaseEvent):
+    """The actor is asked to revise, given the critique of `based_on_round`."""
+
+    type: Literal["refinement"] = "refinement"
+    round: int
+    based_on_round: int
+
+
+class CriticFailed(BaseEvent):
+    """A critic raised; with `action="keep_draft"` the best draft so far is returned."""
+
+    type: Literal["critic.failed"] = "critic.failed"
+    round: int
+    error_type: str
+    message: str
+    action: Literal["keep_draft", "raise"]
+
+
+class DelegationStarted(BaseEvent):
+    """A Supervisor handed work to a worker."""
+
+    type: Literal["delegation.started"] = "delegation.started"
+    worker: str
+    child_session_id: str
+    instructions: str
+    tool_call_id: str = ""
+
+
+class DelegationCompleted(BaseEvent):
+    """A worker finished (or failed) a delegation."""
+
+    type: Literal["delegation.completed"] = "delegation.completed"
+    worker: str
+    child_session_id: str
+    output: str = ""
+    is_error: bool = False
+    usage: Usage = Field(default_factory=Usage)
+    tool_call_id: str = ""
+
+
+class DelegationRejected(BaseEvent):
+    """A delegation was refused (unknown worker, too many delegations); the model is told why."""
+
+    type: Literal["delegation.rejected"] = "delegation.rejected"
+    worker: str
+    reason: str
+    tool_call_id: str = ""
+
+
+Event = Annotated[
+    SessionStarted
+    | SessionCompleted
+    | SessionFailed
+    | ModelDelta
+    | ModelCompleted
+    | ModelRetrying
+    | ToolStarted
+    | ToolCompleted
+    | OutputRetrying
+    | BudgetExceededEvent
+    | RoundStarted
+    | Critique
+    | Refinement
+    | CriticFailed
+    | DelegationStarted
+    | DelegationCompleted
+    | DelegationRejected,
+    Field(discriminator="type"),
+]
+"""Any jeeves event; `event.type` tells which."""
+
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+
+
+def event_to_json(event: Event) -> str:
+    """One event as a JSON object (text)."""
+    return event.model_dump_json()
+
+
+def event_from_json(data: str | bytes) -> Event:
+    """Parse one JSON event back into its class; raises pydantic.ValidationError when malformed."""
+    return EVENT_ADAPTER.validate_json(data)

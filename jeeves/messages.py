@@ -1,0 +1,112 @@
+"""The data that crosses the model seam: messages, tool calls, requests, replies, usage.
+
+Everything here is a pydantic model so that a request can be fingerprinted and a reply
+journaled as plain JSON.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["Message", "ModelRequest", "ModelResponse", "ToolCall", "ToolSpec", "Usage"]
+
+
+class ToolCall(BaseModel):
+    """A tool call the model asked for."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    """The provider's id for this call; tool results answer it."""
+    name: str
+    """The tool's name."""
+    arguments: str = "{}"
+    """The arguments as the model wrote them: a JSON object, as text (it may be malformed)."""
+
+
+class Message(BaseModel):
+    """One chat message."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    """On an assistant message: the calls it made."""
+    tool_call_id: str | None = None
+    """On a tool message: the call it answers."""
+    name: str | None = None
+    """On a tool message: the tool's name."""
+
+    @classmethod
+    def system(cls, content: str) -> Message:
+        return cls(role="system", content=content)
+
+    @classmethod
+    def user(cls, content: str) -> Message:
+        return cls(role="user", content=content)
+
+
+class ToolSpec(BaseModel):
+    """A tool as the model sees it: name, description and a JSON schema of its arguments."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+class Usage(BaseModel):
+    """Tokens, calls and USD spent. Adds up with `+`."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    model_calls: int = 0
+    cost_usd: float = 0.0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            model_calls=self.model_calls + other.model_calls,
+            cost_usd=self.cost_usd + other.cost_usd,
+        )
+
+
+class ModelRequest(BaseModel):
+    """One model call: what to send, and who is asking.
+
+    `session_id` and `role_path` say who asks (testing models route on them); they are
+    not part of the request's fingerprint. `model` is filled in per attempt from the
+    route, so a fallback sees its own model name.
+    """
+
+    messages: list[Message]
+    tools: list[ToolSpec] = Field(default_factory=list)
+    output_schema: dict[str, Any] | None = None
+    """A JSON schema the reply must follow (structured output), or None for free text."""
+    output_name: str | None = None
+    """The schema's name, as providers that take `response_format` want it."""
+    params: dict[str, Any] = Field(default_factory=dict)
+    """Provider parameters that change the output: temperature, max_tokens, seed…"""
+    model: str = ""
+    session_id: str = ""
+    role_path: tuple[str, ...] = ()
+
+    def fingerprint_payload(self) -> dict[str, Any]:
+        """What identifies this request for replay: everything that changes the answer."""
+        return self.model_dump(mode="json", include={"messages", "tools", "output_schema", "params"})
+
+
+class ModelResponse(BaseModel):
+    """A model's reply."""
+
+    text: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    model: str = ""
+    """The model that actually answered (a fallback's name when one was used)."""
+    finish_reason: str | None = None

@@ -1,0 +1,83 @@
+"""The model seam: one protocol with one method, and the route that says which model to call."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from jeeves.errors import UserError
+from jeeves.messages import ModelRequest, ModelResponse
+
+__all__ = ["DeltaSink", "ModelClient", "Route", "client_name"]
+
+DeltaSink = Callable[[str], Awaitable[None]]
+"""Receives each piece of streamed text as it arrives."""
+
+
+@runtime_checkable
+class ModelClient(Protocol):
+    """Anything that answers a model request: the litellm adapter, a scripted model, your own.
+
+    `request.model` names the model to use (the route's primary or a fallback). When
+    `on_delta` is given, the client streams: it awaits `on_delta(text)` for each piece of
+    text as it arrives, then returns the whole reply. Failures are raised as
+    `jeeves.ModelError` subclasses, so the retry and fallback logic can tell a 429 from a
+    malformed body.
+    """
+
+    async def complete(self, request: ModelRequest, *, on_delta: DeltaSink | None = None) -> ModelResponse: ...
+
+
+def client_name(client: object) -> str:
+    """The name a client goes by when it is a route's model itself (scripted models, say)."""
+    name = getattr(client, "model_name", None)
+    return name if isinstance(name, str) and name else type(client).__name__
+
+
+class Route(BaseModel):
+    """Where one role's model calls go.
+
+    `model` is a litellm model string ("openai/gpt-4o-mini") unless `client` is set, in
+    which case it is only the display name. Each model in `[model, *fallbacks]` gets
+    `1 + retries` attempts on a retryable error (rate limit, timeout, 5xx) before the next
+    one is tried; a non-retryable error (bad request, malformed reply) stops at once.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
+
+    model: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    """Provider parameters for every call on this route (temperature, max_tokens…)."""
+    fallbacks: tuple[str, ...] = ()
+    """Models to try, in order, when the primary keeps failing with retryable errors."""
+    retries: int = 2
+    """Extra attempts per model on retryable errors."""
+    backoff_s: float = 0.5
+    """First retry delay; doubles per attempt. A provider's Retry-After wins when larger."""
+    client: ModelClient | None = Field(default=None, exclude=True)
+    """Serves this route instead of the router's client (litellm by default)."""
+
+    @field_validator("retries")
+    @classmethod
+    def _non_negative(cls, value: int) -> int:
+        if value < 0:
+            raise ValueError(f"retries must be >= 0, got {value!r}")
+        return value
+
+    @classmethod
+    def coerce(cls, value: object, *, key: str) -> Route:
+        """A Route from what users write: a model string, a Route, or a ModelClient."""
+        if isinstance(value, Route):
+            return value
+        if isinstance(value, str):
+            if not value.strip():
+                raise UserError(f"Route {key!r} has an empty model string; write e.g. 'openai/gpt-4o-mini'.")
+            return cls(model=value)
+        if isinstance(value, ModelClient):
+            return cls(model=client_name(value), client=value)
+        raise UserError(
+            f"Route {key!r} is {value!r}; give a model string ('openai/gpt-4o-mini'), "
+            f"a jeeves.Route, or a ModelClient such as jeeves.testing.ScriptedModel."
+        )

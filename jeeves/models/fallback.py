@@ -1,0 +1,69 @@
+"""Retries and fallbacks for one model call, by route.
+
+Each model in `[route.model, *route.fallbacks]` gets `1 + route.retries` attempts. A
+retryable failure (rate limit, timeout, 5xx, dropped connection) waits and tries again,
+then moves to the next model; `on_retry` is told each time so the run can emit
+`model.retrying`. A non-retryable failure (a 400, a malformed reply) is raised at once:
+another model would not fix the request. When every model is exhausted the last error is
+raised. Text streamed by a failed attempt has already been shown; a UI that cares resets
+the node's text on `model.retrying`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import anyio
+
+from jeeves.errors import ModelError
+from jeeves.messages import ModelRequest, ModelResponse
+from jeeves.models.base import DeltaSink, ModelClient, Route
+
+__all__ = ["RetryNotice", "complete_with_fallbacks"]
+
+RetryNotice = Callable[[str, str, int, ModelError, float], Awaitable[None]]
+"""(failed model, next model, attempt number, error, delay in seconds)."""
+
+
+def _delay(route: Route, attempt: int, error: ModelError) -> float:
+    delay = route.backoff_s * (2**attempt)
+    retry_after = getattr(error, "retry_after", None)
+    if isinstance(retry_after, int | float) and retry_after > delay:
+        delay = float(retry_after)
+    return min(delay, 60.0)
+
+
+def _attempts(route: Route) -> list[tuple[str, int]]:
+    models = [route.model, *route.fallbacks]
+    return [(model, attempt) for model in models for attempt in range(route.retries + 1)]
+
+
+async def complete_with_fallbacks(
+    client: ModelClient,
+    route: Route,
+    request: ModelRequest,
+    *,
+    on_delta: DeltaSink | None = None,
+    on_retry: RetryNotice | None = None,
+) -> tuple[ModelResponse, bool]:
+    """Call `client` along the route; returns the reply and whether a fallback gave it."""
+    plan = _attempts(route)
+    for position, (model, attempt) in enumerate(plan):
+        try:
+            response = await client.complete(request.model_copy(update={"model": model}), on_delta=on_delta)
+        except ModelError as error:
+            if error.model is None:
+                error.model = model
+            if not error.retryable or position + 1 == len(plan):
+                raise
+            next_model, _ = plan[position + 1]
+            delay = _delay(route, attempt, error) if next_model == model else 0.0
+            if on_retry is not None:
+                await on_retry(model, next_model, attempt + 1, error, delay)
+            if delay:
+                await anyio.sleep(delay)
+            continue
+        if not response.model:
+            response.model = model
+        return response, model != route.model
+    raise AssertionError("unreachable: a route always has at least one attempt")  # pragma: no cover

@@ -1,0 +1,88 @@
+"""Per-role routing: which model each role's calls go to.
+
+A session's role path runs from the root down (`("supervisor", "coder", "critic")`). The
+router tries its suffixes from the longest to the shortest, then `default`:
+`supervisor.coder.critic` → `coder.critic` → `critic` → `default`. So a critic nested in a
+supervisor's coder can get its own model while every other critic shares one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+
+from jeeves.errors import UserError
+from jeeves.ids import validate_name
+from jeeves.models.base import ModelClient, Route
+
+__all__ = ["Router", "role_keys"]
+
+RouteLike = str | Route | ModelClient
+
+
+def role_keys(role_path: Sequence[str]) -> Iterator[str]:
+    """Lookup keys for a role path, most specific first, ending with `default`."""
+    for start in range(len(role_path)):
+        yield ".".join(role_path[start:])
+    yield "default"
+
+
+def _check_key(key: object) -> str:
+    if key == "default":
+        return "default"
+    if not isinstance(key, str) or not key:
+        raise UserError(f"Route key {key!r} is not a role path; use e.g. 'critic' or 'coder.critic'.")
+    for part in key.split("."):
+        validate_name(part, what=f"role in route key {key!r}:")
+    return key
+
+
+class Router:
+    """Maps roles to routes.
+
+    ```python
+    Router({"actor": "anthropic/claude-sonnet-4-5", "critic": "openai/gpt-4o", "default": "openai/gpt-4o-mini"})
+    ```
+
+    Values are model strings, `Route`s (params, fallbacks, retries) or `ModelClient`s. Model
+    strings are served by `client`, which defaults to the litellm adapter.
+    """
+
+    def __init__(self, routes: Mapping[str, RouteLike] | None = None, *, client: ModelClient | None = None) -> None:
+        self._routes: dict[str, Route] = {_check_key(k): Route.coerce(v, key=k) for k, v in (routes or {}).items()}
+        self._client = client
+
+    @property
+    def routes(self) -> Mapping[str, Route]:
+        return dict(self._routes)
+
+    def override(self, models: Mapping[str, RouteLike]) -> Router:
+        """A router with `models` replacing or adding routes (per-run overrides)."""
+        merged: dict[str, RouteLike] = dict(self._routes)
+        merged.update(models)
+        return Router(merged, client=self._client)
+
+    def resolve(self, role_path: Sequence[str]) -> Route:
+        """The route for a role path; a UserError listing the routes when none matches."""
+        for key in role_keys(role_path):
+            route = self._routes.get(key)
+            if route is not None:
+                return route
+        path = ".".join(role_path) or "(root)"
+        known = ", ".join(sorted(self._routes)) or "none"
+        raise UserError(
+            f"No model route for role {path!r} (looked up {list(role_keys(role_path))!r}); routes: {known}. "
+            f"Add a route for one of those keys, or a 'default' route."
+        )
+
+    def client_for(self, route: Route) -> ModelClient:
+        """The client that serves `route`: its own, the router's, or the litellm adapter."""
+        if route.client is not None:
+            return route.client
+        if self._client is None:
+            from jeeves.models.litellm import LiteLLMClient  # the adapter imports litellm lazily itself
+
+            self._client = LiteLLMClient()
+        return self._client
+
+    def __repr__(self) -> str:
+        return f"Router({ {k: r.model for k, r in self._routes.items()} !r})"
