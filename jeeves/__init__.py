@@ -1,0 +1,80 @@
+"""jeeves: an asyncio agent framework built around critics.
+
+Run an architecture with `await jeeves.run(arch, task)` or follow it live with
+`async with jeeves.stream(arch, task) as events`. See https://jeeves.invalid/docs (docs/).
+"""
+
+from __future__ import annotations
+
+from jeeves.agent import Agent
+from jeeves.architecture import Architecture, Output
+from jeeves.budget import Budget
+from jeeves.context import Context
+from jeeves.errors import (
+    AgentError,
+    BadResponse,
+    BudgetExceeded,
+    CriticError,
+    JeevesError,
+    JournalError,
+    MaxTurnsExceeded,
+    MissingCredentials,
+    ModelError,
+    ModelTimeout,
+    OutputValidationError,
+    ProviderError,
+    RateLimited,
+    ReplayDivergence,
+    UserError,
+)
+from jeeves.events import Event, event_from_json, event_to_json
+from jeeves.ids import child_id
+from jeeves.messages import Message, ModelRequest, ModelResponse, ToolCall, Usage
+from jeeves.models.base import ModelClient, Route
+from jeeves.models.router import Router
+from jeeves.models.testing import FunctionModel, ScriptedModel
+from jeeves.runner import RunResult, RunStream, run, stream
+from jeeves.tools import Tool, tool
+
+__all__ = [
+    "Agent",
+    "AgentError",
+    "Architecture",
+    "BadResponse",
+    "Budget",
+    "BudgetExceeded",
+    "Context",
+    "CriticError",
+    "Event",
+    "FunctionModel",
+    "JeevesError",
+    "JournalError",
+    "MaxTurnsExceeded",
+    "Message",
+    "MissingCredentials",
+    "ModelClient",
+    "ModelError",
+    "ModelRequest",
+    "ModelResponse",
+    "ModelTimeout",
+    "Output",
+    "OutputValidationError",
+    "ProviderError",
+    "RateLimited",
+    "ReplayDivergence",
+    "Route",
+    "Router",
+    "RunResult",
+    "RunStream",
+    "ScriptedModel",
+    "Tool",
+    "ToolCall",
+    "Usage",
+    "UserError",
+    "child_id",
+    "event_from_json",
+    "event_to_json",
+    "run",
+    "stream",
+    "tool",
+]

@@ -27,7 +27,9 @@ class ModelClient(Protocol):
     malformed body.
     """
 
-    async def complete(self, request: ModelRequest, *, on_delta: DeltaSink | None = None) -> ModelResponse: ...
+    async def complete(
+        self, request: ModelRequest, *, on_delta: DeltaSink | None = None
+    ) -> ModelResponse: ...
 
 
 def client_name(client: object) -> str:

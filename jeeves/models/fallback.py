@@ -30,7 +30,7 @@ def _delay(route: Route, attempt: int, error: ModelError) -> float:
     retry_after = getattr(error, "retry_after", None)
     if isinstance(retry_after, int | float) and retry_after > delay:
         delay = float(retry_after)
-    return min(delay, 60.0)
+    return min(float(delay), 60.0)
 
 
 def _attempts(route: Route) -> list[tuple[str, int]]:

@@ -47,8 +47,12 @@ class Router:
     strings are served by `client`, which defaults to the litellm adapter.
     """
 
-    def __init__(self, routes: Mapping[str, RouteLike] | None = None, *, client: ModelClient | None = None) -> None:
-        self._routes: dict[str, Route] = {_check_key(k): Route.coerce(v, key=k) for k, v in (routes or {}).items()}
+    def __init__(
+        self, routes: Mapping[str, RouteLike] | None = None, *, client: ModelClient | None = None
+    ) -> None:
+        self._routes: dict[str, Route] = {
+            _check_key(k): Route.coerce(v, key=k) for k, v in (routes or {}).items()
+        }
         self._client = client
 
     @property
@@ -85,4 +89,4 @@ class Router:
         return self._client
 
     def __repr__(self) -> str:
-        return f"Router({ {k: r.model for k, r in self._routes.items()} !r})"
+        return f"Router({ {k: r.model for k, r in self._routes.items()}!r})"

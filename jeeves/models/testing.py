@@ -55,9 +55,13 @@ def _to_response(step: str | Reply | ModelResponse, request: ModelRequest) -> Mo
         return step.model_copy(update={"model": step.model or request.model})
     reply = Reply(text=step) if isinstance(step, str) else step
     turn = sum(1 for m in request.messages if m.role == "assistant")
-    calls = [c if c.id else c.model_copy(update={"id": f"call_{turn}_{i}"}) for i, c in enumerate(reply.tool_calls)]
+    calls = [
+        c if c.id else c.model_copy(update={"id": f"call_{turn}_{i}"}) for i, c in enumerate(reply.tool_calls)
+    ]
     usage = reply.usage or _estimate_usage(request, reply.text)
-    return ModelResponse(text=reply.text, tool_calls=calls, usage=usage, model=request.model, finish_reason="stop")
+    return ModelResponse(
+        text=reply.text, tool_calls=calls, usage=usage, model=request.model, finish_reason="stop"
+    )
 
 
 async def _stream(text: str, on_delta: DeltaSink | None) -> None:
@@ -85,7 +89,9 @@ class ScriptedModel:
         self, scripts: Mapping[str, Iterable[Step]] | Iterable[Step], *, model_name: str = "scripted"
     ) -> None:
         if isinstance(scripts, str):
-            raise UserError(f"ScriptedModel got a bare string {scripts!r}; pass a list of steps: [{scripts!r}].")
+            raise UserError(
+                f"ScriptedModel got a bare string {scripts!r}; pass a list of steps: [{scripts!r}]."
+            )
         items = scripts.items() if isinstance(scripts, Mapping) else [("default", scripts)]
         self._scripts: dict[str, deque[Step]] = {key: deque(steps) for key, steps in items}
         self.model_name = model_name
@@ -121,10 +127,14 @@ class ScriptedModel:
         """Raise UnconsumedSteps if any script still has steps."""
         left = self.remaining()
         if left:
-            raise UnconsumedSteps(f"ScriptedModel steps were never used: {left!r}. Remove them or check the run.")
+            raise UnconsumedSteps(
+                f"ScriptedModel steps were never used: {left!r}. Remove them or check the run."
+            )
 
 
-ModelFunction = Callable[[ModelRequest], "str | Reply | ModelResponse | Awaitable[str | Reply | ModelResponse]"]
+ModelFunction = Callable[
+    [ModelRequest], "str | Reply | ModelResponse | Awaitable[str | Reply | ModelResponse]"
+]
 
 
 @dataclass

@@ -1,0 +1,5 @@
+import sys
+
+from jeeves.cli import main
+
+sys.exit(main())

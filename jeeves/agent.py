@@ -1,0 +1,225 @@
+"""Agent: the leaf architecture. One model, instructions, tools, an optional typed output.
+
+Pattern:
+    system instructions + the task → model → (tool calls, run concurrently → model)* → output.
+    With `output_type`, the reply is validated against it; one repair turn quotes the
+    validation error, and a second failure raises `OutputValidationError`.
+
+Strengths:
+    Small and predictable. Every model call and tool call is a journaled step, so a run
+    replays exactly; tool failures and bad tool arguments are shown to the model, not raised.
+
+Weaknesses:
+    No memory across runs and no planning beyond what the model does in its turns; wrap it
+    in an ActorCritic or a Supervisor for review and delegation.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import anyio
+from pydantic import TypeAdapter, ValidationError
+
+from jeeves.architecture import Output
+from jeeves.concurrency import run_all
+from jeeves.context import Context, StepResult
+from jeeves.errors import BudgetExceeded, MaxTurnsExceeded, OutputValidationError, UserError
+from jeeves.events import OutputRetrying, ToolCompleted, ToolStarted
+from jeeves.ids import validate_name
+from jeeves.messages import Message, ModelRequest, ToolCall
+from jeeves.models.base import ModelClient, Route
+from jeeves.tools import Tool, ToolOutcome
+
+__all__ = ["Agent", "extract_json"]
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
+
+
+def extract_json(text: str) -> str:
+    """The JSON object or array in a reply: fenced, bare, or after a preamble."""
+    stripped = text.strip()
+    fenced = _FENCE.search(stripped)
+    if fenced:
+        stripped = fenced.group(1).strip()
+    if stripped[:1] in "{[":
+        return stripped
+    starts = [i for i in (stripped.find("{"), stripped.find("[")) if i >= 0]
+    if not starts:
+        return stripped
+    start = min(starts)
+    end = max(stripped.rfind("}"), stripped.rfind("]"))
+    return stripped[start : end + 1] if end > start else stripped[start:]
+
+
+class Agent:
+    """A model with instructions and tools.
+
+    Args:
+        instructions: The system prompt.
+        role: The role name routing uses when this agent is the root of a run; as a child,
+            the role its parent gives it (`actor`, `critic`, a worker name) is used instead.
+        tools: Tools (or plain typed functions) the model may call.
+        output_type: A pydantic model (or any type pydantic validates) for a structured
+            reply; None for text.
+        max_turns: Model calls allowed before `MaxTurnsExceeded`.
+        model: Pin this agent to a model, whatever the router says: a model string, a
+            Route, or a ModelClient. Unset, the router decides by role.
+        params: Provider parameters sent with every call (temperature, max_tokens…); they
+            are part of each request's replay fingerprint.
+        description: What the agent does; a Supervisor shows it to its model.
+    """
+
+    name = "agent"
+
+    def __init__(
+        self,
+        instructions: str,
+        *,
+        role: str = "agent",
+        tools: Sequence[Tool | Callable[..., Any]] = (),
+        output_type: Any = None,
+        max_turns: int = 10,
+        model: str | Route | ModelClient | None = None,
+        params: Mapping[str, Any] | None = None,
+        description: str = "",
+    ) -> None:
+        if not isinstance(instructions, str):
+            raise UserError(f"Agent instructions must be a str, got {instructions!r}.")
+        if max_turns < 1:
+            raise UserError(f"max_turns must be at least 1, got {max_turns!r}.")
+        self.instructions = instructions
+        self.role = validate_name(role)
+        self.tools = [t if isinstance(t, Tool) else Tool(t) for t in tools]
+        names = [t.name for t in self.tools]
+        if len(set(names)) != len(names):
+            raise UserError(f"Agent has two tools with the same name: {sorted(names)!r}; rename one.")
+        self._tools = {t.name: t for t in self.tools}
+        self.output_type = None if output_type is str else output_type
+        self._adapter: TypeAdapter[Any] | None = (
+            TypeAdapter(output_type) if self.output_type is not None else None
+        )
+        self.max_turns = max_turns
+        self.route = None if model is None else Route.coerce(model, key=f"{role} (Agent model=)")
+        self.params = dict(params or {})
+        self.description = description or instructions.split("\n", 1)[0][:200]
+
+    def describe_model(self, ctx: Context) -> str:
+        """The model this agent's calls go to in `ctx` (shown in session.started)."""
+        return (self.route or ctx.route()).model
+
+    def _request(self, messages: list[Message]) -> ModelRequest:
+        schema = self._adapter.json_schema() if self._adapter is not None else None
+        name = getattr(self.output_type, "__name__", None) if schema else None
+        return ModelRequest(
+            messages=list(messages),
+            tools=[t.spec() for t in self.tools],
+            output_schema=schema,
+            output_name=name,
+            params=self.params,
+        )
+
+    async def run(self, ctx: Context, task: str) -> Output:
+        messages = [Message.system(self.instructions), Message.user(task)]
+        repaired = False
+        last_text = ""
+        for _turn in range(self.max_turns):
+            try:
+                response = await ctx.call_model(self._request(messages), route=self.route)
+            except BudgetExceeded:
+                if last_text and self._adapter is None:
+                    return Output.of(last_text, stop_reason="budget")
+                raise
+            messages.append(
+                Message(role="assistant", content=response.text or None, tool_calls=response.tool_calls)
+            )
+            last_text = response.text or last_text
+            if response.tool_calls:
+                outcomes = await self._run_tools(ctx, response.tool_calls)
+                messages.extend(
+                    Message(role="tool", content=o.text, tool_call_id=c.id, name=c.name)
+                    for c, o in zip(response.tool_calls, outcomes, strict=True)
+                )
+                continue
+            if self._adapter is None:
+                return Output.of(response.text)
+            try:
+                return Output.of(self._adapter.validate_json(extract_json(response.text)))
+            except ValidationError as exc:
+                if repaired:
+                    raise OutputValidationError(
+                        f"The reply did not match {self.output_type!r} after a repair turn: {exc}. "
+                        f"Reply was {response.text[:300]!r}. Simplify the output type or use a stronger model."
+                    ) from exc
+                repaired = True
+                await ctx.emit(OutputRetrying(session_id=ctx.session_id, error=str(exc)))
+                messages.append(Message.user(self._repair_prompt(exc)))
+        raise MaxTurnsExceeded(
+            f"Agent in session {ctx.session_id!r} was still calling tools after max_turns={self.max_turns}; "
+            f"raise max_turns or tell the agent when to stop."
+        )
+
+    def _repair_prompt(self, error: ValidationError) -> str:
+        schema = json.dumps(self._adapter.json_schema() if self._adapter else {}, indent=None)
+        return (
+            f"Your reply did not match the required JSON schema:\n{error}\n"
+            f"Reply again with only a JSON object matching this schema, no other text:\n{schema}"
+        )
+
+    async def _run_tools(self, ctx: Context, calls: Sequence[ToolCall]) -> list[ToolOutcome]:
+        """Run one turn's tool calls concurrently.
+
+        Indices are allocated and `tool.started` emitted in the order the model listed the
+        calls, before any runs; each `tool.completed` is released in that order too, as soon
+        as the calls before it are done. So a session's events are the same live and on
+        replay, whichever tool finishes first.
+        """
+        indices = [ctx.next_step_index() for _ in calls]
+        for c in calls:
+            await ctx.emit(
+                ToolStarted(session_id=ctx.session_id, tool_call_id=c.id, name=c.name, arguments=c.arguments)
+            )
+        released = [anyio.Event() for _ in calls]
+
+        async def job(position: int) -> ToolOutcome:
+            try:
+                outcome, replayed = await self._run_tool(ctx, calls[position], indices[position])
+                if position:
+                    await released[position - 1].wait()
+                c = calls[position]
+                await ctx.emit(
+                    ToolCompleted(
+                        session_id=ctx.session_id,
+                        tool_call_id=c.id,
+                        name=c.name,
+                        result=outcome.text,
+                        is_error=outcome.is_error,
+                        replayed=replayed,
+                    )
+                )
+                return outcome
+            finally:
+                released[position].set()
+
+        return await run_all([functools.partial(job, p) for p in range(len(calls))])
+
+    async def _run_tool(self, ctx: Context, call: ToolCall, index: int) -> StepResult[ToolOutcome]:
+        tracer = ctx.tracer
+
+        async def live() -> ToolOutcome:
+            found = self._tools.get(call.name)
+            if found is None:
+                known = ", ".join(sorted(self._tools)) or "none"
+                return ToolOutcome(text=f"Unknown tool {call.name!r}; the tools are: {known}.", is_error=True)
+            with tracer.tool_call(ctx.started, call.name, call.id, call.arguments) as span:
+                outcome = await found.invoke(call.arguments)
+                if outcome.is_error:
+                    span.set_attribute("error.type", "tool_error")
+                return outcome
+
+        request = {"name": call.name, "arguments": call.arguments}
+        return await ctx.step("tool", call.name, request, live, ToolOutcome, index=index)

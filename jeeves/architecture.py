@@ -1,0 +1,60 @@
+"""The Architecture protocol and the Output every architecture returns."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from jeeves.context import Context
+
+__all__ = ["Architecture", "Output"]
+
+
+class Output(BaseModel):
+    """What an architecture returns to whoever ran it.
+
+    `value` is the typed result (a str, or an instance of an Agent's `output_type`);
+    `text` is its text form, which parents put into prompts and events. Architectures
+    subclass it to add what they know (rounds and verdicts, delegations).
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    value: Any = None
+    text: str = ""
+    stop_reason: str = "completed"
+    """completed, approved, max_rounds, no_improvement, budget, critic_failed, forwarded…"""
+
+    @classmethod
+    def of(cls, value: Any, *, stop_reason: str = "completed") -> Output:
+        """An Output whose text is `value` itself (str) or its JSON (pydantic models)."""
+        if isinstance(value, str):
+            text = value
+        elif isinstance(value, BaseModel):
+            text = value.model_dump_json()
+        else:
+            text = str(value)
+        return cls(value=value, text=text, stop_reason=stop_reason)
+
+
+@runtime_checkable
+class Architecture(Protocol):
+    """Anything that runs a task in a Context and returns an Output.
+
+    An architecture reports progress with `await ctx.emit(event)` and runs children with
+    `await ctx.run(child, task, role=..., index=...)`; it never makes ids, reads clocks or
+    draws random numbers itself, so a replay takes the same path.
+    """
+
+    name: str
+    """The architecture's kind, shown in `session.started` (agent, actor_critic, …)."""
+
+    async def run(self, ctx: Context, task: str) -> Output: ...
+
+
+def describe_model(arch: object, ctx: Context) -> str | None:
+    """The model an architecture calls itself, if it says (Agents do); None otherwise."""
+    describe = getattr(arch, "describe_model", None)
+    return describe(ctx) if callable(describe) else None

@@ -1,0 +1,88 @@
+"""The bounded, order-keeping channel that carries a run's events to its consumer.
+
+Why not an anyio memory stream: `send()` checkpoints before it enqueues, so two tasks
+that stamped `seq` 5 and 6 can enqueue 6 first. Here stamping and enqueueing are one
+synchronous step, and producers that find the buffer full queue up in arrival order and
+are stamped as they move into the buffer. So the consumer always sees `seq` strictly
+increasing, with any number of concurrent children.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+
+import anyio
+
+from jeeves.events import Event
+
+__all__ = ["EventChannel"]
+
+
+class EventChannel:
+    """Many producers, one consumer; `put` waits while `max_buffer` events are unread."""
+
+    def __init__(self, max_buffer: int = 256) -> None:
+        self._max = max(1, max_buffer)
+        self._buffer: deque[Event] = deque()
+        self._blocked: deque[tuple[anyio.Event, Event]] = deque()
+        self._reader: anyio.Event | None = None
+        self._closed = False
+        self._seq = 0
+        self.consume = True
+        """False when nobody reads (jeeves.run): events are stamped and dropped."""
+
+    def _stamp(self, event: Event) -> None:
+        self._seq += 1
+        event.seq = self._seq
+        event.ts = time.time()
+
+    def _wake_reader(self) -> None:
+        if self._reader is not None:
+            self._reader.set()
+            self._reader = None
+
+    async def put(self, event: Event) -> None:
+        """Stamp `event` with the next seq and enqueue it (waiting while the buffer is full)."""
+        if not self.consume or self._closed:
+            self._stamp(event)
+            return
+        if not self._blocked and len(self._buffer) < self._max:
+            self._stamp(event)
+            self._buffer.append(event)
+            self._wake_reader()
+            return
+        entry = (anyio.Event(), event)
+        self._blocked.append(entry)
+        try:
+            await entry[0].wait()
+        except BaseException:
+            if entry in self._blocked:  # cancelled before it got into the buffer
+                self._blocked.remove(entry)
+            raise
+
+    async def get(self) -> Event:
+        """The next event; raises anyio.EndOfStream once closed and drained."""
+        while True:
+            if self._buffer:
+                event = self._buffer.popleft()
+                if self._blocked:
+                    waiter, pending = self._blocked.popleft()
+                    self._stamp(pending)
+                    self._buffer.append(pending)
+                    waiter.set()
+                return event
+            if self._closed:
+                raise anyio.EndOfStream
+            self._reader = anyio.Event()
+            await self._reader.wait()
+
+    def close(self) -> None:
+        """No more events: the reader drains what is buffered, then sees the end. Blocked producers go on."""
+        self._closed = True
+        while self._blocked:
+            waiter, pending = self._blocked.popleft()
+            self._stamp(pending)
+            self._buffer.append(pending)
+            waiter.set()
+        self._wake_reader()

@@ -1,0 +1,39 @@
+"""The `jeeves` command.
+
+Each subcommand is a small function taking parsed arguments; `main` dispatches. Commands
+run offline unless they are given real model routes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+import anyio
+
+from jeeves.demo import run_demo
+
+__all__ = ["main"]
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="jeeves", description="Run, stream and replay jeeves architectures."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    demo = commands.add_parser("demo", help="an offline run with scripted models, shown live")
+    demo.add_argument("--json", action="store_true", help="print one JSON event per line")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `jeeves` console script; returns the exit code."""
+    args = _build_parser().parse_args(argv)
+    if args.command == "demo":
+        return anyio.run(run_demo, bool(args.json))
+    raise AssertionError(f"unhandled command {args.command!r}")  # pragma: no cover - argparse rejects it
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

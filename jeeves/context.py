@@ -1,0 +1,452 @@
+"""The Context an architecture runs in: emit events, run children, call models, run steps.
+
+One `RunState` is shared by every session of a run (the event channel, the router, the
+budget meter, the journal, the tracer, the usage ledger); each session gets its own
+`Context` with its id, its role path and its own step counter.
+
+Invariants:
+- ids come only from `child_id(parent, role, index)`; nothing here reads a clock or a
+  random source to name anything;
+- step indices are allocated in program order within a session (`next_step_index`), so
+  callers that start steps concurrently allocate the indices first, in a fixed order;
+- a journaled step that ran live is recorded with the events it emitted; replayed, it
+  re-emits those events marked `replayed=True` and charges no usage or budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, NamedTuple, TypeVar
+
+import anyio
+from pydantic import BaseModel, TypeAdapter
+
+from jeeves.architecture import Architecture, Output, describe_model
+from jeeves.budget import BudgetMeter
+from jeeves.channel import EventChannel
+from jeeves.errors import BudgetExceeded, ModelError, ReplayDivergence, UserError, tag_session
+from jeeves.events import (
+    EVENT_ADAPTER,
+    BudgetExceededEvent,
+    Event,
+    ModelCompleted,
+    ModelDelta,
+    ModelRetrying,
+    SessionCompleted,
+    SessionFailed,
+    SessionStarted,
+)
+from jeeves.hooks import NullTracer, Tracer
+from jeeves.ids import child_id, validate_name
+from jeeves.journal import (
+    Journal,
+    JournalMode,
+    SessionRecord,
+    StepRecord,
+    decode_error,
+    encode_error,
+    error_type_name,
+    fingerprint,
+    request_diff,
+)
+from jeeves.messages import ModelRequest, ModelResponse, Usage
+from jeeves.models.base import Route
+from jeeves.models.fallback import complete_with_fallbacks
+from jeeves.models.router import Router
+
+__all__ = ["Context", "RunState", "StepResult"]
+
+T = TypeVar("T")
+
+
+class StepResult(NamedTuple, Generic[T]):
+    value: T
+    replayed: bool
+
+
+class _ModelStep(BaseModel):
+    response: ModelResponse
+    fallback: bool = False
+
+
+@dataclass
+class RunState:
+    """What every session of one run shares."""
+
+    router: Router
+    channel: EventChannel = field(default_factory=EventChannel)
+    meter: BudgetMeter = field(default_factory=BudgetMeter)
+    tracer: Tracer = field(default_factory=NullTracer)
+    journal: Journal | None = None
+    mode: JournalMode = "record"
+    usage: dict[str, Usage] = field(default_factory=dict)
+    """Per session: every model call's usage, replayed ones included (what events report)."""
+    live_usage: dict[str, Usage] = field(default_factory=dict)
+    """Per session: live calls only (what this run spent)."""
+    roles: dict[str, str] = field(default_factory=dict)
+    budget_announced: bool = False
+    _adapters: dict[Any, TypeAdapter[Any]] = field(default_factory=dict)
+
+    def adapter(self, tp: Any) -> TypeAdapter[Any]:
+        adapter = self._adapters.get(tp)
+        if adapter is None:
+            adapter = self._adapters[tp] = TypeAdapter(tp)
+        return adapter
+
+    def tree_usage(self, session_id: str, *, live: bool = False) -> Usage:
+        """Usage of a session and everything below it."""
+        table = self.live_usage if live else self.usage
+        prefix = session_id + "__"
+        total = Usage()
+        for sid, usage in table.items():
+            if sid == session_id or sid.startswith(prefix):
+                total = total + usage
+        return total
+
+    def usage_by_role(self) -> dict[str, Usage]:
+        """Live usage summed per role (the role of the session that made the calls)."""
+        out: dict[str, Usage] = {}
+        for sid, usage in self.live_usage.items():
+            role = self.roles.get(sid, "?")
+            out[role] = out.get(role, Usage()) + usage
+        return out
+
+
+class Context:
+    """One session's handle on the run. Architectures get one in `run(ctx, task)`."""
+
+    __slots__ = ("_route", "_started", "_state", "_steps", "parent_id", "role", "role_path", "session_id")
+
+    def __init__(
+        self,
+        state: RunState,
+        session_id: str,
+        *,
+        role: str,
+        role_path: tuple[str, ...],
+        parent_id: str | None,
+    ) -> None:
+        self._state = state
+        self.session_id = session_id
+        self.role = role
+        self.role_path = role_path
+        self.parent_id = parent_id
+        self._steps = 0
+        self._route: Route | None = None
+        self._started: SessionStarted | None = None
+
+    # -- events ------------------------------------------------------------------------
+    async def emit(self, event: Event) -> None:
+        """Send an event into the run's stream; `seq` and `ts` are stamped here."""
+        await self._state.channel.put(event)
+
+    @property
+    def started(self) -> SessionStarted:
+        """This session's `session.started` event (its role, model, parent…)."""
+        if self._started is None:
+            raise UserError(
+                f"Session {self.session_id!r} has not started; use ctx.run(...) to run architectures."
+            )
+        return self._started
+
+    # -- children ----------------------------------------------------------------------
+    async def run(self, child: Architecture, task: str, *, role: str, index: int = 0) -> Output:
+        """Run `child` as session `{self.session_id}__{role}_{index}` and return its Output.
+
+        The child's events stream into the same run. If the child raises, `session.failed`
+        is emitted and the exception propagates, tagged with the child's session id.
+        """
+        validate_name(role)
+        sid = child_id(self.session_id, role, index)
+        ctx = Context(
+            self._state, sid, role=role, role_path=(*self.role_path, role), parent_id=self.session_id
+        )
+        return await ctx.execute(child, task, index=index)
+
+    async def execute(self, arch: Architecture, task: str, *, index: int = 0) -> Output:
+        """Run `arch` as this context's session (the runner calls this for the root)."""
+        state = self._state
+        state.roles[self.session_id] = self.role
+        model = await self._session_model(arch)
+        started = SessionStarted(
+            session_id=self.session_id,
+            parent_id=self.parent_id,
+            role=self.role,
+            role_path=list(self.role_path),
+            architecture=getattr(arch, "name", type(arch).__name__),
+            model=model,
+            index=index,
+            task=task,
+        )
+        self._started = started
+        await self.emit(started)
+        await self._record_session(started, "running")
+        with state.tracer.session(started) as span:
+            try:
+                output = await arch.run(self, task)
+                if not isinstance(output, Output):
+                    raise UserError(
+                        f"{type(arch).__name__}.run returned {output!r}; an architecture must return a jeeves.Output."
+                    )
+            except anyio.get_cancelled_exc_class():
+                raise
+            except BaseException as exc:
+                tag_session(exc, self.session_id)
+                span.record_error(exc)
+                usage = state.tree_usage(self.session_id)
+                await self.emit(
+                    SessionFailed(
+                        session_id=self.session_id,
+                        error_type=error_type_name(exc),
+                        message=str(exc),
+                        usage=usage,
+                    )
+                )
+                await self._record_session(started, "failed", error=exc)
+                raise
+            usage = state.tree_usage(self.session_id)
+            span.set_attribute("jeeves.stop_reason", output.stop_reason)
+            score = getattr(output.value, "score", None)
+            if isinstance(score, int | float) and not isinstance(score, bool):
+                span.set_attribute("jeeves.critic.score", float(score))
+        await self.emit(
+            SessionCompleted(
+                session_id=self.session_id, output=output.text, stop_reason=output.stop_reason, usage=usage
+            )
+        )
+        await self._record_session(started, "completed", output=output)
+        return output
+
+    async def _session_model(self, arch: Architecture) -> str | None:
+        if self._state.journal is not None and self._state.mode == "replay":
+            record = await self._state.journal.get_session(self.session_id)
+            if record is None:
+                raise ReplayDivergence(
+                    f"Replay reached session {self.session_id!r}, which the journal does not hold: the architecture "
+                    f"or the task differs from the recorded run. Replay the run with the code that recorded it.",
+                    session_id=self.session_id,
+                    step=-1,
+                )
+            return record.model
+        return describe_model(arch, self)
+
+    async def _record_session(
+        self,
+        started: SessionStarted,
+        status: Literal["running", "completed", "failed"],
+        *,
+        output: Output | None = None,
+        error: BaseException | None = None,
+    ) -> None:
+        journal = self._state.journal
+        if journal is None or self._state.mode == "replay":
+            return
+        with anyio.CancelScope(shield=True):
+            await journal.put_session(
+                SessionRecord(
+                    session_id=self.session_id,
+                    parent_id=self.parent_id,
+                    role=self.role,
+                    architecture=started.architecture,
+                    model=started.model,
+                    task=started.task,
+                    status=status,
+                    stop_reason=output.stop_reason if output else (error_type_name(error) if error else None),
+                    output=output.text if output else (str(error) if error else None),
+                    usage=self._state.tree_usage(self.session_id).model_dump(),
+                )
+            )
+
+    @property
+    def tracer(self) -> Tracer:
+        """The run's tracer (a no-op unless telemetry is configured)."""
+        return self._state.tracer
+
+    # -- routing -----------------------------------------------------------------------
+    def route(self) -> Route:
+        """This session's route: the router's match for its role path (cached)."""
+        if self._route is None:
+            self._route = self._state.router.resolve(self.role_path)
+        return self._route
+
+    # -- steps -------------------------------------------------------------------------
+    def next_step_index(self) -> int:
+        """Allocate the next step index of this session. Allocate before starting concurrent steps."""
+        index = self._steps
+        self._steps += 1
+        return index
+
+    async def step(
+        self,
+        kind: Literal["tool", "function"],
+        name: str,
+        request: Any,
+        run: Callable[[], Awaitable[T]],
+        result_type: Any,
+        *,
+        index: int | None = None,
+    ) -> StepResult[T]:
+        """Run one nondeterministic step through the journal.
+
+        `request` (JSON-able) is fingerprinted; `result_type` says how the result is
+        stored and restored. With a journal holding this step, the recorded result is
+        returned (or its recorded exception raised) and `run` is not called.
+        """
+        step_index = self.next_step_index() if index is None else index
+        return await self._journaled(kind, name, step_index, request, run, result_type, [])
+
+    async def _journaled(
+        self,
+        kind: Literal["model", "tool", "function"],
+        name: str,
+        index: int,
+        request: Any,
+        run: Callable[[], Awaitable[T]],
+        result_type: Any,
+        emitted: list[Event],
+    ) -> StepResult[T]:
+        state = self._state
+        journal = state.journal
+        if journal is None:
+            return StepResult(await run(), False)
+        fp = fingerprint(request)
+        record = await journal.get_step(self.session_id, index)
+        if record is not None:
+            if record.kind != kind or record.fingerprint != fp:
+                raise ReplayDivergence(
+                    f"Session {self.session_id!r} step {index} ({kind} {name!r}) differs from the recorded "
+                    f"{record.kind} step {record.name!r}; the request changed:\n{request_diff(record.request, request)}\n"
+                    f"Replay with the code, prompts and task that recorded the run, or start a new session id.",
+                    session_id=self.session_id,
+                    step=index,
+                )
+            for data in record.events:
+                event = EVENT_ADAPTER.validate_python(data)
+                event.replayed = True
+                await self.emit(event)
+            if record.error is not None:
+                raise decode_error(record.error)
+            return StepResult(state.adapter(result_type).validate_python(record.result), True)
+        if state.mode == "replay":
+            raise ReplayDivergence(
+                f"Session {self.session_id!r} asked for step {index} ({kind} {name!r}), which the journal does not "
+                f"hold: the recorded run ended earlier or took another path. Replay with the code that recorded it.",
+                session_id=self.session_id,
+                step=index,
+            )
+        error: BaseException | None = None
+        try:
+            result: T | None = await run()
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception as exc:
+            error, result = exc, None
+        with anyio.CancelScope(shield=True):
+            await journal.put_step(
+                StepRecord(
+                    session_id=self.session_id,
+                    index=index,
+                    kind=kind,
+                    name=name,
+                    fingerprint=fp,
+                    request=request,
+                    result=None if error else state.adapter(result_type).dump_python(result, mode="json"),
+                    error=encode_error(error) if error else None,
+                    events=[e.model_dump(mode="json", exclude={"seq", "ts", "replayed"}) for e in emitted],
+                )
+            )
+        if error is not None:
+            raise error
+        return StepResult(result, False)  # type: ignore[arg-type]
+
+    # -- model calls -------------------------------------------------------------------
+    async def call_model(self, request: ModelRequest, *, route: Route | None = None) -> ModelResponse:
+        """One model call for this session: routed, budgeted, journaled, traced, streamed as events."""
+        state = self._state
+        index = self.next_step_index()
+        request = request.model_copy(update={"session_id": self.session_id, "role_path": self.role_path})
+        emitted: list[Event] = []
+
+        async def live() -> _ModelStep:
+            chosen = route or self.route()
+            await self._check_budget(emitted)
+            return await self._call_live(chosen, request, emitted)
+
+        step, replayed = await self._journaled(
+            "model", "", index, request.fingerprint_payload(), live, _ModelStep, emitted
+        )
+        response = step.response
+        state.usage[self.session_id] = state.usage.get(self.session_id, Usage()) + response.usage
+        if not replayed:
+            state.live_usage[self.session_id] = (
+                state.live_usage.get(self.session_id, Usage()) + response.usage
+            )
+            state.meter.charge(response.usage)
+        await self.emit(
+            ModelCompleted(
+                session_id=self.session_id,
+                text=response.text,
+                tool_calls=response.tool_calls,
+                usage=response.usage,
+                model=response.model,
+                fallback=step.fallback,
+                step=index,
+                replayed=replayed,
+            )
+        )
+        return response
+
+    async def _check_budget(self, emitted: list[Event]) -> None:
+        """Raise BudgetExceeded before a live call; the run's first breach also emits `budget.exceeded`."""
+        state = self._state
+        try:
+            state.meter.check()
+        except BudgetExceeded as exc:
+            if not state.budget_announced:
+                state.budget_announced = True
+                event = BudgetExceededEvent(
+                    session_id=self.session_id,
+                    limit=exc.limit,
+                    allowed=exc.allowed,
+                    spent=exc.spent,
+                )
+                emitted.append(event)
+                await self.emit(event)
+            raise
+
+    async def _call_live(self, route: Route, request: ModelRequest, emitted: list[Event]) -> _ModelStep:
+        state = self._state
+        client = state.router.client_for(route)
+        live_request = request.model_copy(update={"params": {**route.params, **request.params}})
+
+        async def on_delta(text: str) -> None:
+            event = ModelDelta(session_id=self.session_id, text=text)
+            emitted.append(event)
+            await self.emit(event)
+
+        async def on_retry(
+            model: str, next_model: str, attempt: int, error: ModelError, delay: float
+        ) -> None:
+            event = ModelRetrying(
+                session_id=self.session_id,
+                model=model,
+                next_model=next_model,
+                attempt=attempt,
+                error_type=type(error).__name__,
+                message=str(error),
+                delay_s=delay,
+            )
+            emitted.append(event)
+            await self.emit(event)
+
+        with state.tracer.model_call(self.started, live_request) as span:
+            try:
+                response, fallback = await complete_with_fallbacks(
+                    client, route, live_request, on_delta=on_delta, on_retry=on_retry
+                )
+            except BaseException as exc:
+                span.record_error(exc)
+                raise
+            span.record_response(response)
+        return _ModelStep(response=response, fallback=fallback)

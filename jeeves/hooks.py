@@ -1,0 +1,97 @@
+"""Hook points for tracing: the context opens a span around each session, model call and tool.
+
+`NullTracer` is the default and costs a method call per hook. `jeeves.telemetry` provides
+the OpenTelemetry implementation. Spans nest through context variables, which anyio copies
+into every task it starts, so parallel workers' spans hang under the span of the session
+that started them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from jeeves.events import SessionStarted
+    from jeeves.messages import ModelRequest, ModelResponse
+
+__all__ = ["NullSpan", "NullTracer", "SpanHandle", "Tracer", "default_tracer", "set_default_tracer"]
+
+AttributeValue = str | bool | int | float
+
+
+class SpanHandle(Protocol):
+    """What the context tells a span while it is open."""
+
+    def set_attribute(self, key: str, value: AttributeValue) -> None: ...
+
+    def record_response(self, response: ModelResponse) -> None: ...
+
+    def record_error(self, error: BaseException) -> None: ...
+
+
+class Tracer(Protocol):
+    """Opens spans. Each method returns a context manager yielding a SpanHandle."""
+
+    def session(self, started: SessionStarted) -> AbstractContextManager[SpanHandle]: ...
+
+    def model_call(
+        self, started: SessionStarted, request: ModelRequest
+    ) -> AbstractContextManager[SpanHandle]: ...
+
+    def tool_call(
+        self, started: SessionStarted, name: str, call_id: str, arguments: str
+    ) -> AbstractContextManager[SpanHandle]: ...
+
+
+class NullSpan:
+    """A span that records nothing."""
+
+    def set_attribute(self, key: str, value: AttributeValue) -> None:
+        pass
+
+    def record_response(self, response: ModelResponse) -> None:
+        pass
+
+    def record_error(self, error: BaseException) -> None:
+        pass
+
+
+_NULL_SPAN = NullSpan()
+
+
+@contextmanager
+def _null() -> Iterator[SpanHandle]:
+    yield _NULL_SPAN
+
+
+class NullTracer:
+    """The default tracer: no spans."""
+
+    def session(self, started: SessionStarted) -> AbstractContextManager[SpanHandle]:
+        return _null()
+
+    def model_call(
+        self, started: SessionStarted, request: ModelRequest
+    ) -> AbstractContextManager[SpanHandle]:
+        return _null()
+
+    def tool_call(
+        self, started: SessionStarted, name: str, call_id: str, arguments: str
+    ) -> AbstractContextManager[SpanHandle]:
+        return _null()
+
+
+_default_tracer: Tracer = NullTracer()
+
+
+def set_default_tracer(tracer: Tracer | None) -> None:
+    """Make `tracer` the one runs use when they are not given one (None: no tracing)."""
+    global _default_tracer
+    _default_tracer = tracer if tracer is not None else NullTracer()
+
+
+def default_tracer() -> Tracer:
+    """The tracer runs use when they are not given one."""
+    return _default_tracer

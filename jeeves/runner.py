@@ -1,0 +1,269 @@
+"""Entry points: `jeeves.run` returns a run's result; `jeeves.stream` hands out its events.
+
+`stream` is an async context manager, not an async generator: it owns the run's task
+group and the event channel, so leaving the `async with` block early cancels the whole
+tree from the task that entered it, and the caller's next await is untouched (PEP 789).
+Errors surface as themselves, never as an ExceptionGroup of one, tagged with the id of
+the session that failed: after the last event when iterating, or from `result()`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
+
+import anyio
+from pydantic import BaseModel, ConfigDict, Field
+
+from jeeves.architecture import Architecture, Output
+from jeeves.budget import Budget, BudgetMeter
+from jeeves.channel import EventChannel
+from jeeves.context import Context, RunState
+from jeeves.errors import BudgetExceeded, UserError
+from jeeves.events import Event
+from jeeves.hooks import Tracer, default_tracer
+from jeeves.ids import new_root_id, validate_name, validate_root_id
+from jeeves.journal import Journal, JournalMode
+from jeeves.messages import Usage
+from jeeves.models.base import ModelClient, Route
+from jeeves.models.router import Router
+
+__all__ = ["RunResult", "RunStream", "run", "stream"]
+
+ModelLike = str | Route | ModelClient
+
+
+class RunResult(BaseModel):
+    """The outcome of a run."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    session_id: str
+    output: Any = None
+    """The root's typed output (None when the budget ran out before any output)."""
+    text: str = ""
+    stop_reason: str = "completed"
+    usage: Usage = Field(default_factory=Usage)
+    """What this run spent (replayed steps excluded)."""
+    usage_by_role: dict[str, Usage] = Field(default_factory=dict)
+    """Live usage per role of the session that made the calls (actor, critic, a worker…)."""
+    usage_by_session: dict[str, Usage] = Field(default_factory=dict)
+    """Live usage per session id."""
+    detail: Output | None = None
+    """The root architecture's own Output (ActorCritic rounds, Supervisor delegations…)."""
+
+    @property
+    def cost_usd(self) -> float:
+        return self.usage.cost_usd
+
+
+def build_router(
+    router: Router | None, model: ModelLike | None, models: Mapping[str, ModelLike] | None
+) -> Router:
+    """The router a run uses: `router`, with `model=` as its default and `models=` overrides."""
+    base = router if router is not None else Router()
+    if model is not None:
+        base = base.override({"default": model})
+    if models:
+        base = base.override(models)
+    return base
+
+
+def _root_context(state: RunState, arch: Architecture, session_id: str | None, role: str | None) -> Context:
+    if not isinstance(arch, Architecture):
+        raise UserError(
+            f"{arch!r} is not an architecture; pass an Agent, ActorCritic, SelfRefine or Supervisor."
+        )
+    root_role = validate_name(role or getattr(arch, "role", None) or getattr(arch, "name", "run"))
+    sid = validate_root_id(session_id) if session_id is not None else new_root_id()
+    return Context(state, sid, role=root_role, role_path=(root_role,), parent_id=None)
+
+
+def _state(
+    *,
+    router: Router | None,
+    model: ModelLike | None,
+    models: Mapping[str, ModelLike] | None,
+    budget: Budget | None,
+    journal: Journal | None,
+    mode: JournalMode,
+    tracer: Tracer | None,
+    channel: EventChannel,
+) -> RunState:
+    return RunState(
+        router=build_router(router, model, models),
+        channel=channel,
+        meter=BudgetMeter(budget),
+        tracer=tracer if tracer is not None else default_tracer(),
+        journal=journal,
+        mode=mode,
+    )
+
+
+def _result(state: RunState, root: Context, output: Output | None, stop_reason: str) -> RunResult:
+    return RunResult(
+        session_id=root.session_id,
+        output=output.value if output else None,
+        text=output.text if output else "",
+        stop_reason=stop_reason,
+        usage=state.tree_usage(root.session_id, live=True),
+        usage_by_role=state.usage_by_role(),
+        usage_by_session=dict(state.live_usage),
+        detail=output,
+    )
+
+
+async def _execute(state: RunState, root: Context, arch: Architecture, task: str) -> RunResult:
+    try:
+        output = await root.execute(arch, task)
+    except BudgetExceeded:
+        return _result(state, root, None, "budget")
+    return _result(state, root, output, output.stop_reason)
+
+
+async def run(
+    arch: Architecture,
+    task: str,
+    *,
+    router: Router | None = None,
+    model: ModelLike | None = None,
+    models: Mapping[str, ModelLike] | None = None,
+    session_id: str | None = None,
+    role: str | None = None,
+    budget: Budget | None = None,
+    journal: Journal | None = None,
+    mode: JournalMode = "record",
+    tracer: Tracer | None = None,
+) -> RunResult:
+    """Run `arch` on `task` and return its result.
+
+    Args:
+        router: Routes roles to models. `model=` sets its default route and `models=`
+            overrides routes for this run (`models={"critic": "openai/gpt-4o"}`).
+        session_id: The root session id; child ids derive from it. Generated when omitted.
+        role: The root's role name (defaults to the architecture's `role` or name).
+        budget: Limits shared by the whole tree.
+        journal: Records every step; a session id the journal already holds resumes.
+        mode: "record" (default; resumes too) or "replay" (strict: nothing runs live).
+        tracer: Span hooks; defaults to the one `jeeves.telemetry.configure` installed.
+    """
+    channel = EventChannel()
+    channel.consume = False
+    state = _state(
+        router=router,
+        model=model,
+        models=models,
+        budget=budget,
+        journal=journal,
+        mode=mode,
+        tracer=tracer,
+        channel=channel,
+    )
+    root = _root_context(state, arch, session_id, role)
+    return await _execute(state, root, arch, task)
+
+
+class RunStream:
+    """The events of a running run; iterate with `async for`, then `await result()`."""
+
+    def __init__(self, channel: EventChannel, session_id: str) -> None:
+        self._channel = channel
+        self.session_id = session_id
+        """The root session id."""
+        self._result: RunResult | None = None
+        self._error: BaseException | None = None
+        self._done = anyio.Event()
+
+    def __aiter__(self) -> RunStream:
+        return self
+
+    async def __anext__(self) -> Event:
+        try:
+            return await self._channel.get()
+        except anyio.EndOfStream:
+            if self._error is not None:
+                raise self._error from None
+            raise StopAsyncIteration from None
+
+    async def result(self) -> RunResult:
+        """Wait for the run to finish (reading and dropping unread events) and return its result."""
+        async for _ in self:
+            pass
+        await self._done.wait()
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result
+
+
+@contextmanager
+def _collapse() -> Iterator[None]:
+    """Raise a lone exception out of its group: callers see the error itself."""
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        while isinstance(group, BaseExceptionGroup) and len(group.exceptions) == 1:
+            group = group.exceptions[0]
+        raise group from None
+
+
+@asynccontextmanager
+async def stream(
+    arch: Architecture,
+    task: str,
+    *,
+    router: Router | None = None,
+    model: ModelLike | None = None,
+    models: Mapping[str, ModelLike] | None = None,
+    session_id: str | None = None,
+    role: str | None = None,
+    budget: Budget | None = None,
+    journal: Journal | None = None,
+    mode: JournalMode = "record",
+    tracer: Tracer | None = None,
+    max_buffer: int = 256,
+) -> AsyncIterator[RunStream]:
+    """Start `arch` on `task` and stream its events.
+
+    ```python
+    async with jeeves.stream(agent, "task", router=router) as events:
+        async for event in events:
+            print(event.type, event.session_id, event.seq)
+        result = await events.result()
+    ```
+
+    Takes the same arguments as `jeeves.run`, plus `max_buffer`: how many unread events
+    the run may get ahead of the reader before it waits (backpressure).
+    """
+    channel = EventChannel(max_buffer)
+    state = _state(
+        router=router,
+        model=model,
+        models=models,
+        budget=budget,
+        journal=journal,
+        mode=mode,
+        tracer=tracer,
+        channel=channel,
+    )
+    root = _root_context(state, arch, session_id, role)
+    handle = RunStream(channel, root.session_id)
+
+    async def produce() -> None:
+        try:
+            handle._result = await _execute(state, root, arch, task)
+        except Exception as exc:
+            handle._error = exc
+        finally:
+            channel.close()
+            handle._done.set()
+
+    with _collapse():
+        async with anyio.create_task_group() as group:
+            group.start_soon(produce)
+            try:
+                yield handle
+            finally:
+                channel.close()
+                group.cancel_scope.cancel()

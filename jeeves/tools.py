@@ -1,0 +1,123 @@
+"""Tools an Agent's model can call: `@tool` turns a typed function into one.
+
+The function's signature becomes the JSON schema the model sees, its docstring the
+description. Arguments are validated with pydantic before the function runs; a
+validation failure or an exception inside the function becomes an error result that
+the model reads (with the message) rather than a crash. Sync functions run in a worker
+thread so they cannot stall the event loop; async ones run in the loop.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Callable
+from typing import Any, get_type_hints, overload
+
+import anyio
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
+
+from jeeves.errors import UserError
+from jeeves.ids import validate_name
+from jeeves.messages import ToolSpec
+
+__all__ = ["Tool", "ToolOutcome", "tool"]
+
+_ANY = TypeAdapter(Any)
+
+
+class ToolOutcome(BaseModel):
+    """What a tool call gave back: text for the model, and whether it is an error."""
+
+    text: str
+    is_error: bool = False
+
+
+def _describe(fn: Callable[..., Any]) -> str:
+    doc = inspect.getdoc(fn) or ""
+    return doc.strip()
+
+
+def _arguments_model(fn: Callable[..., Any], name: str) -> type[BaseModel]:
+    hints = get_type_hints(fn)
+    fields: dict[str, Any] = {}
+    for param in inspect.signature(fn).parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise UserError(f"Tool {name!r} takes *{param.name}; tools need named, typed parameters.")
+        default = ... if param.default is param.empty else param.default
+        fields[param.name] = (hints.get(param.name, Any), default)
+    return create_model(f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
+
+
+def _render(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, BaseModel):
+        return value.model_dump_json()
+    return _ANY.dump_json(value).decode()
+
+
+class Tool:
+    """A function the model may call. Build one with `@tool` or `Tool(fn)`."""
+
+    def __init__(
+        self, function: Callable[..., Any], *, name: str | None = None, description: str | None = None
+    ) -> None:
+        self.function = function
+        self.name = validate_name(name or function.__name__, what="tool")
+        self.description = description if description is not None else _describe(function)
+        self._arguments = _arguments_model(function, self.name)
+        self._is_async = inspect.iscoroutinefunction(function)
+
+    def spec(self) -> ToolSpec:
+        schema = self._arguments.model_json_schema()
+        schema.pop("title", None)
+        return ToolSpec(name=self.name, description=self.description, parameters=schema)
+
+    async def invoke(self, arguments: str) -> ToolOutcome:
+        """Validate `arguments` (JSON text) and call the function; failures become error outcomes."""
+        try:
+            raw = json.loads(arguments or "{}")
+            parsed = self._arguments.model_validate(raw)
+        except (ValueError, ValidationError) as exc:
+            return ToolOutcome(
+                text=f"Invalid arguments for tool {self.name!r}: {exc}. Fix them and call again.",
+                is_error=True,
+            )
+        kwargs = {key: getattr(parsed, key) for key in type(parsed).model_fields}
+        try:
+            if self._is_async:
+                value = await self.function(**kwargs)
+            else:
+                value = await anyio.to_thread.run_sync(lambda: self.function(**kwargs))
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception as exc:
+            return ToolOutcome(text=f"Tool {self.name!r} failed: {type(exc).__name__}: {exc}", is_error=True)
+        return ToolOutcome(text=_render(value))
+
+    def __repr__(self) -> str:
+        return f"Tool({self.name!r})"
+
+
+@overload
+def tool(function: Callable[..., Any], /) -> Tool: ...
+
+
+@overload
+def tool(
+    *, name: str | None = None, description: str | None = None
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(
+    function: Callable[..., Any] | None = None, /, *, name: str | None = None, description: str | None = None
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Make a Tool of a typed function: `@tool` or `@tool(name="search")`."""
+    if function is not None:
+        return Tool(function)
+
+    def decorate(fn: Callable[..., Any]) -> Tool:
+        return Tool(fn, name=name, description=description)
+
+    return decorate

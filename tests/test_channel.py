@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+import anyio
+import anyio.lowlevel
+import pytest
+
+from jeeves.channel import EventChannel
+from jeeves.events import ModelDelta
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_blocked_producers_keep_arrival_order_and_seq() -> None:
+    channel = EventChannel(max_buffer=1)
+    received: list[tuple[int, str]] = []
+
+    async def produce(name: str) -> None:
+        for i in range(20):
+            await channel.put(ModelDelta(session_id=name, text=str(i)))
+
+    async def consume() -> None:
+        while True:
+            try:
+                event = await channel.get()
+            except anyio.EndOfStream:
+                return
+            received.append((event.seq, event.session_id))
+            await anyio.lowlevel.checkpoint()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(consume)
+        async with anyio.create_task_group() as producers:
+            for name in "abc":
+                producers.start_soon(produce, name)
+        channel.close()
+    assert [s for s, _ in received] == list(range(1, 61))
+    assert {n for _, n in received} == {"a", "b", "c"}
+
+
+async def test_cancelled_blocked_producer_is_removed() -> None:
+    channel = EventChannel(max_buffer=1)
+    await channel.put(ModelDelta(session_id="a", text="1"))
+    with anyio.move_on_after(0.05):
+        await channel.put(ModelDelta(session_id="a", text="2"))
+    assert (await channel.get()).text == "1"
+    channel.close()
+    with pytest.raises(anyio.EndOfStream):
+        await channel.get()

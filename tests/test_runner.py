@@ -1,0 +1,175 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import anyio
+import pytest
+
+import jeeves
+from jeeves import Agent, Budget, ScriptedModel, tool
+from jeeves.errors import BudgetExceeded, ProviderError, UserError
+from jeeves.testing import Reply, call
+from tests.conftest import REPO, subprocess_env
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_run_returns_output_usage_and_roles() -> None:
+    @tool
+    def word_count(text: str) -> int:
+        """Count the words in a text."""
+        return len(text.split())
+
+    model = ScriptedModel(
+        {"counter": [Reply(tool_calls=[call("word_count", {"text": "a b c"})]), "3 words."]}
+    )
+    agent = Agent("You count words.", role="counter", tools=[word_count])
+    result = await jeeves.run(agent, "How many words in 'a b c'?", model=model, session_id="job-1")
+    assert result.output == "3 words."
+    assert result.session_id == "job-1"
+    assert result.stop_reason == "completed"
+    assert result.usage.model_calls == 2
+    assert set(result.usage_by_role) == {"counter"}
+    assert result.cost_usd == 0.0
+    model.assert_consumed()
+    tool_message = model.requests[1].messages[-1]
+    assert tool_message.role == "tool" and tool_message.content == "3"
+
+
+async def test_stream_events_in_order_with_tree_fields() -> None:
+    model = ScriptedModel(["hello there"])
+    async with jeeves.stream(Agent("hi"), "task", model=model, session_id="s1") as events:
+        seen = [e async for e in events]
+        result = await events.result()
+    assert [e.type for e in seen] == [
+        "session.started",
+        "model.delta",
+        "model.delta",
+        "model.completed",
+        "session.completed",
+    ]
+    started = seen[0]
+    assert started.type == "session.started"
+    assert (started.parent_id, started.role, started.architecture, started.model) == (
+        None,
+        "agent",
+        "agent",
+        "scripted",
+    )
+    assert [e.seq for e in seen] == [1, 2, 3, 4, 5]
+    assert result.text == "hello there"
+
+
+async def test_leaving_the_stream_early_cancels_the_tree_and_spares_the_caller() -> None:
+    state = {"tool": "not started"}
+
+    @tool
+    async def slow() -> str:
+        """Sleeps a long time."""
+        state["tool"] = "running"
+        try:
+            await anyio.sleep(10)
+        except anyio.get_cancelled_exc_class():
+            state["tool"] = "cancelled"
+            raise
+        state["tool"] = "finished"
+        return "late"
+
+    model = ScriptedModel([Reply(tool_calls=[call("slow")]), "never"])
+    async with jeeves.stream(Agent("x", tools=[slow]), "t", model=model) as events:
+        async for event in events:
+            if event.type == "tool.started":
+                await anyio.sleep(0.05)  # let the tool begin
+                break
+    # The caller's next await completes normally: nothing leaked a cancellation into it.
+    with anyio.fail_after(5):
+        await anyio.sleep(0.1)
+    assert state["tool"] == "cancelled"
+
+
+async def test_error_surfaces_as_itself_with_session_id() -> None:
+    model = ScriptedModel([ProviderError("the provider is down", status_code=400)])
+    async with jeeves.stream(Agent("x"), "t", model=model, session_id="job-9") as events:
+        seen: list[str] = []
+        with pytest.raises(ProviderError) as info:
+            async for event in events:
+                seen.append(event.type)
+    assert info.value.session_id == "job-9"
+    assert seen[-1] == "session.failed"
+    with pytest.raises(ProviderError):
+        await jeeves.run(Agent("x"), "t", model=ScriptedModel([ProviderError("down", status_code=400)]))
+
+
+async def test_result_drains_unread_events() -> None:
+    model = ScriptedModel(["word " * 50])
+    async with jeeves.stream(Agent("x"), "t", model=model, max_buffer=2) as events:
+        result = await events.result()
+    assert result.output.strip().startswith("word")
+
+
+async def test_missing_route_is_a_user_error_listing_routes() -> None:
+    router = jeeves.Router({"critic": ScriptedModel(["x"])})
+    with pytest.raises(UserError, match=r"No model route for role 'counter'.*routes: critic"):
+        await jeeves.run(Agent("x", role="counter"), "t", router=router)
+
+
+async def test_invalid_root_session_id() -> None:
+    with pytest.raises(UserError, match="a__b"):
+        await jeeves.run(Agent("x"), "t", model=ScriptedModel(["x"]), session_id="a__b")
+
+
+async def test_budget_stops_the_run_and_keeps_best_output() -> None:
+    @tool
+    def noop() -> str:
+        """Does nothing."""
+        return "ok"
+
+    model = ScriptedModel([Reply(text="draft answer", tool_calls=[call("noop")]), "never reached"])
+    async with jeeves.stream(
+        Agent("x", tools=[noop]), "t", model=model, budget=Budget(max_model_calls=1)
+    ) as events:
+        types = [e.type async for e in events]
+        result = await events.result()
+    assert "budget.exceeded" in types
+    assert result.stop_reason == "budget"
+    assert result.output == "draft answer"
+    assert model.remaining() == {"default": 1}
+
+
+async def test_budget_with_nothing_to_keep() -> None:
+    model = ScriptedModel(["never"])
+    result = await jeeves.run(Agent("x"), "t", model=model, budget=Budget(max_tokens=0))
+    assert (result.stop_reason, result.output) == ("budget", None)
+    with pytest.raises(BudgetExceeded):
+        raise BudgetExceeded("x", limit="usd", allowed=1, spent=2)
+
+
+def test_import_does_not_import_litellm() -> None:
+    code = "import sys, jeeves; assert 'litellm' not in sys.modules, 'litellm imported'; print('ok')"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=subprocess_env()
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
+
+
+def test_same_ids_in_two_fresh_processes() -> None:
+    code = (
+        "import anyio, jeeves\n"
+        "from tests.test_events import _Parallel\n"
+        "async def main():\n"
+        "    async with jeeves.stream(_Parallel(3), 'go', model=jeeves.FunctionModel(lambda r: 'x'), "
+        "session_id='fixed') as ev:\n"
+        "        print(sorted({e.session_id async for e in ev}))\n"
+        "anyio.run(main)\n"
+    )
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=subprocess_env()
+        )
+        for _ in range(2)
+    ]
+    assert all(r.returncode == 0 for r in runs), runs[0].stderr
+    assert runs[0].stdout == runs[1].stdout
+    assert "fixed__worker_2" in runs[0].stdout
