@@ -47,7 +47,7 @@ class Route(BaseModel):
     one is tried; a non-retryable error (bad request, malformed reply) stops at once.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
+    model_config = ConfigDict(defer_build=True, arbitrary_types_allowed=True, frozen=True)
 
     model: str
     params: dict[str, Any] = Field(default_factory=dict)
@@ -77,7 +77,9 @@ class Route(BaseModel):
             if not value.strip():
                 raise UserError(f"Route {key!r} has an empty model string; write e.g. 'openai/gpt-4o-mini'.")
             return cls(model=value)
-        if isinstance(value, ModelClient):
+        if callable(
+            getattr(value, "complete", None)
+        ):  # a ModelClient (duck-typed: isinstance on a Protocol is slow)
             return cls(model=client_name(value), client=value)
         raise UserError(
             f"Route {key!r} is {value!r}; give a model string ('openai/gpt-4o-mini'), "
