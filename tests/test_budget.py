@@ -14,7 +14,9 @@ pytestmark = pytest.mark.anyio
 
 
 def priced(request: ModelRequest) -> Reply:
-    return Reply(text="partial answer", usage=Usage(input_tokens=10, output_tokens=5, model_calls=1, cost_usd=0.4))
+    return Reply(
+        text="partial answer", usage=Usage(input_tokens=10, output_tokens=5, model_calls=1, cost_usd=0.4)
+    )
 
 
 @pytest.mark.parametrize(
