@@ -129,13 +129,14 @@ class Supervisor:
         self.route = None if model is None else Route.coerce(model, key=f"{role} (Supervisor model=)")
         self.params = dict(params or {})
         self.description = description or f"Coordinates workers: {', '.join(self.workers)}."
-        self.tools = self._tool_specs()
+        self.tool_specs = self._build_tool_specs()
+        """The tools the coordinator model sees: `delegate` and `forward`."""
 
     def describe_model(self, ctx: Context) -> str:
         """The model the coordinator's calls go to in `ctx` (shown in session.started)."""
         return (self.route or ctx.route()).model
 
-    def _tool_specs(self) -> list[ToolSpec]:
+    def _build_tool_specs(self) -> list[ToolSpec]:
         names = list(self.workers)
         roster = "\n".join(
             f"- {n}: {d}" if (d := _one_line(getattr(w, "description", ""))) else f"- {n}"
@@ -179,7 +180,7 @@ class Supervisor:
         return [delegate, forward]
 
     def _request(self, messages: list[Message]) -> ModelRequest:
-        return ModelRequest(messages=list(messages), tools=self.tools, params=self.params)
+        return ModelRequest(messages=list(messages), tools=self.tool_specs, params=self.params)
 
     async def run(self, ctx: Context, task: str) -> SupervisorOutput:
         ledger = Ledger(self.max_delegations)

@@ -256,6 +256,16 @@ async def test_failing_worker_is_a_tool_error_and_its_sibling_finishes() -> None
     assert coordinator.requests[1].messages[-1].content == "ok"
 
 
+async def test_misconfiguration_in_a_worker_ends_the_run_instead_of_becoming_conversation() -> None:
+    coordinator = ScriptedModel(
+        [Reply(tool_calls=[delegate("coder", "go"), delegate("fine", "go")]), "unused"]
+    )
+    router = Router({"supervisor": coordinator, "fine": ScriptedModel(["ok"])})  # no route for the coder
+    with pytest.raises(UserError, match="No model route for role 'supervisor.coder'"):
+        await jeeves.run(Supervisor(agents("coder", "fine")), "t", router=router, session_id="u")
+    assert len(coordinator.requests) == 1
+
+
 async def test_malformed_calls_and_unknown_tools_are_tool_errors() -> None:
     coordinator = ScriptedModel(
         [
@@ -505,7 +515,7 @@ async def test_max_turns_returns_the_latest_worker_output_or_raises() -> None:
 
 def test_tools_show_workers_as_an_enum_with_their_descriptions() -> None:
     sup = Supervisor({"coder": Agent("x", description="Writes\n  Python."), "critic_loop": CriticLoop()})
-    delegate_spec, forward_spec = sup.tools
+    delegate_spec, forward_spec = sup.tool_specs
     assert delegate_spec.parameters["properties"]["worker"]["enum"] == ["coder", "critic_loop"]
     assert forward_spec.parameters["properties"]["worker"]["enum"] == ["coder", "critic_loop"]
     assert (
