@@ -221,6 +221,18 @@ async def test_a_stream_without_choices_is_an_empty_reply(mock: MockOpenAI, clie
     assert (response.text, response.tool_calls, response.usage.model_calls) == ("", [], 1)
 
 
+@pytest.mark.parametrize(("status", "kind"), [(429, RateLimited), (502, ProviderError)])
+async def test_an_html_error_page_keeps_its_status(
+    mock: MockOpenAI, client: LiteLLMClient, status: int, kind: type[ModelError]
+) -> None:
+    mock.script(Fail(status, raw="<html><body>Try again later</body></html>"))
+
+    with pytest.raises(kind) as caught:
+        await client.complete(ask())
+
+    assert (type(caught.value), caught.value.status_code, caught.value.retryable) == (kind, status, True)
+
+
 async def test_a_bad_request_is_not_retried(mock: MockOpenAI, client: LiteLLMClient) -> None:
     mock.script(Fail(400, message="unknown parameter"))
     route = Route(model=PRICED, fallbacks=("openai/backup",), retries=2, backoff_s=0)
@@ -330,7 +342,7 @@ async def test_cancelling_mid_stream_leaves_the_caller_working(mock: MockOpenAI,
     [
         (lambda lm: lm.AuthenticationError("bad key", "openai", "m"), ProviderError, 401, False),
         (lambda lm: lm.ContextWindowExceededError("too long", "m", "openai"), ProviderError, 400, False),
-        (lambda lm: lm.Timeout("slow", "m", "openai"), ModelTimeout, 408, True),
+        (lambda lm: lm.Timeout("slow", "m", "openai"), ModelTimeout, None, True),
         (lambda lm: lm.RateLimitError("slow down", "openai", "m"), RateLimited, 429, True),
         (lambda lm: RuntimeError("something new"), ProviderError, None, True),
     ],
@@ -340,7 +352,7 @@ def test_map_litellm_error(make: Any, kind: type[ModelError], status: int | None
     error = map_litellm_error(make(_litellm()), "openai/m")
 
     assert type(error) is kind
-    assert (error.status_code if kind is ProviderError else status) == status
+    assert error.status_code == status
     assert error.retryable is retryable
     assert error.model == "openai/m"
     assert "'openai/m'" in str(error)
