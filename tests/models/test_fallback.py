@@ -13,11 +13,6 @@ from jeeves.models.testing import ScriptedModel
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
 REQUEST = ModelRequest(messages=[Message.user("hi")])
 Notice = tuple[str, str, int, type[ModelError], float]
 
@@ -26,7 +21,9 @@ class Notices:
     def __init__(self) -> None:
         self.seen: list[Notice] = []
 
-    async def __call__(self, failed: str, following: str, attempt: int, error: ModelError, delay: float) -> None:
+    async def __call__(
+        self, failed: str, following: str, attempt: int, error: ModelError, delay: float
+    ) -> None:
         self.seen.append((failed, following, attempt, type(error), delay))
 
 
@@ -47,7 +44,9 @@ async def test_a_first_success_is_not_a_fallback() -> None:
 
 
 async def test_retryable_errors_retry_then_fall_back_with_notices() -> None:
-    model = ScriptedModel([rate_limited(), ModelTimeout("slow"), ProviderError("boom", status_code=503), "ok"])
+    model = ScriptedModel(
+        [rate_limited(), ModelTimeout("slow"), ProviderError("boom", status_code=503), "ok"]
+    )
     notices = Notices()
     route = Route(model="a", fallbacks=("b",), retries=1, backoff_s=0.001)
 
@@ -99,7 +98,9 @@ async def test_streamed_text_goes_to_on_delta() -> None:
     async def on_delta(text: str) -> None:
         pieces.append(text)
 
-    await complete_with_fallbacks(ScriptedModel(["one two three"]), Route(model="a"), REQUEST, on_delta=on_delta)
+    await complete_with_fallbacks(
+        ScriptedModel(["one two three"]), Route(model="a"), REQUEST, on_delta=on_delta
+    )
 
     assert "".join(pieces) == "one two three"
     assert len(pieces) == 3

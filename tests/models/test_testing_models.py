@@ -16,12 +16,9 @@ from jeeves.models.testing import FunctionModel, Reply, ScriptedModel, call
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-def ask(text: str = "hi", *, role_path: tuple[str, ...] = (), session_id: str = "", **fields: object) -> ModelRequest:
+def ask(
+    text: str = "hi", *, role_path: tuple[str, ...] = (), session_id: str = "", **fields: object
+) -> ModelRequest:
     return ModelRequest(
         messages=[Message.user(text)], role_path=role_path, session_id=session_id, model="m", **fields
     )
@@ -33,9 +30,13 @@ def test_both_are_model_clients() -> None:
 
 
 async def test_scripts_are_matched_like_routes() -> None:
-    model = ScriptedModel({"job__critic_0": ["by session"], "coder.critic": ["by path"], "critic": ["by role"]})
+    model = ScriptedModel(
+        {"job__critic_0": ["by session"], "coder.critic": ["by path"], "critic": ["by role"]}
+    )
 
-    assert (await model.complete(ask(role_path=("coder", "critic"), session_id="job__critic_0"))).text == "by session"
+    assert (
+        await model.complete(ask(role_path=("coder", "critic"), session_id="job__critic_0"))
+    ).text == "by session"
     assert (await model.complete(ask(role_path=("sup", "coder", "critic")))).text == "by path"
     assert (await model.complete(ask(role_path=("coder", "critic")))).text == "by role"
     model.assert_consumed()
@@ -103,12 +104,18 @@ async def test_replies_with_tool_calls_get_ids_per_turn() -> None:
 
 
 async def test_usage_is_estimated_unless_given() -> None:
-    model = ScriptedModel(["two words", Reply("x", usage=Usage(input_tokens=5, output_tokens=1, model_calls=1))])
+    model = ScriptedModel(
+        ["two words", Reply("x", usage=Usage(input_tokens=5, output_tokens=1, model_calls=1))]
+    )
 
     estimated = await model.complete(ask("three little words"))
     given = await model.complete(ask())
 
-    assert (estimated.usage.input_tokens, estimated.usage.output_tokens, estimated.usage.model_calls) == (3, 2, 1)
+    assert (estimated.usage.input_tokens, estimated.usage.output_tokens, estimated.usage.model_calls) == (
+        3,
+        2,
+        1,
+    )
     assert given.usage == Usage(input_tokens=5, output_tokens=1, model_calls=1)
     assert estimated.model == "m"
 
