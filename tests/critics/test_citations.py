@@ -49,7 +49,7 @@ def test_hedged_short_and_lead_in_sentences_need_no_citation() -> None:
         "Here is what the evidence says:\n"
         "- Paris is the capital of France [e1].\n"
         "There is insufficient evidence to say when it was founded.\n"
-        "Hope this helps."
+        "Thanks!"
     )
     assert check(text) == (1.0, False, [])
     assert check("The evidence does not say how old Paris is.")[0] == 1.0
