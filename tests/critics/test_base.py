@@ -22,9 +22,18 @@ async def scored(task: str, output: str) -> float:
 
 async def test_function_critics_sync_async_bool_and_number() -> None:
     passed = await review(FunctionCritic(long_enough), "hello world")
-    assert (passed.score, passed.hard_fail, passed.source, passed.obtained) == (1.0, False, "long_enough", "function")
+    assert (passed.score, passed.hard_fail, passed.source, passed.obtained) == (
+        1.0,
+        False,
+        "long_enough",
+        "function",
+    )
     failed = await review(as_critic(long_enough), "hi")
-    assert (failed.score, failed.hard_fail, failed.issues) == (0.0, True, ["the check 'long_enough' returned False"])
+    assert (failed.score, failed.hard_fail, failed.issues) == (
+        0.0,
+        True,
+        ["the check 'long_enough' returned False"],
+    )
     seven = await review(as_critic(scored), "x")
     assert (seven.score, seven.source) == (0.7, "scored")
     lam = await review(as_critic(lambda t, o: Verdict(score="90%", issues="a\nb")), "x")

@@ -26,10 +26,14 @@ def test_citation_after_the_full_stop_belongs_to_its_sentence() -> None:
 
 
 def test_unknown_id_is_a_hard_fail() -> None:
-    score, hard_fail, issues = check("Paris is the capital of France [e1]. It is the largest city in Europe [e7].")
+    score, hard_fail, issues = check(
+        "Paris is the capital of France [e1]. It is the largest city in Europe [e7]."
+    )
     assert hard_fail
     assert score == pytest.approx(0.8)
-    assert issues == ["cites unknown evidence ['e7'] (known: e1, e2): 'It is the largest city in Europe [e7].'"]
+    assert issues == [
+        "cites unknown evidence ['e7'] (known: e1, e2): 'It is the largest city in Europe [e7].'"
+    ]
 
 
 def test_uncited_sentences_cost_a_lighter_penalty_each() -> None:

@@ -14,16 +14,25 @@ pytestmark = pytest.mark.anyio
 async def test_asks_with_the_verdict_schema_and_reads_a_schema_reply() -> None:
     model = ScriptedModel(['{"score": 0.7, "issues": ["handle b=0"], "summary": "close"}'])
     verdict = await review(LLMCritic(), "def div(a, b): return a / b", model=model)
-    assert (verdict.score, verdict.issues, verdict.obtained, verdict.source) == (0.7, ["handle b=0"], "schema", "llm")
+    assert (verdict.score, verdict.issues, verdict.obtained, verdict.source) == (
+        0.7,
+        ["handle b=0"],
+        "schema",
+        "llm",
+    )
     request = model.requests[0]
-    assert request.output_schema is not None and request.output_schema["required"] == ["score", "issues", "summary"]
+    assert request.output_schema is not None and request.output_schema["required"] == [
+        "score",
+        "issues",
+        "summary",
+    ]
     assert request.output_name == "Verdict"
     assert request.messages[0].content == REVIEW_INSTRUCTIONS
     assert "def div(a, b)" in (request.messages[1].content or "")
 
 
 async def test_a_sloppy_reply_is_repaired_without_another_call() -> None:
-    model = ScriptedModel(["Sure! Here's my review.\n```json\n{\"score\": 8, \"issues\": \"one\\ntwo\"}\n```"])
+    model = ScriptedModel(['Sure! Here\'s my review.\n```json\n{"score": 8, "issues": "one\\ntwo"}\n```'])
     verdict = await review(LLMCritic(), "x", model=model)
     assert (verdict.score, verdict.issues, verdict.obtained) == (0.8, ["one", "two"], "repaired")
     model.assert_consumed()

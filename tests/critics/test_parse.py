@@ -6,7 +6,12 @@ from jeeves.critics import parse_verdict
 
 CASES = [
     # (reply, score, issues, obtained)
-    ('{"score": 0.8, "issues": ["handle empty input"], "summary": "close"}', 0.8, ["handle empty input"], "schema"),
+    (
+        '{"score": 0.8, "issues": ["handle empty input"], "summary": "close"}',
+        0.8,
+        ["handle empty input"],
+        "schema",
+    ),
     ('  {"score": 1, "issues": [], "summary": ""}\n', 1.0, [], "schema"),
     ('Here is my review:\n{"score": 0.6, "issues": ["a"], "summary": "s"}', 0.6, ["a"], "repaired"),
     ('```json\n{"score": 0.3, "issues": ["b", "c"]}\n```', 0.3, ["b", "c"], "repaired"),

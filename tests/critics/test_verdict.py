@@ -33,7 +33,9 @@ def test_normalise_score_table(given: object, expected: float) -> None:
     assert normalise_score(given) == pytest.approx(expected)
 
 
-@pytest.mark.parametrize("given", [-0.1, 101, 1e9, math.nan, math.inf, True, None, "high", "12/10", "3/0", "150%", [1]])
+@pytest.mark.parametrize(
+    "given", [-0.1, 101, 1e9, math.nan, math.inf, True, None, "high", "12/10", "3/0", "150%", [1]]
+)
 def test_unreadable_scores_are_errors_not_clamped(given: object) -> None:
     with pytest.raises(ValueError):
         normalise_score(given)
@@ -66,7 +68,9 @@ def test_verdicts_round_trip_through_json_unchanged() -> None:
 
 def test_combine_takes_the_minimum_tags_issues_and_keeps_hard_fails() -> None:
     tests = Verdict(score=0.5, issues=["test_add failed: assert 1 == 3"], hard_fail=True, source="tests")
-    llm = Verdict(score=1.0, issues=["name the function better"], summary="fine", source="llm", obtained="schema")
+    llm = Verdict(
+        score=1.0, issues=["name the function better"], summary="fine", source="llm", obtained="schema"
+    )
     combined = combine_verdicts([tests, llm])
     assert combined.score == 0.5
     assert combined.hard_fail
