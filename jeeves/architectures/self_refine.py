@@ -26,19 +26,8 @@ Weaknesses:
 from __future__ import annotations
 
 from jeeves.architecture import Architecture
-from jeeves.architectures._loop import (
-    ActorCriticOutput,
-    LoopSettings,
-    OnCriticError,
-    check_settings,
-    run_loop,
-)
-from jeeves.architectures._templates import (
-    CRITIC_TEMPLATE,
-    FEEDBACK_INSTRUCTIONS,
-    SELF_REFINE_TEMPLATE,
-    check_template,
-)
+from jeeves.architectures._loop import ActorCriticOutput, CriticLoop, LoopSettings, OnCriticError
+from jeeves.architectures._templates import CRITIC_TEMPLATE, FEEDBACK_INSTRUCTIONS, SELF_REFINE_TEMPLATE
 from jeeves.context import Context
 from jeeves.critics import VERDICT_FORMAT, LLMCritic
 from jeeves.errors import UserError
@@ -86,7 +75,6 @@ class SelfRefine:
     ) -> None:
         if not isinstance(agent, Architecture):
             raise UserError(f"agent {agent!r} is not an architecture; pass a jeeves.Agent.")
-        check_settings(threshold, max_rounds, no_improvement, on_critic_error)
         self.agent = agent
         self.role = validate_name(role or getattr(agent, "role", None) or self.name)
         self.feedback = LLMCritic(
@@ -94,17 +82,15 @@ class SelfRefine:
             name="feedback",
             model=getattr(agent, "route", None),
         )
-        self.settings = LoopSettings(
-            actor_role="draft",
-            critic_role="feedback",
-            threshold=float(threshold),
+        self.settings = LoopSettings.checked(
+            ("draft", "feedback"),
+            {"feedback_template": feedback_template, "refine_template": refine_template},
+            threshold=threshold,
             max_rounds=max_rounds,
             no_improvement=no_improvement,
             on_critic_error=on_critic_error,
-            critic_template=check_template(feedback_template, what="feedback_template"),
-            refine_template=check_template(refine_template, what="refine_template"),
             share_route=True,
         )
 
     async def run(self, ctx: Context, task: str) -> SelfRefineOutput:
-        return await run_loop(ctx, task, self.agent, self.feedback, self.settings, SelfRefineOutput)
+        return await CriticLoop(ctx, task, self.agent, self.feedback, self.settings, SelfRefineOutput).run()
