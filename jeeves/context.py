@@ -116,7 +116,17 @@ class RunState:
 class Context:
     """One session's handle on the run. Architectures get one in `run(ctx, task)`."""
 
-    __slots__ = ("_route", "_started", "_state", "_steps", "parent_id", "role", "role_path", "session_id")
+    __slots__ = (
+        "_replayed",
+        "_route",
+        "_started",
+        "_state",
+        "_steps",
+        "parent_id",
+        "role",
+        "role_path",
+        "session_id",
+    )
 
     def __init__(
         self,
@@ -133,6 +143,7 @@ class Context:
         self.role_path = role_path
         self.parent_id = parent_id
         self._steps = 0
+        self._replayed = 0
         self._route: Route | None = None
         self._started: SessionStarted | None = None
 
@@ -205,11 +216,15 @@ class Context:
                 )
                 await self._record_session(started, "failed", error=exc)
                 raise
+            finally:
+                if self._replayed:
+                    span.set_attribute("jeeves.replayed_steps", self._replayed)
             usage = state.tree_usage(self.session_id)
             span.set_attribute("jeeves.stop_reason", output.stop_reason)
             score = getattr(output.value, "score", None)
             if isinstance(score, int | float) and not isinstance(score, bool):
                 span.set_attribute("jeeves.critic.score", float(score))
+                span.set_attribute("jeeves.round", index)
         await self.emit(
             SessionCompleted(
                 session_id=self.session_id, output=output.text, stop_reason=output.stop_reason, usage=usage
@@ -321,6 +336,7 @@ class Context:
                     session_id=self.session_id,
                     step=index,
                 )
+            self._replayed += 1
             for data in record.events:
                 event = EVENT_ADAPTER.validate_python(data)
                 event.replayed = True
@@ -418,7 +434,9 @@ class Context:
     async def _call_live(self, route: Route, request: ModelRequest, emitted: list[Event]) -> _ModelStep:
         state = self._state
         client = state.router.client_for(route)
-        live_request = request.model_copy(update={"params": {**route.params, **request.params}})
+        live_request = request.model_copy(
+            update={"params": {**route.params, **request.params}, "model": route.model}
+        )
 
         async def on_delta(text: str) -> None:
             event = ModelDelta(session_id=self.session_id, text=text)

@@ -4,12 +4,21 @@
 the OpenTelemetry implementation. Spans nest through context variables, which anyio copies
 into every task it starts, so parallel workers' spans hang under the span of the session
 that started them.
+
+The context opens a model-call span only around a call that runs live, and the agent a
+tool span only around a tool that runs live: a step served from a journal opens none.
+Besides what the hook arguments carry, the kernel sets these on open spans:
+
+- session: `jeeves.stop_reason`; `jeeves.critic.score` and `jeeves.round` (the session's
+  index) when the output has a numeric `score`; `jeeves.replayed_steps` when steps were
+  served from a journal;
+- tool: `gen_ai.tool.call.result` (the tool's output, which is content: a tracer that
+  does not capture content drops it) and `error.type` when the tool reported an error.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -61,26 +70,36 @@ class NullSpan:
 _NULL_SPAN = NullSpan()
 
 
-@contextmanager
-def _null() -> Iterator[SpanHandle]:
-    yield _NULL_SPAN
+class _NullScope(AbstractContextManager[SpanHandle]):
+    """Enters to the shared NullSpan. Stateless, so one instance serves every hook."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> SpanHandle:
+        return _NULL_SPAN
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
+
+
+_NULL_SCOPE = _NullScope()
 
 
 class NullTracer:
-    """The default tracer: no spans."""
+    """The default tracer: no spans, and nothing allocated per hook."""
 
     def session(self, started: SessionStarted) -> AbstractContextManager[SpanHandle]:
-        return _null()
+        return _NULL_SCOPE
 
     def model_call(
         self, started: SessionStarted, request: ModelRequest
     ) -> AbstractContextManager[SpanHandle]:
-        return _null()
+        return _NULL_SCOPE
 
     def tool_call(
         self, started: SessionStarted, name: str, call_id: str, arguments: str
     ) -> AbstractContextManager[SpanHandle]:
-        return _null()
+        return _NULL_SCOPE
 
 
 _default_tracer: Tracer = NullTracer()
