@@ -1,10 +1,13 @@
 from __future__ import annotations
 
 import functools
+import gzip
 import json
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import anyio
@@ -426,23 +429,113 @@ def test_configure_rejects_an_endpoint_that_is_not_http() -> None:
     assert isinstance(default_tracer(), NullTracer)
 
 
-def test_importing_telemetry_needs_only_the_api_and_runs_without_a_provider() -> None:
+def test_importing_telemetry_needs_only_the_api_and_a_provider_set_later_is_picked_up() -> None:
     code = (
         "import sys, anyio, jeeves, jeeves.telemetry\n"
         "assert not [m for m in sys.modules if m.startswith('opentelemetry.sdk')], 'SDK imported'\n"
         "tracer = jeeves.telemetry.OTelTracer()\n"
-        "agent = jeeves.Agent('x')\n"
-        "result = anyio.run(lambda: jeeves.run(agent, 't', model=jeeves.ScriptedModel(['ok']), tracer=tracer))\n"
-        "assert result.output == 'ok'\n"
-        "print('fine')\n"
+        "go = lambda: jeeves.run(jeeves.Agent('x'), 't', model=jeeves.ScriptedModel(['ok']), tracer=tracer)\n"
+        "assert anyio.run(go).output == 'ok'\n"
+        "from opentelemetry import trace\n"
+        "from opentelemetry.sdk.trace import TracerProvider\n"
+        "from opentelemetry.sdk.trace.export import SimpleSpanProcessor\n"
+        "from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter\n"
+        "exporter = InMemorySpanExporter()\n"
+        "provider = TracerProvider()\n"
+        "provider.add_span_processor(SimpleSpanProcessor(exporter))\n"
+        "trace.set_tracer_provider(provider)\n"
+        "anyio.run(go)\n"
+        "print(sorted(s.name for s in exporter.get_finished_spans()))\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", code],
+        [sys.executable, "-c", code], cwd=REPO, env=_env(), capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['chat scripted', 'invoke_agent agent']"
+
+
+def _env() -> dict[str, str]:
+    return {k: v for k, v in subprocess_env().items() if not k.startswith("OTEL_")}
+
+
+def test_demo_trace_prints_the_span_tree_to_stderr() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "jeeves", "demo", "--json", "--trace"],
         cwd=REPO,
-        env=subprocess_env(),
+        env=_env(),
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "fine"
+    assert json.loads(done.stdout.splitlines()[0])["type"] == "session.started"  # stdout stays events only
+    spans = json.loads("[" + done.stderr.strip().replace("}\n{", "},\n{") + "]")
+    names = {s["name"]: s for s in spans}
+    assert set(names) == {"invoke_agent counter", "chat scripted-demo", "execute_tool word_count"}
+    root = names["invoke_agent counter"]["context"]["span_id"]
+    assert names["execute_tool word_count"]["parent_id"] == root
+    assert names["invoke_agent counter"]["resource"]["attributes"]["service.name"] == "jeeves"
+
+
+class _Collector(BaseHTTPRequestHandler):
+    """An OTLP/HTTP trace endpoint on 127.0.0.1 that keeps what it is sent."""
+
+    bodies: list[tuple[str, bytes]] = []
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        if self.headers.get("Content-Encoding") == "gzip":
+            body = gzip.decompress(body)
+        self.bodies.append((self.path, body))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def collector() -> Iterator[tuple[str, list[tuple[str, bytes]]]]:
+    _Collector.bodies = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", _Collector.bodies
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def test_configure_sends_spans_to_an_otlp_collector(collector: tuple[str, list[tuple[str, bytes]]]) -> None:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    url, bodies = collector
+    code = (
+        "import anyio, jeeves\n"
+        "from jeeves.telemetry import configure\n"
+        f"tracer = configure(otlp_endpoint={url!r}, service_name='jeeves-test')\n"
+        "agent = jeeves.Agent('x', role='writer')\n"
+        "anyio.run(lambda: jeeves.run(agent, 't', model=jeeves.ScriptedModel(['ok']), session_id='otlp'))\n"
+        "tracer.provider.shutdown()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, env=_env(), capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert bodies and all(path == "/v1/traces" for path, _ in bodies)
+    names: dict[str, dict[str, Any]] = {}
+    for _, body in bodies:
+        request = ExportTraceServiceRequest.FromString(body)
+        for resource_spans in request.resource_spans:
+            resource = {a.key: a.value.string_value for a in resource_spans.resource.attributes}
+            assert resource["service.name"] == "jeeves-test"
+            for scope_spans in resource_spans.scope_spans:
+                assert scope_spans.scope.name == "jeeves"
+                for span in scope_spans.spans:
+                    names[span.name] = {a.key: a.value for a in span.attributes}
+    assert set(names) == {"invoke_agent writer", "chat scripted"}
+    assert names["invoke_agent writer"]["jeeves.session.id"].string_value == "otlp"

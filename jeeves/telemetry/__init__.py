@@ -12,8 +12,9 @@ invoke_agent supervisor                 INTERNAL  one span per session
 
 `OTelTracer` implements `jeeves.hooks.Tracer` with opentelemetry-api alone; `configure`
 sets up the SDK (imported only there) and makes the tracer the default for every run.
-With no tracer provider configured, spans are non-recording and nothing is computed for
-them beyond their names and start attributes.
+While no tracer provider is configured (none given, none set globally), each hook is the
+NullTracer's: no span objects, no attributes computed; a provider set later is picked
+up at the next span.
 
 Invariants:
 - spans nest through context variables, which anyio copies into the tasks it starts, so a
@@ -28,6 +29,7 @@ Invariants:
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -40,7 +42,7 @@ from opentelemetry.util.types import AttributeValue
 
 from jeeves.errors import UserError
 from jeeves.events import SessionStarted
-from jeeves.hooks import SpanHandle, set_default_tracer
+from jeeves.hooks import NullTracer, SpanHandle, set_default_tracer
 from jeeves.journal import error_type_name
 from jeeves.messages import ModelRequest, ModelResponse
 from jeeves.telemetry._genai import (
@@ -181,8 +183,15 @@ class OTelTracer:
         self.provider = tracer_provider
         self.capture_content = capture_content
         self.tracer = trace.get_tracer("jeeves", tracer_provider=tracer_provider)
+        self._null = NullTracer()
 
-    def session(self, started: SessionStarted) -> _Scope:
+    def _off(self) -> bool:
+        """True while spans would go nowhere: no provider given and none set globally yet."""
+        return self.provider is None and isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+
+    def session(self, started: SessionStarted) -> AbstractContextManager[SpanHandle]:
+        if self._off():
+            return self._null.session(started)
         attributes: dict[str, AttributeValue] = {
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.name": started.role,
@@ -204,7 +213,11 @@ class OTelTracer:
             attributes["gen_ai.input.messages"] = task_messages(started.task)
         return _Scope(self, f"invoke_agent {started.role}", SpanKind.INTERNAL, attributes, started)
 
-    def model_call(self, started: SessionStarted, request: ModelRequest) -> _Scope:
+    def model_call(
+        self, started: SessionStarted, request: ModelRequest
+    ) -> AbstractContextManager[SpanHandle]:
+        if self._off():
+            return self._null.model_call(started, request)
         attributes: dict[str, AttributeValue] = {
             "gen_ai.operation.name": "chat",
             "gen_ai.provider.name": provider_name(request.model),
@@ -220,7 +233,11 @@ class OTelTracer:
                 attributes["gen_ai.system_instructions"] = instructions
         return _Scope(self, f"chat {request.model}", SpanKind.CLIENT, attributes)
 
-    def tool_call(self, started: SessionStarted, name: str, call_id: str, arguments: str) -> _Scope:
+    def tool_call(
+        self, started: SessionStarted, name: str, call_id: str, arguments: str
+    ) -> AbstractContextManager[SpanHandle]:
+        if self._off():
+            return self._null.tool_call(started, name, call_id, arguments)
         attributes: dict[str, AttributeValue] = {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": name,

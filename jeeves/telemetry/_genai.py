@@ -84,8 +84,10 @@ def provider_name(model: str) -> str:
 def request_attributes(params: Mapping[str, Any]) -> dict[str, AttributeValue]:
     """`gen_ai.request.*` attributes for the allow-listed parameters that are set."""
     out: dict[str, AttributeValue] = {}
-    for name, key in _PARAMS.items():
-        value = params.get(name)
+    for name, value in params.items():
+        key = _PARAMS.get(name)
+        if key is None or value is None:
+            continue
         if isinstance(value, str) and name == "stop":
             out[key] = (value,)
         elif isinstance(value, bool | int | float | str):
