@@ -46,7 +46,7 @@ class _Drop(SpanProcessor):
 
 
 class GeneratorNullTracer(NullTracer):
-    """The NullTracer as first written: a @contextmanager generator per hook (for comparison)."""
+    """A NullTracer that makes a @contextmanager generator per hook (for comparison)."""
 
     def model_call(self, started: SessionStarted, request: ModelRequest) -> AbstractContextManager[Any]:
         return _null()
@@ -61,7 +61,7 @@ def tracers() -> dict[str, Tracer]:
     sdk = TracerProvider()
     sdk.add_span_processor(_Drop())
     return {
-        "null (generator, before)": GeneratorNullTracer(),
+        "null, generator per hook": GeneratorNullTracer(),
         "null": NullTracer(),
         "otel, no provider": OTelTracer(),
         "otel, SDK, spans dropped": OTelTracer(sdk),

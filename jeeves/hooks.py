@@ -70,36 +70,38 @@ class NullSpan:
 _NULL_SPAN = NullSpan()
 
 
-class _NullScope(AbstractContextManager[SpanHandle]):
-    """Enters to the shared NullSpan. Stateless, so one instance serves every hook."""
-
-    __slots__ = ()
+class _NullScope:
+    """A reusable context manager yielding the null span (no generator per call)."""
 
     def __enter__(self) -> SpanHandle:
         return _NULL_SPAN
 
-    def __exit__(self, *exc_info: object) -> None:
+    def __exit__(self, *exc: object) -> None:
         return None
 
 
 _NULL_SCOPE = _NullScope()
 
 
+def _null() -> AbstractContextManager[SpanHandle]:
+    return _NULL_SCOPE
+
+
 class NullTracer:
-    """The default tracer: no spans, and nothing allocated per hook."""
+    """The default tracer: no spans."""
 
     def session(self, started: SessionStarted) -> AbstractContextManager[SpanHandle]:
-        return _NULL_SCOPE
+        return _null()
 
     def model_call(
         self, started: SessionStarted, request: ModelRequest
     ) -> AbstractContextManager[SpanHandle]:
-        return _NULL_SCOPE
+        return _null()
 
     def tool_call(
         self, started: SessionStarted, name: str, call_id: str, arguments: str
     ) -> AbstractContextManager[SpanHandle]:
-        return _NULL_SCOPE
+        return _null()
 
 
 _default_tracer: Tracer = NullTracer()
