@@ -19,7 +19,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from pydantic import BaseModel
 
 import jeeves
-from jeeves import Agent, Context, Output, Route, ScriptedModel, tool
+from jeeves import Agent, Context, Output, Route, ScriptedModel, Supervisor, tool
 from jeeves.concurrency import run_all
 from jeeves.errors import BadResponse, UserError
 from jeeves.hooks import NullTracer, default_tracer, set_default_tracer
@@ -53,15 +53,16 @@ class Traced:
         return found[0]
 
     def tree(self) -> list[str]:
-        """The spans as an indented outline, children sorted by name then session id."""
+        """The spans as an indented outline, siblings sorted by name, session id and tool call id."""
         spans = self.spans
         children: dict[int | None, list[ReadableSpan]] = {}
         for span in spans:
             parent = span.parent.span_id if span.parent is not None else None
             children.setdefault(parent, []).append(span)
 
-        def key(span: ReadableSpan) -> tuple[str, str]:
-            return span.name, str(attrs(span).get("jeeves.session.id", ""))
+        def key(span: ReadableSpan) -> tuple[str, str, str]:
+            a = attrs(span)
+            return span.name, str(a.get("jeeves.session.id", "")), str(a.get("gen_ai.tool.call.id", ""))
 
         def walk(parent: int | None, depth: int) -> Iterator[str]:
             for span in sorted(children.get(parent, []), key=key):
@@ -316,19 +317,46 @@ async def test_a_critic_session_carries_its_round_and_score(traced: Traced) -> N
     assert "jeeves.round" not in attrs(traced.named("invoke_agent actor"))
 
 
-class FakeSupervisor:
-    """Stands in for a Supervisor: the tracer keys `jeeves.worker` on the parent's architecture name."""
-
-    name = "supervisor"
-
-    async def run(self, ctx: Context, task: str) -> Output:
-        return await ctx.run(Agent("code"), task, role="coder", index=0)
-
-
-async def test_a_delegated_session_names_its_worker(traced: Traced) -> None:
-    await jeeves.run(FakeSupervisor(), "t", model=ScriptedModel(["done"]), tracer=traced.tracer)
-    coder = attrs(traced.named("invoke_agent coder"))
-    assert coder["jeeves.worker"] == "coder"
+async def test_a_supervisor_run_gives_the_session_tree_with_workers_named(traced: Traced) -> None:
+    team = Supervisor({"research": Agent("look up"), "coder": Agent("write code")})
+    model = ScriptedModel(
+        {
+            "job": [
+                Reply(
+                    tool_calls=[
+                        call("delegate", {"worker": "research", "instructions": "find"}),
+                        call("delegate", {"worker": "coder", "instructions": "write"}),
+                    ]
+                ),
+                "all done",
+            ],
+            "job__research_0": ["found"],
+            "job__coder_0": ["def f(): pass"],
+        }
+    )
+    result = await jeeves.run(team, "t", model=model, session_id="job", tracer=traced.tracer)
+    assert result.output == "all done"
+    assert traced.tree() == [
+        "invoke_agent supervisor",
+        "  chat scripted",
+        "  chat scripted",
+        "  execute_tool delegate",
+        "    invoke_agent research",
+        "      chat scripted",
+        "  execute_tool delegate",
+        "    invoke_agent coder",
+        "      chat scripted",
+    ]
+    for worker in ("research", "coder"):
+        session = traced.named(f"invoke_agent {worker}")
+        assert attrs(session)["jeeves.worker"] == worker
+        assert attrs(session)["jeeves.parent.architecture"] == "supervisor"
+        assert session.parent is not None
+        delegation = next(
+            s for s in traced.spans if s.context and s.context.span_id == session.parent.span_id
+        )
+        assert attrs(delegation)["jeeves.worker"] == worker
+        assert attrs(delegation)["gen_ai.tool.name"] == "delegate"
     assert "jeeves.worker" not in attrs(traced.named("invoke_agent supervisor"))
 
 

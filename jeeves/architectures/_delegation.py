@@ -196,6 +196,7 @@ async def _delegate(
     """Run one worker and fill in its record; failures become the record's error text."""
     arguments = json.dumps({"worker": record.worker, "instructions": record.instructions})
     with ctx.tracer.tool_call(ctx.started, "delegate", record.tool_call_id, arguments) as span:
+        span.set_attribute("jeeves.worker", record.worker)
         try:
             output = await ctx.run(worker, task, role=record.worker, index=record.index)
         except Exception as exc:  # cancellation is a BaseException and still tears the turn down
