@@ -457,6 +457,14 @@ def test_configure_rejects_an_endpoint_that_is_not_http() -> None:
     assert isinstance(default_tracer(), NullTracer)
 
 
+def _python(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run this checkout's Python with no OTEL_* settings from the outside (a fresh global provider)."""
+    env = {k: v for k, v in subprocess_env().items() if not k.startswith("OTEL_")}
+    return subprocess.run(
+        [sys.executable, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
 def test_importing_telemetry_needs_only_the_api_and_a_provider_set_later_is_picked_up() -> None:
     code = (
         "import sys, anyio, jeeves, jeeves.telemetry\n"
@@ -475,26 +483,13 @@ def test_importing_telemetry_needs_only_the_api_and_a_provider_set_later_is_pick
         "anyio.run(go)\n"
         "print(sorted(s.name for s in exporter.get_finished_spans()))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=REPO, env=_env(), capture_output=True, text=True, timeout=120
-    )
+    done = _python("-c", code)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "['chat scripted', 'invoke_agent agent']"
 
 
-def _env() -> dict[str, str]:
-    return {k: v for k, v in subprocess_env().items() if not k.startswith("OTEL_")}
-
-
 def test_demo_trace_prints_the_span_tree_to_stderr() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "jeeves", "demo", "--json", "--trace"],
-        cwd=REPO,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = _python("-m", "jeeves", "demo", "--json", "--trace")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.splitlines()[0])["type"] == "session.started"  # stdout stays events only
     spans = json.loads("[" + done.stderr.strip().replace("}\n{", "},\n{") + "]")
@@ -550,9 +545,7 @@ def test_configure_sends_spans_to_an_otlp_collector(collector: tuple[str, list[t
         "anyio.run(lambda: jeeves.run(agent, 't', model=jeeves.ScriptedModel(['ok']), session_id='otlp'))\n"
         "tracer.provider.shutdown()\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=REPO, env=_env(), capture_output=True, text=True, timeout=120
-    )
+    done = _python("-c", code)
     assert done.returncode == 0, done.stderr
     assert bodies and all(path == "/v1/traces" for path, _ in bodies)
     names: dict[str, dict[str, Any]] = {}
