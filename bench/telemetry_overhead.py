@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import random
 import statistics
 import sys
 import time
@@ -93,12 +94,16 @@ def _reply(request: ModelRequest) -> Reply:
 async def per_call(all_tracers: dict[str, Tracer], runs: int) -> dict[str, float]:
     """Median microseconds per model call of a 6-call Agent run, per tracer.
 
-    The tracers take turns run by run, so drift (thermal, GC, other processes) hits all alike.
+    The tracers take turns run by run, in a shuffled order, so drift (load, thermal, GC)
+    does not land on one tracer's timings.
     """
     agent, model = Agent("x", tools=[step]), FunctionModel(_reply)
     samples: dict[str, list[float]] = {name: [] for name in all_tracers}
+    order = list(all_tracers.items())
+    shuffle = random.Random(0).shuffle
     for _ in range(runs):
-        for name, tracer in all_tracers.items():
+        shuffle(order)
+        for name, tracer in order:
             begin = time.perf_counter()
             await jeeves.run(agent, "go", model=model, session_id="bench", tracer=tracer)
             samples[name].append((time.perf_counter() - begin) / CALLS * 1e6)
