@@ -1,4 +1,4 @@
-"""Trace a supervisor and its parallel workers with OpenTelemetry, and print the span tree.
+"""Trace a supervisor over an actor-critic coder with OpenTelemetry, and print the span tree.
 
     python examples/telemetry.py                                  # offline: scripted models
     python examples/telemetry.py --otlp http://localhost:4318     # also send to a collector
@@ -9,10 +9,10 @@ The team:
 
     lead (Supervisor)
     ├── research (Agent with a `search` tool)
-    └── coder (Agent)
+    └── coder (ActorCritic: an actor Agent, reviewed by an LLMCritic)
 
 The lead delegates to both in one reply, so they run at once; the printed tree shows each
-worker's spans under its own delegation all the same. Spans are collected in memory (the
+worker's spans under its own delegation all the same, and each critic round with its score. Spans are collected in memory (the
 SDK's InMemorySpanExporter) on a provider made here and passed to the run as its tracer, so
 nothing global is touched. Needs the SDK: `pip install 'jeeves[otel]'`.
 
@@ -34,11 +34,17 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import jeeves
-from jeeves import Agent, Router, ScriptedModel, Supervisor, tool
+from jeeves import ActorCritic, Agent, LLMCritic, Router, ScriptedModel, Supervisor, tool
 from jeeves.telemetry import OTelTracer
 from jeeves.testing import Reply, call
 
 TASK = "Write slugify(title) in Python and say how it treats accented letters."
+
+SLUGIFY = (
+    "import re, unicodedata\n\ndef slugify(title):\n"
+    "    plain = unicodedata.normalize('NFKD', title).encode('ascii', 'ignore').decode()\n"
+    "    return re.sub(r'[^a-z0-9]+', '-', plain.lower()).strip('-')\n"
+)
 
 NOTES = {
     "accents": "unicodedata.normalize('NFKD', s) splits letters from accents; encode to ASCII to drop them."
@@ -53,7 +59,8 @@ def search(topic: str) -> str:
 
 def team() -> Supervisor:
     research = Agent("You look things up with the search tool and answer briefly.", tools=[search])
-    coder = Agent("You write small, correct Python functions. Reply with the code only.")
+    actor = Agent("You write small, correct Python functions. Reply with the code only.")
+    coder = ActorCritic(actor, LLMCritic(), max_rounds=2)
     return Supervisor({"research": research, "coder": coder})
 
 
@@ -73,7 +80,10 @@ def offline_model() -> ScriptedModel:
                 Reply(tool_calls=[call("search", {"topic": "accents"})]),
                 "Normalise with NFKD, then encode to ASCII, ignoring errors.",
             ],
-            "example__coder_0": ["def slugify(title): ..."],
+            "example__coder_0__actor_0": ["def slugify(title): return title.lower()"],
+            "example__coder_0__critic_0": ['{"score": 0.3, "issues": ["accents and spaces are kept"]}'],
+            "example__coder_0__actor_1": [SLUGIFY],
+            "example__coder_0__critic_1": ['{"score": 0.9, "issues": [], "summary": "correct"}'],
         },
         model_name="scripted",
     )

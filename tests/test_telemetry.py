@@ -16,10 +16,9 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
-from pydantic import BaseModel
 
 import jeeves
-from jeeves import Agent, Context, Output, Route, ScriptedModel, Supervisor, tool
+from jeeves import ActorCritic, Agent, Context, LLMCritic, Output, Route, ScriptedModel, Supervisor, tool
 from jeeves.concurrency import run_all
 from jeeves.errors import BadResponse, UserError
 from jeeves.hooks import NullTracer, default_tracer, set_default_tracer
@@ -31,6 +30,12 @@ from tests.conftest import REPO, subprocess_env
 pytestmark = pytest.mark.anyio
 
 SECRET = "sk-test-0123456789-never-on-a-span"
+
+
+@tool
+def word_count(text: str) -> int:
+    """Count the words in a text."""
+    return len(text.split())
 
 
 class Traced:
@@ -153,11 +158,6 @@ async def test_parallel_children_spans_hang_under_their_own_session(traced: Trac
 
 
 async def test_session_chat_and_tool_attributes(traced: Traced) -> None:
-    @tool
-    def word_count(text: str) -> int:
-        """Count the words in a text."""
-        return len(text.split())
-
     scripted = ScriptedModel(
         {"counter": [Reply(tool_calls=[call("word_count", {"text": "a b c"})]), "3 words."]}
     )
@@ -211,11 +211,6 @@ async def test_session_chat_and_tool_attributes(traced: Traced) -> None:
 
 async def test_content_is_captured_only_when_asked_and_api_keys_never() -> None:
     traced = Traced(capture_content=True)
-
-    @tool
-    def word_count(text: str) -> int:
-        """Count the words in a text."""
-        return len(text.split())
 
     scripted = ScriptedModel([Reply(tool_calls=[call("word_count", {"text": "a b c"})]), "3 words."])
     route = Route(model="anthropic/claude-x", client=scripted, params={"api_key": SECRET, "api_base": SECRET})
@@ -291,34 +286,14 @@ async def test_a_tool_error_marks_its_span(traced: Traced) -> None:
     assert traced.named("invoke_agent agent").status.status_code == StatusCode.UNSET
 
 
-class Verdict(BaseModel):
-    score: float
-    summary: str = ""
+async def test_a_supervisor_over_an_actor_critic_gives_the_session_tree(traced: Traced) -> None:
+    @tool
+    def search(topic: str) -> str:
+        """Look a topic up."""
+        return f"notes on {topic}"
 
-
-class Review:
-    """A test-only critic loop: one actor draft, then a critic as round `index`."""
-
-    name = "review"
-
-    async def run(self, ctx: Context, task: str) -> Output:
-        draft = await ctx.run(Agent("write"), task, role="actor", index=1)
-        await ctx.run(Agent("judge", output_type=Verdict), draft.text, role="critic", index=1)
-        return draft
-
-
-async def test_a_critic_session_carries_its_round_and_score(traced: Traced) -> None:
-    model = ScriptedModel({"actor": ["draft"], "critic": ['{"score": 0.75, "summary": "fine"}']})
-    await jeeves.run(Review(), "t", model=model, tracer=traced.tracer)
-    critic = attrs(traced.named("invoke_agent critic"))
-    assert critic["jeeves.critic.score"] == 0.75
-    assert critic["jeeves.round"] == 1
-    assert critic["jeeves.parent.architecture"] == "review"
-    assert "jeeves.round" not in attrs(traced.named("invoke_agent actor"))
-
-
-async def test_a_supervisor_run_gives_the_session_tree_with_workers_named(traced: Traced) -> None:
-    team = Supervisor({"research": Agent("look up"), "coder": Agent("write code")})
+    coder = ActorCritic(Agent("write code"), LLMCritic(), max_rounds=2)
+    team = Supervisor({"research": Agent("look up", tools=[search]), "coder": coder})
     model = ScriptedModel(
         {
             "job": [
@@ -330,12 +305,16 @@ async def test_a_supervisor_run_gives_the_session_tree_with_workers_named(traced
                 ),
                 "all done",
             ],
-            "job__research_0": ["found"],
-            "job__coder_0": ["def f(): pass"],
+            "job__research_0": [Reply(tool_calls=[call("search", {"topic": "slugs"})]), "found"],
+            "job__coder_0__actor_0": ["def f(): retur"],
+            "job__coder_0__critic_0": ['{"score": 0.4, "issues": ["syntax error"], "summary": "broken"}'],
+            "job__coder_0__actor_1": ["def f(): return 1"],
+            "job__coder_0__critic_1": ['{"score": 0.9, "issues": [], "summary": "good"}'],
         }
     )
     result = await jeeves.run(team, "t", model=model, session_id="job", tracer=traced.tracer)
     assert result.output == "all done"
+    model.assert_consumed()
     assert traced.tree() == [
         "invoke_agent supervisor",
         "  chat scripted",
@@ -343,9 +322,18 @@ async def test_a_supervisor_run_gives_the_session_tree_with_workers_named(traced
         "  execute_tool delegate",
         "    invoke_agent research",
         "      chat scripted",
+        "      chat scripted",
+        "      execute_tool search",
         "  execute_tool delegate",
         "    invoke_agent coder",
-        "      chat scripted",
+        "      invoke_agent actor",
+        "        chat scripted",
+        "      invoke_agent actor",
+        "        chat scripted",
+        "      invoke_agent critic",
+        "        chat scripted",
+        "      invoke_agent critic",
+        "        chat scripted",
     ]
     for worker in ("research", "coder"):
         session = traced.named(f"invoke_agent {worker}")
@@ -357,6 +345,17 @@ async def test_a_supervisor_run_gives_the_session_tree_with_workers_named(traced
         )
         assert attrs(delegation)["jeeves.worker"] == worker
         assert attrs(delegation)["gen_ai.tool.name"] == "delegate"
+    assert attrs(traced.named("invoke_agent coder"))["jeeves.architecture"] == "actor_critic"
+    assert attrs(traced.named("invoke_agent coder"))["jeeves.stop_reason"] == "approved"
+    critics = sorted(
+        (attrs(s) for s in traced.spans if s.name == "invoke_agent critic"), key=lambda a: a["jeeves.round"]
+    )
+    assert [(a["jeeves.round"], a["jeeves.critic.score"]) for a in critics] == [(0, 0.4), (1, 0.9)]
+    assert [a["jeeves.session.id"] for a in critics] == ["job__coder_0__critic_0", "job__coder_0__critic_1"]
+    assert all(a["jeeves.role_path"] == "supervisor.coder.critic" for a in critics)
+    assert all("jeeves.worker" not in a for a in critics)
+    actors = [attrs(s) for s in traced.spans if s.name == "invoke_agent actor"]
+    assert all("jeeves.round" not in a and "jeeves.critic.score" not in a for a in actors)
     assert "jeeves.worker" not in attrs(traced.named("invoke_agent supervisor"))
 
 
@@ -381,11 +380,6 @@ class MemoryJournal:
 
 
 async def test_replayed_steps_open_no_chat_or_tool_spans() -> None:
-    @tool
-    def word_count(text: str) -> int:
-        """Count the words in a text."""
-        return len(text.split())
-
     journal = MemoryJournal()
     agent = Agent("count", tools=[word_count])
     model = ScriptedModel([Reply(tool_calls=[call("word_count", {"text": "a b"})]), "2"])

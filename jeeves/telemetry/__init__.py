@@ -1,13 +1,15 @@
 """OpenTelemetry tracing for jeeves runs, following the GenAI semantic conventions.
 
 ```
-invoke_agent supervisor                 INTERNAL  one span per session
-├── chat openai/gpt-4o                  CLIENT    one span per live model call
-└── invoke_agent coder                  INTERNAL  jeeves.worker=coder
-    ├── invoke_agent actor
-    │   ├── chat anthropic/claude-…
-    │   └── execute_tool run_tests      INTERNAL  one span per live tool call
-    └── invoke_agent critic             jeeves.round=0, jeeves.critic.score=0.4
+invoke_agent supervisor                   INTERNAL  one span per session
+├── chat openai/gpt-4o                    CLIENT    one span per live model call
+└── execute_tool delegate                 INTERNAL  one span per live tool call; jeeves.worker=coder
+    └── invoke_agent coder                jeeves.architecture=actor_critic, jeeves.worker=coder
+        ├── invoke_agent actor
+        │   ├── chat anthropic/claude-…
+        │   └── execute_tool run_tests
+        └── invoke_agent critic           jeeves.round=0, jeeves.critic.score=0.4
+            └── chat openai/gpt-4o
 ```
 
 `OTelTracer` implements `jeeves.hooks.Tracer` with opentelemetry-api alone; `configure`
