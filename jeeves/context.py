@@ -134,6 +134,7 @@ class Context:
     """One session's handle on the run. Architectures get one in `run(ctx, task)`."""
 
     __slots__ = (
+        "_replayed",
         "_route",
         "_route_as",
         "_started",
@@ -161,6 +162,7 @@ class Context:
         self.role_path = role_path
         self.parent_id = parent_id
         self._steps = 0
+        self._replayed = 0
         self._route: Route | None = None
         self._route_as = route_as
         self._started: SessionStarted | None = None
@@ -246,11 +248,15 @@ class Context:
                 )
                 await self._record_session(started, "failed", error=exc)
                 raise
+            finally:
+                if self._replayed:
+                    span.set_attribute("jeeves.replayed_steps", self._replayed)
             usage = state.tree_usage(self.session_id)
             span.set_attribute("jeeves.stop_reason", output.stop_reason)
             score = getattr(output.value, "score", None)
             if isinstance(score, int | float) and not isinstance(score, bool):
                 span.set_attribute("jeeves.critic.score", float(score))
+                span.set_attribute("jeeves.round", index)
         await self.emit(
             SessionCompleted(
                 session_id=self.session_id, output=output.text, stop_reason=output.stop_reason, usage=usage
@@ -374,6 +380,7 @@ class Context:
                     session_id=self.session_id,
                     step=index,
                 )
+            self._replayed += 1
             for data in record.events:
                 event = EVENT_ADAPTER.validate_python(data)
                 event.replayed = True

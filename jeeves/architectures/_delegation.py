@@ -202,6 +202,7 @@ async def _delegate(
     """Run one worker and fill in its record; failures become the record's error text."""
     arguments = json.dumps({"worker": record.worker, "instructions": record.instructions})
     with ctx.tracer.tool_call(ctx.started, "delegate", record.tool_call_id, arguments) as span:
+        span.set_attribute("jeeves.worker", record.worker)
         try:
             output = await ctx.run(worker, task, role=record.worker, index=record.index)
         except NOT_A_WORKER_FAILURE as exc:
