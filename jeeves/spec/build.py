@@ -1,0 +1,275 @@
+"""Building a Spec into ordinary objects: `build(spec) -> (Architecture, Router)`.
+
+The architecture is made of the same classes code uses (Agent, ActorCritic, SelfRefine,
+Supervisor, the critics), so a spec run and a code run of the same architecture are the
+same run: same prompts, same session ids, same journal. A constructor's UserError is
+re-raised with the file and the key path of the table that caused it.
+
+Offline (`offline=True`), one `ScriptedModel` built from the spec's `[demo]` script
+serves every route and every pinned model; their names show as `scripted:<model>`, so a
+tree never passes a script off as a real model.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, assert_never
+
+from jeeves.agent import Agent
+from jeeves.architecture import Architecture
+from jeeves.architectures import ActorCritic, SelfRefine, Supervisor
+from jeeves.critics import CitationCritic, CodeCritic, Critic, FunctionCritic, LLMCritic
+from jeeves.errors import UserError
+from jeeves.models.base import ModelClient, Route
+from jeeves.models.router import Router
+from jeeves.models.testing import Reply, ScriptedModel, call
+from jeeves.spec.load import _join
+from jeeves.spec.models import (
+    ActorCriticSpec,
+    AgentSpec,
+    ArchSpec,
+    CitationCriticSpec,
+    CodeCriticSpec,
+    CriticSpec,
+    DemoSpec,
+    FunctionCriticSpec,
+    LLMCriticSpec,
+    RouteSpec,
+    SelfRefineSpec,
+    Spec,
+    SupervisorSpec,
+)
+from jeeves.tools import Tool
+
+__all__ = ["build", "import_object", "scripted_model"]
+
+Path_ = list[str | int]
+RouteLike = str | Route | ModelClient
+
+
+def build(
+    spec: Spec, *, offline: bool = False, models: Mapping[str, RouteLike] | None = None
+) -> tuple[Architecture, Router]:
+    """The spec's architecture and the router its `[models]` table describes.
+
+    Args:
+        spec: A loaded spec (`load_spec`, `parse_spec`).
+        offline: Serve every model call from the spec's `[demo]` script (a fresh
+            ScriptedModel per build, so build once per run).
+        models: Routes that replace or add to `[models]` (`{"critic": "openai/gpt-4o"}`),
+            as `--model ROLE=MODEL` does on the command line.
+    """
+    builder = _Builder(spec, offline)
+    with _importable(spec.path):
+        arch = builder.arch(spec.architecture, [])
+    routes: dict[str, RouteLike] = {k: builder.route(r, ["models", k]) for k, r in spec.models.items()}
+    if builder.scripted is not None and "default" not in routes:
+        routes["default"] = Route(model="scripted", client=builder.scripted)
+    routes.update(models or {})
+    return arch, Router(routes)
+
+
+def scripted_model(demo: DemoSpec) -> ScriptedModel:
+    """A ScriptedModel that plays a `[demo]` script."""
+    scripts = {
+        key: [
+            Reply(text=r.text, tool_calls=[call(c.name, c.arguments) for c in r.tool_calls])
+            if r.tool_calls
+            else r.text
+            for r in replies
+        ]
+        for key, replies in demo.script.items()
+    }
+    return ScriptedModel(scripts, model_name="scripted")
+
+
+def import_object(ref: str) -> Any:
+    """The object `package.module:attr.path` names; a UserError saying what is missing."""
+    module_name, _, attr = ref.partition(":")
+    try:
+        value: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise UserError(f"cannot import {module_name!r} ({exc}); check the module path.") from None
+    for part in attr.split("."):
+        if not hasattr(value, part):
+            raise UserError(f"module {module_name!r} has no attribute {attr!r}; check the name.")
+        value = getattr(value, part)
+    return value
+
+
+@contextmanager
+def _importable(spec_path: Path | None) -> Iterator[None]:
+    """Make the spec's directory importable while its import paths are resolved."""
+    folder = str(spec_path.parent) if spec_path is not None else None
+    added = folder is not None and folder not in sys.path
+    if added:
+        sys.path.insert(0, str(folder))
+    try:
+        yield
+    finally:
+        if added:
+            sys.path.remove(str(folder))
+
+
+class _Builder:
+    def __init__(self, spec: Spec, offline: bool) -> None:
+        self.where = str(spec.path) if spec.path is not None else "spec"
+        self.scripted: ScriptedModel | None = None
+        if offline:
+            if spec.demo is None:
+                raise UserError(
+                    f"{self.where} has no [demo] script, so it cannot run offline; add a [demo] table "
+                    f"(see docs/specs.md) or run it with real models."
+                )
+            self.scripted = scripted_model(spec.demo)
+
+    @contextmanager
+    def at(self, path: Sequence[str | int]) -> Iterator[None]:
+        """Re-raise a constructor's UserError with the file and the key path."""
+        try:
+            yield
+        except UserError as exc:
+            key = _join(path) or "(top level)"
+            raise UserError(f"{self.where}: {key}: {exc}") from exc
+
+    def route(self, spec: RouteSpec, path: Path_) -> Route:
+        if self.scripted is not None:
+            return Route(model=f"scripted:{spec.model}", client=self.scripted)
+        with self.at(path):
+            return Route(
+                model=spec.model,
+                params=spec.params,
+                fallbacks=tuple(spec.fallbacks),
+                retries=spec.retries,
+                backoff_s=spec.backoff_s,
+            )
+
+    def pin(self, spec: RouteSpec | None, path: Path_) -> Route | None:
+        return None if spec is None else self.route(spec, [*path, "model"])
+
+    def imported(self, ref: str, path: Path_) -> Any:
+        with self.at(path):
+            return import_object(ref)
+
+    def arch(self, spec: ArchSpec, path: Path_) -> Architecture:
+        if isinstance(spec, AgentSpec):
+            return self.agent(spec, path)
+        if isinstance(spec, ActorCriticSpec):
+            return self.actor_critic(spec, path)
+        if isinstance(spec, SelfRefineSpec):
+            return self.self_refine(spec, path)
+        if isinstance(spec, SupervisorSpec):
+            return self.supervisor(spec, path)
+        assert_never(spec)
+
+    def agent(self, spec: AgentSpec, path: Path_) -> Agent:
+        tools = [self.tool(ref, [*path, "tools", i]) for i, ref in enumerate(spec.tools)]
+        output_type = self.imported(spec.output_type, [*path, "output_type"]) if spec.output_type else None
+        with self.at(path):
+            return Agent(
+                spec.instructions,
+                role=spec.role,
+                tools=tools,
+                output_type=output_type,
+                max_turns=spec.max_turns,
+                model=self.pin(spec.model, path),
+                params=spec.params,
+                description=spec.description,
+            )
+
+    def tool(self, ref: str, path: Path_) -> Tool:
+        found = self.imported(ref, path)
+        if isinstance(found, Tool):
+            return found
+        if not callable(found) or isinstance(found, type):
+            raise UserError(f"{self.where}: {_join(path)}: {ref!r} is {found!r}, not a function or a @tool.")
+        with self.at(path):
+            return Tool(found)
+
+    def actor_critic(self, spec: ActorCriticSpec, path: Path_) -> ActorCritic:
+        actor = self.arch(spec.actor, [*path, "actor"])
+        critics = [self.critic(c, [*path, "critic", i]) for i, c in enumerate(spec.critic)]
+        with self.at(path):
+            arch = ActorCritic(
+                actor,
+                critics if len(critics) > 1 or spec.weights else critics[0],
+                threshold=spec.threshold,
+                max_rounds=spec.max_rounds,
+                no_improvement=spec.no_improvement or None,
+                on_critic_error=spec.on_critic_error,
+                critic_template=spec.critic_template,
+                refine_template=spec.refine_template,
+                weights=spec.weights or None,
+                role=spec.role,
+            )
+        arch.description = spec.description or getattr(actor, "description", "")  # type: ignore[attr-defined]
+        return arch
+
+    def self_refine(self, spec: SelfRefineSpec, path: Path_) -> SelfRefine:
+        agent = self.arch(spec.agent, [*path, "agent"])
+        with self.at(path):
+            arch = SelfRefine(
+                agent,
+                threshold=spec.threshold,
+                max_rounds=spec.max_rounds,
+                no_improvement=spec.no_improvement or None,
+                on_critic_error=spec.on_critic_error,
+                feedback_instructions=spec.feedback_instructions,
+                feedback_template=spec.feedback_template,
+                refine_template=spec.refine_template,
+                role=spec.role,
+            )
+        arch.description = spec.description or getattr(agent, "description", "")  # type: ignore[attr-defined]
+        return arch
+
+    def supervisor(self, spec: SupervisorSpec, path: Path_) -> Supervisor:
+        workers = {name: self.arch(w, [*path, "workers", name]) for name, w in spec.workers.items()}
+        with self.at(path):
+            return Supervisor(
+                workers,
+                instructions=spec.instructions,
+                role=spec.role,
+                max_delegations=spec.max_delegations,
+                share_task=spec.share_task,
+                max_turns=spec.max_turns,
+                model=self.pin(spec.model, path),
+                params=spec.params,
+                description=spec.description,
+            )
+
+    def critic(self, spec: CriticSpec, path: Path_) -> Critic:
+        with self.at(path):
+            if isinstance(spec, LLMCriticSpec):
+                return LLMCritic(
+                    spec.instructions,
+                    name=spec.name,
+                    model=self.pin(spec.model, path),
+                    params=spec.params,
+                    repair=spec.repair,
+                )
+            if isinstance(spec, CodeCriticSpec):
+                assert spec.tests_source is not None  # the model reads `tests` into it
+                return CodeCritic(
+                    spec.tests_source,
+                    module=spec.module,
+                    test_file=spec.test_file,
+                    timeout_s=spec.timeout_s,
+                    memory_mb=spec.memory_mb or None,
+                    all_must_pass=spec.all_must_pass,
+                    name=spec.name,
+                    python=spec.python,
+                    plugins=spec.plugins,
+                    env=spec.env,
+                )
+            if isinstance(spec, CitationCriticSpec):
+                return CitationCritic(
+                    spec.evidence_ids, uncited_penalty=spec.uncited_penalty, hedges=spec.hedges, name=spec.name
+                )
+            if isinstance(spec, FunctionCriticSpec):
+                function = self.imported(spec.function, [*path, "function"])
+                return FunctionCritic(function, name=spec.name)
+            assert_never(spec)

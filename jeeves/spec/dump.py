@@ -1,0 +1,285 @@
+"""Dumping an Architecture built in code to a spec: `dump(arch) -> dict`, `dumps(arch) -> TOML`.
+
+The dump holds only what differs from the defaults, and loads back (`parse_spec`, then
+`build`) into an architecture that dumps to the same table. What a spec names by import
+path (tools, output types, function critics) must be importable by that path from a
+module, and a model pin must be a model string, not a client object: anything else is a
+UserError saying which object and why, never a spec that would load into something else.
+Subclasses of the jeeves classes are refused too: their behaviour is not in the table.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from jeeves.agent import Agent
+from jeeves.architectures import ActorCritic, SelfRefine, Supervisor
+from jeeves.critics import (
+    VERDICT_FORMAT,
+    CitationCritic,
+    CodeCritic,
+    CombinedCritic,
+    FunctionCritic,
+    LLMCritic,
+)
+from jeeves.errors import UserError
+from jeeves.models.base import Route
+from jeeves.models.router import Router
+from jeeves.spec.build import import_object
+from jeeves.spec.load import TOP_LEVEL_TABLES
+from jeeves.spec.models import (
+    ActorCriticSpec,
+    AgentSpec,
+    ArchSpec,
+    CitationCriticSpec,
+    CodeCriticSpec,
+    CriticSpec,
+    DemoSpec,
+    FunctionCriticSpec,
+    LLMCriticSpec,
+    RouteSpec,
+    SelfRefineSpec,
+    Spec,
+    SupervisorSpec,
+)
+from jeeves.spec.toml import to_toml
+from jeeves.tools import Tool
+
+__all__ = ["dump", "dumps", "spec_dict", "spec_of"]
+
+
+def dump(arch: object, *, router: Router | None = None, demo: DemoSpec | None = None) -> dict[str, Any]:
+    """`arch` as a spec file's table; with `router`, its routes as `[models]`."""
+    models = {key: _route(route, f"route {key!r}") for key, route in (router.routes if router else {}).items()}
+    return spec_dict(Spec(architecture=spec_of(arch), models=models, demo=demo))
+
+
+def dumps(arch: object, *, router: Router | None = None, demo: DemoSpec | None = None) -> str:
+    """`dump` as TOML text, ready to save as `name.toml`."""
+    return to_toml(dump(arch, router=router, demo=demo))
+
+
+def spec_dict(spec: Spec) -> dict[str, Any]:
+    """A Spec as the file's table: the architecture's keys at the top, non-default values only.
+
+    A `code` critic loaded from a file keeps its test source inline (`tests_source`) and
+    drops the path, so the table is whole wherever it is loaded again (a journal, say).
+    """
+    data = spec.model_dump(mode="json", exclude_defaults=True)
+    top = _tidy(data.pop("architecture"))
+    assert isinstance(top, dict)
+    return {**top, **{k: data[k] for k in TOP_LEVEL_TABLES if k in data}}
+
+
+def _tidy(data: Any) -> Any:
+    """`type` first in every table; a code critic's test source inline, without its path."""
+    if isinstance(data, dict):
+        if data.get("type") == "code" and "tests_source" in data:
+            data.pop("tests", None)
+        ordered = {"type": data["type"]} if "type" in data else {}
+        return ordered | {k: _tidy(v) for k, v in data.items() if k != "type"}
+    if isinstance(data, list):
+        return [_tidy(v) for v in data]
+    return data
+
+
+def _exact(obj: object, cls: type) -> bool:
+    return type(obj) is cls
+
+
+def spec_of(arch: object) -> ArchSpec:
+    """The spec model of an architecture built in code (the inverse of `build`)."""
+    if _exact(arch, Agent):
+        assert isinstance(arch, Agent)
+        return _agent(arch)
+    if _exact(arch, ActorCritic):
+        assert isinstance(arch, ActorCritic)
+        return _actor_critic(arch)
+    if _exact(arch, SelfRefine):
+        assert isinstance(arch, SelfRefine)
+        return _self_refine(arch)
+    if _exact(arch, Supervisor):
+        assert isinstance(arch, Supervisor)
+        return _supervisor(arch)
+    raise UserError(
+        f"Cannot dump {arch!r} to a spec: only jeeves.Agent, ActorCritic, SelfRefine and Supervisor "
+        f"(not subclasses) have a spec form. Build it from those, or keep it in code."
+    )
+
+
+def _ref(obj: object, what: str) -> str:
+    """The import path that gives back `obj` (or the Tool wrapping it)."""
+    target = obj.function if isinstance(obj, Tool) else obj
+    module, name = getattr(target, "__module__", None), getattr(target, "__qualname__", None)
+    ref = f"{module}:{name}"
+    if not module or not name or module == "__main__" or "<" in name:
+        raise UserError(
+            f"Cannot dump {what} {obj!r}: a spec names it by import path, and {ref!r} cannot be imported "
+            f"by another process. Define it at the top level of a module."
+        )
+    try:
+        found = import_object(ref)
+    except UserError as exc:
+        raise UserError(f"Cannot dump {what} {obj!r}: its import path {ref!r} does not resolve ({exc}).") from None
+    if isinstance(obj, Tool):
+        rebuilt = found if isinstance(found, Tool) else Tool(found) if found is target else None
+        same = rebuilt is not None and (rebuilt.function, rebuilt.name, rebuilt.description) == (
+            obj.function,
+            obj.name,
+            obj.description,
+        )
+    else:
+        same = found is obj
+    if not same:
+        raise UserError(
+            f"Cannot dump {what} {obj!r}: {ref!r} imports {found!r}, not this object. Give it its own "
+            f"module-level name (a @tool at module level, for tools)."
+        )
+    return ref
+
+
+def _route(route: Route, what: str) -> RouteSpec:
+    if route.client is not None:
+        raise UserError(
+            f"Cannot dump {what}: it is served by the client {route.client!r}, which a spec cannot name. "
+            f"Use a litellm model string, or leave the model to the router."
+        )
+    return RouteSpec(
+        model=route.model,
+        fallbacks=list(route.fallbacks),
+        params=dict(route.params),
+        retries=route.retries,
+        backoff_s=route.backoff_s,
+    )
+
+
+def _pin(route: Route | None, what: str) -> RouteSpec | None:
+    return None if route is None else _route(route, what)
+
+
+def _agent(agent: Agent) -> AgentSpec:
+    default_description = agent.instructions.split("\n", 1)[0][:200]
+    return AgentSpec(
+        type="agent",
+        instructions=agent.instructions,
+        role=agent.role,
+        tools=[_ref(t, "tool") for t in agent.tools],
+        output_type=_ref(agent.output_type, "output type") if agent.output_type is not None else None,
+        max_turns=agent.max_turns,
+        model=_pin(agent.route, f"the model of agent {agent.role!r}"),
+        params=dict(agent.params),
+        description="" if agent.description == default_description else agent.description,
+    )
+
+
+def _description(arch: object, inner: object) -> str:
+    described = getattr(arch, "description", "")
+    return "" if described == getattr(inner, "description", "") else str(described)
+
+
+def _actor_critic(arch: ActorCritic) -> ActorCriticSpec:
+    s = arch.settings
+    combined = isinstance(arch.critic, CombinedCritic) and _exact(arch.critic, CombinedCritic)
+    critics = arch.critic.critics if combined else [arch.critic]  # type: ignore[attr-defined]
+    weights = arch.critic.weights if combined else None  # type: ignore[attr-defined]
+    return ActorCriticSpec(
+        type="actor_critic",
+        actor=spec_of(arch.actor),
+        critic=[_critic(c) for c in critics],
+        threshold=s.threshold,
+        max_rounds=s.max_rounds,
+        no_improvement=s.no_improvement or 0,
+        on_critic_error=s.on_critic_error,
+        critic_template=s.critic_template,
+        refine_template=s.refine_template,
+        weights=dict(weights or {}),
+        role=arch.role,
+        description=_description(arch, arch.actor),
+    )
+
+
+def _self_refine(arch: SelfRefine) -> SelfRefineSpec:
+    s = arch.settings
+    suffix = "\n" + VERDICT_FORMAT
+    feedback = arch.feedback.instructions
+    agent_role = getattr(arch.agent, "role", None) or SelfRefine.name
+    return SelfRefineSpec(
+        type="self_refine",
+        agent=spec_of(arch.agent),
+        threshold=s.threshold,
+        max_rounds=s.max_rounds,
+        no_improvement=s.no_improvement or 0,
+        on_critic_error=s.on_critic_error,
+        feedback_instructions=feedback.removesuffix(suffix),
+        feedback_template=s.critic_template,
+        refine_template=s.refine_template,
+        role=None if arch.role == agent_role else arch.role,
+        description=_description(arch, arch.agent),
+    )
+
+
+def _supervisor(arch: Supervisor) -> SupervisorSpec:
+    default_description = f"Coordinates workers: {', '.join(arch.workers)}."
+    return SupervisorSpec(
+        type="supervisor",
+        workers={name: spec_of(w) for name, w in arch.workers.items()},
+        instructions=arch.instructions,
+        role=arch.role,
+        max_delegations=arch.max_delegations,
+        share_task=arch.share_task,
+        max_turns=arch.max_turns,
+        model=_pin(arch.route, f"the model of supervisor {arch.role!r}"),
+        params=dict(arch.params),
+        description="" if arch.description == default_description else arch.description,
+    )
+
+
+def _critic(critic: object) -> CriticSpec:
+    if _exact(critic, LLMCritic):
+        assert isinstance(critic, LLMCritic)
+        return LLMCriticSpec(
+            type="llm",
+            instructions=critic.instructions,
+            name=critic.name,
+            model=_pin(critic.route, f"the model of critic {critic.name!r}"),
+            params=dict(critic.params),
+            repair=critic.repair,
+        )
+    if _exact(critic, CodeCritic):
+        assert isinstance(critic, CodeCritic)
+        return CodeCriticSpec(
+            type="code",
+            tests_source=critic.tests,
+            module=critic.module,
+            test_file=critic.test_file,
+            timeout_s=critic.timeout_s,
+            memory_mb=critic.memory_mb or 0,
+            all_must_pass=critic.all_must_pass,
+            name=critic.name,
+            python=None if critic.python == sys.executable else critic.python,
+            plugins=list(critic.plugins),
+            env=dict(critic.env),
+        )
+    if _exact(critic, CitationCritic):
+        assert isinstance(critic, CitationCritic)
+        return CitationCriticSpec(
+            type="citations",
+            evidence_ids=sorted(critic.evidence_ids),
+            uncited_penalty=critic.uncited_penalty,
+            hedges=list(critic.hedges),
+            name=critic.name,
+        )
+    if _exact(critic, FunctionCritic):
+        assert isinstance(critic, FunctionCritic)
+        default = FunctionCritic(critic.function).name
+        return FunctionCriticSpec(
+            type="function",
+            function=_ref(critic.function, "critic function"),
+            name=None if critic.name == default else critic.name,
+        )
+    raise UserError(
+        f"Cannot dump the critic {critic!r}: a spec knows LLMCritic, CodeCritic, CitationCritic and "
+        f"FunctionCritic (a function critic must be importable by path)."
+    )
+

@@ -1,0 +1,191 @@
+"""Loading a spec: TOML text → `Spec`, with errors that name the file, the key path and the problem.
+
+pydantic reports where a value failed as a `loc` tuple that also holds the union tags it
+tried (`("workers", "coder", "actor_critic", "max_rounds")`) and list indices. `key_path`
+walks that tuple beside the data the user wrote, keeps the keys the user typed, and spells
+them as one dotted path: `workers.coder.max_rounds`, `critic[1].timeout_s`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+from jeeves.errors import UserError
+from jeeves.spec.models import (
+    ARCHITECTURE_SPECS,
+    CRITIC_SPECS,
+    DemoSpec,
+    ReplySpec,
+    RouteSpec,
+    Spec,
+    ToolCallSpec,
+)
+
+__all__ = ["TOP_LEVEL_TABLES", "key_path", "load_spec", "parse_spec"]
+
+TOP_LEVEL_TABLES = ("models", "demo")
+"""Top-level tables that are not the root architecture's keys."""
+
+_BARE = re.compile(r"[A-Za-z0-9_-]+")
+_UNTYPED: tuple[type[BaseModel], ...] = (RouteSpec, DemoSpec, ReplySpec, ToolCallSpec)
+
+
+def load_spec(path: str | Path) -> Spec:
+    """Read and validate the spec file at `path`.
+
+    Raises UserError naming the file for a file that cannot be read, TOML that does not
+    parse (with its line and column), and every key that does not validate (with its
+    dotted key path). Test files named by `code` critics are read now, relative to the
+    spec's directory.
+    """
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"Cannot read spec file {str(file)!r}: {exc.strerror or exc}; check the path.") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{file}: not valid TOML: {exc}. Fix the syntax at that line.") from None
+    return parse_spec(data, path=file)
+
+
+def parse_spec(data: Mapping[str, Any], *, path: str | Path | None = None) -> Spec:
+    """A Spec from a spec file's top-level table (what `tomllib` reads, or `dump` returns).
+
+    Relative paths in it resolve beside `path` (the current directory without one).
+    """
+    where = str(path) if path is not None else "spec"
+    if not isinstance(data, Mapping):
+        raise UserError(f"{where}: a spec is a table of keys, got {data!r}.")
+    file = Path(path).resolve() if path is not None else None
+    wrapped: dict[str, Any] = {
+        "architecture": {k: v for k, v in data.items() if k not in TOP_LEVEL_TABLES},
+        **{k: data[k] for k in TOP_LEVEL_TABLES if k in data},
+    }
+    try:
+        spec = Spec.model_validate(wrapped, context={"base": file.parent if file else None})
+    except ValidationError as exc:
+        raise UserError(format_errors(where, exc.errors(), wrapped)) from None
+    spec.path = file
+    return spec
+
+
+def format_errors(where: str, errors: Sequence[ErrorDetails], data: Any) -> str:
+    """One message for every validation error, each as `key.path: problem`."""
+    lines = []
+    for error in errors:
+        path, problem = _describe(error, data)
+        line = f"  - {path or '(top level)'}: {problem}"
+        if line not in lines:
+            lines.append(line)
+    count = "a problem" if len(lines) == 1 else f"{len(lines)} problems"
+    return f"{where} has {count}:\n" + "\n".join(lines) + "\nSee docs/specs.md for every key and its default."
+
+
+def _spell(part: str | int) -> str:
+    if isinstance(part, int):
+        return f"[{part}]"
+    return part if _BARE.fullmatch(part) else f'"{part}"'
+
+
+def _join(parts: Sequence[str | int]) -> str:
+    out = ""
+    for part in parts:
+        text = _spell(part)
+        out += text if (isinstance(part, int) or not out) else "." + text
+    return out
+
+
+def key_path(loc: Sequence[str | int], data: Any) -> tuple[list[str | int], list[Any]]:
+    """The keys the user wrote along `loc` (union tags and implied list wrappers dropped),
+    and the data nodes visited, from `data` down (None past what the user wrote)."""
+    parts: list[str | int] = []
+    nodes = [data]
+    for position, elem in enumerate(loc):
+        node = nodes[-1]
+        if elem == "[key]":
+            continue
+        if isinstance(node, Mapping):
+            if elem in node:
+                parts.append(elem)
+                nodes.append(node[elem])
+                continue
+            if elem == 0 and position < len(loc) - 1:
+                continue  # one table given where an array of tables is allowed
+            if elem == node.get("type", "agent"):
+                continue  # the union tag pydantic tried
+            parts.append(elem)
+            nodes.append(None)
+        elif isinstance(node, list) and isinstance(elem, int) and 0 <= elem < len(node):
+            parts.append(elem)
+            nodes.append(node[elem])
+        elif node is None:
+            parts.append(elem)
+            nodes.append(None)
+    if parts[:1] == ["architecture"]:
+        parts = parts[1:]
+    return parts, nodes
+
+
+def _describe(error: ErrorDetails, data: Any) -> tuple[str, str]:
+    kind = error["type"]
+    loc = error["loc"]
+    ctx = error.get("ctx") or {}
+    parts, nodes = key_path(loc, data)
+    path = _join(parts)
+    if kind == "extra_forbidden":
+        return path, "unknown key" + _suggest(str(loc[-1]), nodes[-2], top=len(parts) == 1)
+    given = error.get("input")
+    if kind in ("union_tag_invalid", "union_tag_not_found"):
+        tags = CRITIC_SPECS if ctx.get("discriminator") == "'type'" else ARCHITECTURE_SPECS
+        expected = str(ctx.get("expected_tags") or ", ".join(repr(t) for t in tags))
+        path = _join([*parts, "type"])
+        if kind == "union_tag_not_found":
+            return path, f"missing; use one of {expected}"
+        return path, f"unknown type {ctx.get('tag')!r}; use one of {expected}"
+    if kind == "missing":
+        return path, "required, but missing"
+    if kind in ("model_type", "dict_type", "model_attributes_type"):
+        return path, f"should be a table, got {_short(given)}"
+    message = str(error["msg"])
+    if kind == "value_error":
+        return path, message.removeprefix("Value error, ")
+    message = message.replace("Input should be", "should be")
+    return path, f"{message}, got {_short(given)}"
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _fields(parent: Any, *, top: bool) -> set[str]:
+    """The keys allowed where `parent` (a table the user wrote) sits, best guess by its keys."""
+    if not isinstance(parent, Mapping):
+        return set()
+    kind = parent.get("type", "agent")
+    found = ARCHITECTURE_SPECS.get(str(kind)) or CRITIC_SPECS.get(str(kind))
+    if "type" in parent and found is not None:
+        fields = set(found.model_fields)
+    else:
+        candidates = [ARCHITECTURE_SPECS["agent"], *_UNTYPED]
+        overlapping = [m for m in candidates if set(parent) & set(m.model_fields)]
+        fields = set().union(*(m.model_fields for m in overlapping or candidates))
+    return fields | set(TOP_LEVEL_TABLES) if top else fields
+
+
+def _suggest(name: str, parent: Any, *, top: bool) -> str:
+    known = _fields(parent, top=top)
+    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+    if close:
+        return f"; did you mean {close[0]!r}?"
+    return f"; the keys here are: {', '.join(sorted(known))}" if 0 < len(known) <= 20 else ""
