@@ -106,9 +106,7 @@ def map_litellm_error(exc: BaseException, model: str) -> ModelError:
     if isinstance(exc, lm.Timeout | TimeoutError):
         return ModelTimeout(f"Model {model!r} did not answer in time; raise `timeout=`.", model=model)
     if isinstance(exc, lm.RateLimitError):
-        error = RateLimited(
-            f"Model {model!r} is rate limited ({detail}); wait or add fallbacks.", model=model
-        )
+        error = RateLimited(f"Model {model!r} is rate limited ({detail}); wait or add fallbacks.", model=model)
         error.retry_after = _retry_after(exc)  # type: ignore[attr-defined]
         return error
     if isinstance(exc, lm.AuthenticationError | lm.PermissionDeniedError):
@@ -160,9 +158,10 @@ def _check_credentials(kwargs: dict[str, Any]) -> None:
     """Name a missing key variable now, rather than after a round trip that ends in a 401.
 
     Only `*_API_KEY` variables count: litellm also lists settings that have defaults or
-    other sources (OLLAMA_API_BASE; AWS_ACCESS_KEY_ID under an instance role).
+    other sources (OLLAMA_API_BASE; AWS_ACCESS_KEY_ID under an instance role). A key given
+    to the call, or set as `litellm.api_key`, skips the check.
     """
-    if kwargs.get("api_key") or kwargs.get("api_base"):
+    if kwargs.get("api_key") or kwargs.get("api_base") or _litellm().api_key:
         return
     try:
         wanted = _litellm().validate_environment(model=kwargs["model"])["missing_keys"]
@@ -205,8 +204,7 @@ def _from_completion(raw: Any, model: str) -> ModelResponse:
         text, finish, usage = choice.message.content or "", choice.finish_reason, getattr(raw, "usage", None)
     except _SHAPE_ERRORS as exc:
         raise BadResponse(f"Model {model!r} sent a reply of an odd shape: {exc!r}.", model=model) from exc
-    usage_out = _usage(usage, model)
-    return ModelResponse(text=text, tool_calls=calls, usage=usage_out, model=model, finish_reason=finish)
+    return ModelResponse(text=text, tool_calls=calls, usage=_usage(usage, model), model=model, finish_reason=finish)
 
 
 def _read_chunk(chunk: Any, calls: dict[int, dict[str, str]], model: str) -> tuple[str, str | None]:
@@ -256,9 +254,7 @@ async def _from_stream(stream: Any, model: str, on_delta: DeltaSink) -> ModelRes
                 await stream.aclose()
     tool_calls = [_tool_call(i, c["id"], c["name"], c["arguments"]) for i, c in sorted(calls.items())]
     joined, usage_out = "".join(text), _usage(usage, model)
-    return ModelResponse(
-        text=joined, tool_calls=tool_calls, usage=usage_out, model=model, finish_reason=finish
-    )
+    return ModelResponse(text=joined, tool_calls=tool_calls, usage=usage_out, model=model, finish_reason=finish)
 
 
 class LiteLLMClient:
@@ -272,12 +268,7 @@ class LiteLLMClient:
     """
 
     def __init__(
-        self,
-        *,
-        api_base: str | None = None,
-        api_key: str | None = None,
-        timeout: float | None = None,
-        **kwargs: Any,
+        self, *, api_base: str | None = None, api_key: str | None = None, timeout: float | None = None, **kwargs: Any
     ) -> None:
         given = {"api_base": api_base, "api_key": api_key, "timeout": timeout}
         self._defaults: dict[str, Any] = {k: v for k, v in given.items() if v is not None} | kwargs

@@ -127,6 +127,7 @@ async def test_a_tool_call_comes_back_with_its_arguments(
     assert response.finish_reason == "tool_calls"
     sent = mock.requests[0]["tools"]
     assert sent == [{"type": "function", "function": tool.model_dump()}]
+    assert not any("mcp" in key for key in mock.requests[0]), "litellm's MCP hook switch stays local"
 
 
 async def test_tool_turns_are_sent_in_openai_format(mock: MockOpenAI, client: LiteLLMClient) -> None:
