@@ -29,7 +29,14 @@ from jeeves.models.fallback import complete_with_fallbacks
 from jeeves.models.litellm import LiteLLMClient, _litellm, map_litellm_error
 from tests.models.mock_openai import Fail, Malformed, MockOpenAI, Text, Tool, serve
 
-pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """litellm is asyncio-only."""
+    return "asyncio"
+
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PRICED = "openai/gpt-4o-mini"
@@ -68,7 +75,9 @@ class Deltas:
         self.pieces.append(text)
 
 
-async def test_streamed_text_arrives_in_pieces_with_usage_and_cost(mock: MockOpenAI, client: LiteLLMClient) -> None:
+async def test_streamed_text_arrives_in_pieces_with_usage_and_cost(
+    mock: MockOpenAI, client: LiteLLMClient
+) -> None:
     mock.script(Text("Hello there, dear reader.", prompt_tokens=12, completion_tokens=7))
     deltas = Deltas()
 
@@ -76,7 +85,11 @@ async def test_streamed_text_arrives_in_pieces_with_usage_and_cost(mock: MockOpe
 
     assert len(deltas.pieces) >= 3
     assert "".join(deltas.pieces) == response.text == "Hello there, dear reader."
-    assert (response.usage.input_tokens, response.usage.output_tokens, response.usage.model_calls) == (12, 7, 1)
+    assert (response.usage.input_tokens, response.usage.output_tokens, response.usage.model_calls) == (
+        12,
+        7,
+        1,
+    )
     assert response.usage.cost_usd == pytest.approx(12 * 0.15e-6 + 7 * 0.6e-6)
     assert response.model == PRICED
     assert response.finish_reason == "stop"
@@ -177,7 +190,9 @@ async def test_a_rate_limit_is_retried_once_with_notice(mock: MockOpenAI, client
     assert "slow down" in str(error)
 
 
-async def test_a_server_error_on_the_primary_goes_to_the_fallback(mock: MockOpenAI, client: LiteLLMClient) -> None:
+async def test_a_server_error_on_the_primary_goes_to_the_fallback(
+    mock: MockOpenAI, client: LiteLLMClient
+) -> None:
     mock.script(Fail(500), Text("From the backup."))
     route = Route(model="openai/primary", fallbacks=("openai/backup",), retries=0, backoff_s=0)
 
@@ -247,12 +262,16 @@ async def test_json_schema_goes_as_response_format_when_the_model_supports_it(
     assert mock.requests[0]["messages"][0] == {"role": "system", "content": "You are terse."}
 
 
-async def test_json_schema_goes_into_the_system_message_otherwise(mock: MockOpenAI, client: LiteLLMClient) -> None:
+async def test_json_schema_goes_into_the_system_message_otherwise(
+    mock: MockOpenAI, client: LiteLLMClient
+) -> None:
     schema = {"type": "object", "properties": {"score": {"type": "number"}}}
     mock.script(Text('{"score": 0.5}'), Text('{"score": 0.5}'))
 
     await client.complete(ask(model=UNPRICED, output_schema=schema))
-    await client.complete(ModelRequest(messages=[Message.user("Rate it.")], model=UNPRICED, output_schema=schema))
+    await client.complete(
+        ModelRequest(messages=[Message.user("Rate it.")], model=UNPRICED, output_schema=schema)
+    )
 
     for body in mock.requests:
         assert "response_format" not in body
@@ -308,7 +327,9 @@ async def test_an_error_in_on_delta_is_not_translated(mock: MockOpenAI, client: 
         await client.complete(ask(), on_delta=explode)
 
 
-async def test_cancelling_mid_stream_leaves_the_caller_working(mock: MockOpenAI, client: LiteLLMClient) -> None:
+async def test_cancelling_mid_stream_leaves_the_caller_working(
+    mock: MockOpenAI, client: LiteLLMClient
+) -> None:
     mock.script(Text("one two three four"), Text("after"))
     seen: list[str] = []
     with anyio.CancelScope() as scope:
