@@ -33,7 +33,8 @@ from jeeves.messages import Message, ModelRequest, ModelResponse, ToolCall, Usag
 from jeeves.models.base import ModelClient, Route
 from jeeves.models.router import Router
 from jeeves.models.testing import FunctionModel, ScriptedModel
-from jeeves.runner import RunResult, RunStream, run, stream
+from jeeves.replay import JSONLJournal, MemoryJournal, SQLiteJournal
+from jeeves.runner import RunResult, RunStream, replay, run, stream
 from jeeves.tools import Tool, tool
 
 __all__ = [
@@ -47,9 +48,11 @@ __all__ = [
     "CriticError",
     "Event",
     "FunctionModel",
+    "JSONLJournal",
     "JeevesError",
     "JournalError",
     "MaxTurnsExceeded",
+    "MemoryJournal",
     "Message",
     "MissingCredentials",
     "ModelClient",
@@ -66,6 +69,7 @@ __all__ = [
     "Router",
     "RunResult",
     "RunStream",
+    "SQLiteJournal",
     "ScriptedModel",
     "Tool",
     "ToolCall",
@@ -74,6 +78,7 @@ __all__ = [
     "child_id",
     "event_from_json",
     "event_to_json",
+    "replay",
     "run",
     "stream",
     "tool",

@@ -87,6 +87,8 @@ class RunState:
     """Per session: live calls only (what this run spent)."""
     roles: dict[str, str] = field(default_factory=dict)
     budget_announced: bool = False
+    source: dict[str, Any] | None = None
+    """How to rebuild the root architecture; stored in the root's session record."""
     _adapters: dict[Any, TypeAdapter[Any]] = field(default_factory=dict)
 
     def adapter(self, tp: Any) -> TypeAdapter[Any]:
@@ -130,6 +132,14 @@ class RunState:
         return {sid: tally.snapshot() for sid, tally in self.live_usage.items()}
 
 
+def _rounds(output: Output | None) -> int | None:
+    """The rounds an Output reports (an int, or a sequence of rounds), if it has a `rounds` field."""
+    rounds = getattr(output, "rounds", None)
+    if isinstance(rounds, int) and not isinstance(rounds, bool):
+        return rounds
+    return len(rounds) if isinstance(rounds, list | tuple) else None
+
+
 class Context:
     """One session's handle on the run. Architectures get one in `run(ctx, task)`."""
 
@@ -155,7 +165,12 @@ class Context:
 
     # -- events ------------------------------------------------------------------------
     async def emit(self, event: Event) -> None:
-        """Send an event into the run's stream; `seq` and `ts` are stamped here."""
+        """Send an event into the run's stream; `seq` and `ts` are stamped here.
+
+        In a strict replay every event is marked `replayed`: nothing in it ran live.
+        """
+        if self._state.mode == "replay":
+            event.replayed = True
         await self._state.channel.put(event)
 
     @property
@@ -272,6 +287,8 @@ class Context:
                     stop_reason=output.stop_reason if output else (error_type_name(error) if error else None),
                     output=output.text if output else (str(error) if error else None),
                     usage=self._state.tree_usage(self.session_id).model_dump(),
+                    rounds=_rounds(output),
+                    source=self._state.source if self.parent_id is None else None,
                 )
             )
 
