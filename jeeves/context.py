@@ -132,6 +132,10 @@ class RunState:
         return {sid: tally.snapshot() for sid, tally in self.live_usage.items()}
 
 
+def _step_name(kind: str, name: str) -> str:
+    return f"{kind} {name!r}" if name else f"{kind} call"
+
+
 def _rounds(output: Output | None) -> int | None:
     """The rounds an Output reports (an int, or a sequence of rounds), if it has a `rounds` field."""
     rounds = getattr(output, "rounds", None)
@@ -350,8 +354,9 @@ class Context:
         if record is not None:
             if record.kind != kind or record.fingerprint != fp:
                 raise ReplayDivergence(
-                    f"Session {self.session_id!r} step {index} ({kind} {name!r}) differs from the recorded "
-                    f"{record.kind} step {record.name!r}; the request changed:\n{request_diff(record.request, request)}\n"
+                    f"Session {self.session_id!r} step {index} ({_step_name(kind, name)}) differs from the recorded "
+                    f"{_step_name(record.kind, record.name)}; the request changed:\n"
+                    f"{request_diff(record.request, request)}\n"
                     f"Replay with the code, prompts and task that recorded the run, or start a new session id.",
                     session_id=self.session_id,
                     step=index,
@@ -365,7 +370,7 @@ class Context:
             return StepResult(state.adapter(result_type).validate_python(record.result), True)
         if state.mode == "replay":
             raise ReplayDivergence(
-                f"Session {self.session_id!r} asked for step {index} ({kind} {name!r}), which the journal does not "
+                f"Session {self.session_id!r} asked for step {index} ({_step_name(kind, name)}), which the journal does not "
                 f"hold: the recorded run ended earlier or took another path. Replay with the code that recorded it.",
                 session_id=self.session_id,
                 step=index,
