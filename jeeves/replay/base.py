@@ -14,8 +14,9 @@ from types import TracebackType
 from typing import Any, Protocol, Self, runtime_checkable
 
 from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError
 
-from jeeves.errors import JournalError
+from jeeves.errors import JournalError, UserError
 from jeeves.journal import SCHEMA_VERSION, Journal, SessionRecord, StepRecord
 
 __all__ = ["JournalStore", "JournalWarning", "StoreBase", "decode_record", "encode_record"]
@@ -47,7 +48,15 @@ class JournalStore(Journal, Protocol):
 def encode_record(record: Record) -> str:
     """A record as one line of JSON (no newline). Raises if a value is not JSON-able."""
     kind = "step" if isinstance(record, StepRecord) else "session"
-    return json.dumps({"type": kind, **record.model_dump(mode="json")}, ensure_ascii=False)
+    try:
+        data = record.model_dump(mode="json")
+    except PydanticSerializationError as exc:
+        where = f"Step {record.index} of" if isinstance(record, StepRecord) else "The record of"
+        raise UserError(
+            f"{where} session {record.session_id!r} cannot be journaled: {exc}. Journals hold JSON; give "
+            f"ctx.step a JSON-able request and a result_type pydantic can serialise."
+        ) from exc
+    return json.dumps({"type": kind, **data}, ensure_ascii=False)
 
 
 def decode_record(data: Any, where: str) -> Record:
