@@ -117,14 +117,14 @@ class RunState:
         total = UsageTally()
         for sid, tally in table.items():
             if sid == session_id or sid.startswith(prefix):
-                total.add(tally.snapshot())
+                total.add(tally)
         return total.snapshot()
 
     def usage_by_role(self) -> dict[str, Usage]:
         """Live usage summed per role (the role of the session that made the calls)."""
         out: dict[str, UsageTally] = {}
         for sid, tally in self.live_usage.items():
-            out.setdefault(self.roles.get(sid, "?"), UsageTally()).add(tally.snapshot())
+            out.setdefault(self.roles.get(sid, "?"), UsageTally()).add(tally)
         return {role: tally.snapshot() for role, tally in out.items()}
 
     def usage_by_session(self) -> dict[str, Usage]:
@@ -420,7 +420,7 @@ class Context:
         response = step.response
         state.add_usage(self.session_id, response.usage, live=not replayed)
         await self.emit(
-            ModelCompleted.model_construct(
+            ModelCompleted(
                 session_id=self.session_id,
                 text=response.text,
                 tool_calls=response.tool_calls,
@@ -460,7 +460,7 @@ class Context:
             live_request.params = {**route.params, **request.params}
 
         async def on_delta(text: str) -> None:
-            event = ModelDelta.model_construct(session_id=self.session_id, text=text)
+            event = ModelDelta(session_id=self.session_id, text=text)
             emitted.append(event)
             await self.emit(event)
 

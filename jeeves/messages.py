@@ -93,7 +93,7 @@ class UsageTally:
         self.model_calls = 0
         self.cost_usd = 0.0
 
-    def add(self, usage: Usage) -> None:
+    def add(self, usage: Usage | UsageTally) -> None:
         self.input_tokens += usage.input_tokens
         self.output_tokens += usage.output_tokens
         self.model_calls += usage.model_calls

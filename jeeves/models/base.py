@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import Annotated, Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SkipValidation, field_validator
 
 from jeeves.errors import UserError
 from jeeves.messages import ModelRequest, ModelResponse
@@ -58,7 +58,7 @@ class Route(BaseModel):
     """Extra attempts per model on retryable errors."""
     backoff_s: float = 0.5
     """First retry delay; doubles per attempt. A provider's Retry-After wins when larger."""
-    client: ModelClient | None = Field(default=None, exclude=True)
+    client: Annotated[ModelClient | None, SkipValidation] = Field(default=None, exclude=True)
     """Serves this route instead of the router's client (litellm by default)."""
 
     @field_validator("retries")

@@ -89,28 +89,33 @@ def _retry_after(exc: BaseException) -> float | None:
     return None
 
 
+def _unreadable(model: str, what: str) -> BadResponse:
+    advice = "trying again will not help; check that `api_base` serves this model's API"
+    return BadResponse(f"Model {model!r} sent {what}; {advice}.", model=model)
+
+
 def map_litellm_error(exc: BaseException, model: str) -> ModelError:
     """Translate an exception from litellm into the jeeves error the retry logic understands.
 
-    Classes are checked most specific first. A body that is not JSON or has no choices is a
-    BadResponse whatever status litellm gave it, since another attempt would get the same
-    reply format; 4xx errors become ProviderErrors that are not retried; anything not
+    Classes are checked most specific first. A 200 whose body is not JSON or has no choices
+    is a BadResponse, although litellm calls it a 500: another attempt would get the same
+    reply format. 4xx errors become ProviderErrors that are not retried; anything not
     recognised is a retryable ProviderError with no status. The caller chains `exc`.
     """
     lm = _litellm()
     code = getattr(exc, "status_code", None)
     status = code if isinstance(code, int) else None
     detail = str(exc).strip() or type(exc).__name__
-    if _malformed(exc) or isinstance(exc, lm.APIResponseValidationError):
-        return BadResponse(f"Model {model!r} sent a reply that could not be read ({detail}).", model=model)
     if isinstance(exc, lm.Timeout | TimeoutError):
-        return ModelTimeout(f"Model {model!r} did not answer in time; raise `timeout=`.", model=model)
+        return ModelTimeout(f"Model {model!r} did not answer in time; pass a larger `timeout=`.", model=model)
     if isinstance(exc, lm.RateLimitError):
         error = RateLimited(
             f"Model {model!r} is rate limited ({detail}); wait or add fallbacks.", model=model
         )
-        error.retry_after = _retry_after(exc)  # type: ignore[attr-defined]
+        error.status_code, error.retry_after = status, _retry_after(exc)  # type: ignore[attr-defined]
         return error
+    if _malformed(exc) or isinstance(exc, lm.APIResponseValidationError):
+        return _unreadable(model, f"a reply that could not be read ({detail})")
     if isinstance(exc, lm.AuthenticationError | lm.PermissionDeniedError):
         hint = "check the provider's API key and its access to this model"
     elif isinstance(exc, lm.ContextWindowExceededError):
@@ -197,7 +202,7 @@ def _tool_call(index: int, id: str | None, name: str, arguments: str | None) -> 
 def _from_completion(raw: Any, model: str) -> ModelResponse:
     try:
         if not raw.choices:
-            raise BadResponse(f"Model {model!r} sent a reply with no choices.", model=model)
+            raise _unreadable(model, "a reply with no choices")
         choice = raw.choices[0]
         calls = [
             _tool_call(i, c.id, c.function.name, c.function.arguments)
@@ -205,7 +210,7 @@ def _from_completion(raw: Any, model: str) -> ModelResponse:
         ]
         text, finish, usage = choice.message.content or "", choice.finish_reason, getattr(raw, "usage", None)
     except _SHAPE_ERRORS as exc:
-        raise BadResponse(f"Model {model!r} sent a reply of an odd shape: {exc!r}.", model=model) from exc
+        raise _unreadable(model, f"a reply of an unexpected shape ({exc!r})") from exc
     return ModelResponse(
         text=text, tool_calls=calls, usage=_usage(usage, model), model=model, finish_reason=finish
     )
@@ -224,7 +229,7 @@ def _read_chunk(chunk: Any, calls: dict[int, dict[str, str]], model: str) -> tup
             call["arguments"] += delta.function.arguments or ""
         return choice.delta.content or "", choice.finish_reason
     except _SHAPE_ERRORS as exc:
-        raise BadResponse(f"Model {model!r} streamed a chunk of an odd shape: {exc!r}.", model=model) from exc
+        raise _unreadable(model, f"a streamed chunk of an unexpected shape ({exc!r})") from exc
 
 
 async def _from_stream(stream: Any, model: str, on_delta: DeltaSink) -> ModelResponse:

@@ -60,6 +60,8 @@ class Fail:
     status: int
     headers: dict[str, str] = field(default_factory=dict)
     message: str = "scripted failure"
+    raw: str | None = None
+    """A body sent as is (an HTML error page from a proxy, say) instead of the JSON error."""
 
 
 @dataclass(frozen=True)
@@ -192,6 +194,8 @@ class MockOpenAI:
 
     def _respond(self, behaviour: Behaviour, body: dict[str, Any]) -> Response:
         model = str(body.get("model", ""))
+        if isinstance(behaviour, Fail) and behaviour.raw is not None:
+            return Response(behaviour.raw, behaviour.status, behaviour.headers, media_type="text/html")
         if isinstance(behaviour, Fail):
             error = {"error": {"message": behaviour.message, "type": "scripted", "code": behaviour.status}}
             return JSONResponse(error, status_code=behaviour.status, headers=behaviour.headers)

@@ -8,7 +8,6 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -27,6 +26,7 @@ from jeeves.messages import Message, ModelRequest, ToolCall, ToolSpec
 from jeeves.models.base import Route
 from jeeves.models.fallback import complete_with_fallbacks
 from jeeves.models.litellm import LiteLLMClient, _litellm, map_litellm_error
+from tests.conftest import REPO, subprocess_env
 from tests.models.mock_openai import Fail, Malformed, MockOpenAI, Text, Tool, serve
 
 pytestmark = pytest.mark.anyio
@@ -34,11 +34,10 @@ pytestmark = pytest.mark.anyio
 
 @pytest.fixture
 def anyio_backend() -> str:
-    """litellm is asyncio-only."""
+    """litellm is asyncio-only (a fixture, not the parametrize mark: this module has sync tests too)."""
     return "asyncio"
 
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 PRICED = "openai/gpt-4o-mini"
 UNPRICED = "openai/primary"
 
@@ -236,6 +235,18 @@ async def test_a_stream_without_choices_is_an_empty_reply(mock: MockOpenAI, clie
     assert (response.text, response.tool_calls, response.usage.model_calls) == ("", [], 1)
 
 
+@pytest.mark.parametrize(("status", "kind"), [(429, RateLimited), (502, ProviderError)])
+async def test_an_html_error_page_keeps_its_status(
+    mock: MockOpenAI, client: LiteLLMClient, status: int, kind: type[ModelError]
+) -> None:
+    mock.script(Fail(status, raw="<html><body>Try again later</body></html>"))
+
+    with pytest.raises(kind) as caught:
+        await client.complete(ask())
+
+    assert (type(caught.value), caught.value.status_code, caught.value.retryable) == (kind, status, True)
+
+
 async def test_a_bad_request_is_not_retried(mock: MockOpenAI, client: LiteLLMClient) -> None:
     mock.script(Fail(400, message="unknown parameter"))
     route = Route(model=PRICED, fallbacks=("openai/backup",), retries=2, backoff_s=0)
@@ -351,7 +362,7 @@ async def test_cancelling_mid_stream_leaves_the_caller_working(
     [
         (lambda lm: lm.AuthenticationError("bad key", "openai", "m"), ProviderError, 401, False),
         (lambda lm: lm.ContextWindowExceededError("too long", "m", "openai"), ProviderError, 400, False),
-        (lambda lm: lm.Timeout("slow", "m", "openai"), ModelTimeout, 408, True),
+        (lambda lm: lm.Timeout("slow", "m", "openai"), ModelTimeout, None, True),
         (lambda lm: lm.RateLimitError("slow down", "openai", "m"), RateLimited, 429, True),
         (lambda lm: RuntimeError("something new"), ProviderError, None, True),
     ],
@@ -361,7 +372,7 @@ def test_map_litellm_error(make: Any, kind: type[ModelError], status: int | None
     error = map_litellm_error(make(_litellm()), "openai/m")
 
     assert type(error) is kind
-    assert (error.status_code if kind is ProviderError else status) == status
+    assert error.status_code == status
     assert error.retryable is retryable
     assert error.model == "openai/m"
     assert "'openai/m'" in str(error)
@@ -369,10 +380,8 @@ def test_map_litellm_error(make: Any, kind: type[ModelError], status: int | None
 
 def test_importing_the_adapter_does_not_import_litellm() -> None:
     code = "import sys, jeeves.models.litellm; print('litellm' in sys.modules)"
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    result = subprocess.run(
-        [sys.executable, "-c", code], cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=True
-    )
+    run = [sys.executable, "-c", code]
+    result = subprocess.run(run, cwd=REPO, env=subprocess_env(), capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
 
 
