@@ -106,7 +106,9 @@ def map_litellm_error(exc: BaseException, model: str) -> ModelError:
     if isinstance(exc, lm.Timeout | TimeoutError):
         return ModelTimeout(f"Model {model!r} did not answer in time; raise `timeout=`.", model=model)
     if isinstance(exc, lm.RateLimitError):
-        error = RateLimited(f"Model {model!r} is rate limited ({detail}); wait or add fallbacks.", model=model)
+        error = RateLimited(
+            f"Model {model!r} is rate limited ({detail}); wait or add fallbacks.", model=model
+        )
         error.retry_after = _retry_after(exc)  # type: ignore[attr-defined]
         return error
     if isinstance(exc, lm.AuthenticationError | lm.PermissionDeniedError):
@@ -204,7 +206,9 @@ def _from_completion(raw: Any, model: str) -> ModelResponse:
         text, finish, usage = choice.message.content or "", choice.finish_reason, getattr(raw, "usage", None)
     except _SHAPE_ERRORS as exc:
         raise BadResponse(f"Model {model!r} sent a reply of an odd shape: {exc!r}.", model=model) from exc
-    return ModelResponse(text=text, tool_calls=calls, usage=_usage(usage, model), model=model, finish_reason=finish)
+    return ModelResponse(
+        text=text, tool_calls=calls, usage=_usage(usage, model), model=model, finish_reason=finish
+    )
 
 
 def _read_chunk(chunk: Any, calls: dict[int, dict[str, str]], model: str) -> tuple[str, str | None]:
@@ -254,7 +258,9 @@ async def _from_stream(stream: Any, model: str, on_delta: DeltaSink) -> ModelRes
                 await stream.aclose()
     tool_calls = [_tool_call(i, c["id"], c["name"], c["arguments"]) for i, c in sorted(calls.items())]
     joined, usage_out = "".join(text), _usage(usage, model)
-    return ModelResponse(text=joined, tool_calls=tool_calls, usage=usage_out, model=model, finish_reason=finish)
+    return ModelResponse(
+        text=joined, tool_calls=tool_calls, usage=usage_out, model=model, finish_reason=finish
+    )
 
 
 class LiteLLMClient:
@@ -268,7 +274,12 @@ class LiteLLMClient:
     """
 
     def __init__(
-        self, *, api_base: str | None = None, api_key: str | None = None, timeout: float | None = None, **kwargs: Any
+        self,
+        *,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        timeout: float | None = None,
+        **kwargs: Any,
     ) -> None:
         given = {"api_base": api_base, "api_key": api_key, "timeout": timeout}
         self._defaults: dict[str, Any] = {k: v for k, v in given.items() if v is not None} | kwargs
