@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from jeeves.agent import Agent
 from jeeves.architecture import Architecture, Output
+from jeeves.architectures import ActorCritic, SelfRefine
 from jeeves.budget import Budget
 from jeeves.context import Context
+from jeeves.critics import CitationCritic, CodeCritic, LLMCritic, Verdict
 from jeeves.errors import (
     AgentError,
     BadResponse,
@@ -38,12 +40,15 @@ from jeeves.runner import RunResult, RunStream, replay, run, stream
 from jeeves.tools import Tool, tool
 
 __all__ = [
+    "ActorCritic",
     "Agent",
     "AgentError",
     "Architecture",
     "BadResponse",
     "Budget",
     "BudgetExceeded",
+    "CitationCritic",
+    "CodeCritic",
     "Context",
     "CriticError",
     "Event",
@@ -51,6 +56,7 @@ __all__ = [
     "JSONLJournal",
     "JeevesError",
     "JournalError",
+    "LLMCritic",
     "MaxTurnsExceeded",
     "MemoryJournal",
     "Message",
@@ -71,10 +77,12 @@ __all__ = [
     "RunStream",
     "SQLiteJournal",
     "ScriptedModel",
+    "SelfRefine",
     "Tool",
     "ToolCall",
     "Usage",
     "UserError",
+    "Verdict",
     "child_id",
     "event_from_json",
     "event_to_json",
