@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from jeeves.agent import Agent
 from jeeves.architecture import Architecture, Output
-from jeeves.architectures import ActorCritic, SelfRefine
+from jeeves.architectures import ActorCritic, SelfRefine, Supervisor
 from jeeves.budget import Budget
 from jeeves.context import Context
 from jeeves.critics import CitationCritic, CodeCritic, LLMCritic, Verdict
@@ -78,6 +78,7 @@ __all__ = [
     "SQLiteJournal",
     "ScriptedModel",
     "SelfRefine",
+    "Supervisor",
     "Tool",
     "ToolCall",
     "Usage",
