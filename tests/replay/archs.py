@@ -10,8 +10,9 @@ import json
 
 import anyio
 
-from jeeves import Agent, FunctionModel, Output, tool
+from jeeves import ActorCritic, Agent, FunctionModel, Output, Supervisor, tool
 from jeeves.context import Context
+from jeeves.critics import LLMCritic
 from jeeves.messages import ModelRequest
 from jeeves.testing import Reply, call
 
@@ -112,3 +113,49 @@ class Steps:
 
 
 not_an_architecture = 42
+
+
+def _last_user(request: ModelRequest) -> str:
+    return next((m.content or "" for m in reversed(request.messages) if m.role == "user"), "")
+
+
+def _write_code(request: ModelRequest) -> str:
+    return (
+        "def add(a, b): return a + b" if "subtracts" in _last_user(request) else "def add(a, b): return a - b"
+    )
+
+
+def _review(request: ModelRequest) -> str:
+    if "a - b" in _last_user(request):
+        return '{"score": 0.2, "issues": ["it subtracts"], "summary": "wrong sign"}'
+    return '{"score": 1.0, "issues": [], "summary": "correct"}'
+
+
+def _coordinate(request: ModelRequest) -> Reply:
+    if not any(m.role == "assistant" for m in request.messages):
+        delegations = [
+            call("delegate", {"worker": "coder", "instructions": "Write add(a, b)."}),
+            call("delegate", {"worker": "helper", "instructions": "count these"}),
+        ]
+        return Reply(text="Splitting the work.", tool_calls=delegations)
+    return Reply(text="done: " + " | ".join(m.content or "" for m in request.messages if m.role == "tool"))
+
+
+def passes_tests(task: str, output: str) -> bool:
+    """A function critic (journaled as a function step): the code must add."""
+    return "a + b" in output
+
+
+def build_team() -> Supervisor:
+    """A Supervisor whose parallel workers are an ActorCritic coder and a tool-using agent."""
+    coder = ActorCritic(Agent("You write code."), [LLMCritic(), passes_tests], max_rounds=2)
+    return Supervisor({"coder": coder, "helper": build_agent()})
+
+
+def team_models() -> dict[str, FunctionModel]:
+    return {
+        "supervisor": FunctionModel(_coordinate, model_name="coordinator"),
+        "actor": FunctionModel(_write_code, model_name="coder-model"),
+        "critic": FunctionModel(_review, model_name="critic-model"),
+        "helper": model(),
+    }

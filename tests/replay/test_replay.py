@@ -67,6 +67,26 @@ async def test_replay_events_equal_the_recording_for_every_session(stores: Store
     assert completed[0].usage == recorded.usage
 
 
+async def test_a_supervisor_with_a_parallel_actor_critic_replays_event_for_event(stores: Stores) -> None:
+    live, recorded = await collect(
+        archs.build_team(),
+        "add and count",
+        models=archs.team_models(),
+        journal=stores.open(),
+        session_id="t1",
+    )
+    replayed, result = await collect(
+        archs.build_team(), "add and count", journal=stores.open(), session_id="t1", mode="replay"
+    )
+
+    sessions = per_session(live)
+    assert {"t1__coder_0__actor_1", "t1__coder_0__critic_1", "t1__helper_0"} <= set(sessions)
+    assert {"critique", "delegation.started", "round.started", "tool.completed"} <= {e.type for e in live}
+    assert per_session(replayed) == sessions
+    assert result.text == recorded.text and "def add(a, b): return a + b" in result.text
+    assert result.usage.model_calls == 0 < recorded.usage.model_calls
+
+
 async def test_replay_reaches_no_model_and_no_tool(stores: Stores, armed: None) -> None:
     archs.ARMED["tools"] = False
     recorder = archs.model()
