@@ -40,13 +40,17 @@ def _excerpt(value: Any, width: int = 70) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def _blank(value: Any) -> bool:
+    return value is None or value is False or value == "" or value == []
+
+
 def describe_event(event: Event) -> str | None:
     """One line for the tree: the event's type and its telling fields; None for model deltas."""
     if event.type == "model.delta":
         return None
     data = event.model_dump(mode="json")
     keys = _SHOWN.get(event.type) or tuple(k for k in data if k not in _COMMON)
-    fields = " ".join(f"{k}={_excerpt(data[k])}" for k in keys if data.get(k) not in (None, "", [], False))
+    fields = " ".join(f"{k}={_excerpt(data[k])}" for k in keys if not _blank(data.get(k)))
     depth = event.session_id.count("__")
     label = event.session_id.rsplit("__", 1)[-1]
     return f"{'  ' * depth}{label}  {event.type}  {fields}".rstrip()
