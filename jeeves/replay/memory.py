@@ -1,8 +1,8 @@
 """MemoryJournal: a journal that lives as long as the object, for tests and in-process resume.
 
-Records are kept as JSON text, exactly as the file stores keep them, so a value that is not
-JSON-able fails at the step that produced it and a replay from memory proves what a replay
-from disk would.
+Each record is turned into JSON text and back before it is kept, exactly as the file
+stores do, so a value that is not JSON-able fails at the step that produced it and a
+replay from memory proves what a replay from disk would.
 """
 
 from __future__ import annotations
@@ -17,25 +17,24 @@ class MemoryJournal(StoreBase):
     """Holds step and session records in memory; any number of runs, safe to share between tasks."""
 
     def __init__(self) -> None:
-        self._steps: dict[str, dict[int, str]] = {}
-        self._sessions: dict[str, str] = {}
+        self._steps: dict[str, dict[int, StepRecord]] = {}
+        self._sessions: dict[str, SessionRecord] = {}
 
     async def get_step(self, session_id: str, index: int) -> StepRecord | None:
-        text = self._steps.get(session_id, {}).get(index)
-        return None if text is None else StepRecord.model_validate_json(text)
+        return self._steps.get(session_id, {}).get(index)
 
     async def put_step(self, record: StepRecord) -> None:
-        self._steps.setdefault(record.session_id, {})[record.index] = encode_record(record)
+        stored = StepRecord.model_validate_json(encode_record(record))
+        self._steps.setdefault(record.session_id, {})[record.index] = stored
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
-        text = self._sessions.get(session_id)
-        return None if text is None else SessionRecord.model_validate_json(text)
+        return self._sessions.get(session_id)
 
     async def put_session(self, record: SessionRecord) -> None:
-        self._sessions[record.session_id] = encode_record(record)
+        self._sessions[record.session_id] = SessionRecord.model_validate_json(encode_record(record))
 
     async def sessions(self) -> list[SessionRecord]:
-        return [SessionRecord.model_validate_json(text) for text in self._sessions.values()]
+        return list(self._sessions.values())
 
     async def step_indices(self, session_id: str) -> list[int]:
         return sorted(self._steps.get(session_id, {}))

@@ -155,6 +155,9 @@ class SQLiteJournal(StoreBase):
         await self._call(self._put_step, record, encode_record(record))
 
     async def step_indices(self, session_id: str) -> list[int]:
+        cached = self._cache.get(session_id)
+        if cached is not None:  # written through, so as current as the table for this object
+            return sorted(cached)
         rows = await self._call(
             self._rows, "SELECT idx FROM steps WHERE session_id = ? ORDER BY idx", session_id
         )
