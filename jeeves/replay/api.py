@@ -203,12 +203,7 @@ class Attached:
         served = self.served
         if served is None or not isinstance(served.store, JournalStore):
             return
-        prefix = root_id + "__"
-        records = [
-            r
-            for r in await served.store.sessions()
-            if r.session_id == root_id or r.session_id.startswith(prefix)
-        ]
+        records = await served.store.sessions(root_id)
         for record in records:
             sid = record.session_id
             if sid not in served.sessions:

@@ -19,7 +19,7 @@ from pydantic_core import PydanticSerializationError
 from jeeves.errors import JournalError, UserError
 from jeeves.journal import SCHEMA_VERSION, Journal, SessionRecord, StepRecord
 
-__all__ = ["JournalStore", "JournalWarning", "StoreBase", "decode_record", "encode_record"]
+__all__ = ["JournalStore", "JournalWarning", "StoreBase", "decode_record", "encode_record", "in_tree"]
 
 Record = StepRecord | SessionRecord
 
@@ -32,8 +32,9 @@ class JournalWarning(UserWarning):
 class JournalStore(Journal, Protocol):
     """A Journal that can also list what it holds and be closed (every store jeeves ships)."""
 
-    async def sessions(self) -> list[SessionRecord]:
-        """Every session record, in the order sessions were first recorded."""
+    async def sessions(self, root: str | None = None) -> list[SessionRecord]:
+        """Every session record (only `root` and its subtree, when given), in the order the
+        sessions were first recorded."""
         ...
 
     async def step_indices(self, session_id: str) -> list[int]:
@@ -43,6 +44,11 @@ class JournalStore(Journal, Protocol):
     async def aclose(self) -> None:
         """Release files and connections; the store is not used afterwards."""
         ...
+
+
+def in_tree(session_id: str, root: str | None) -> bool:
+    """Whether `session_id` is `root` or below it (ids spell their path: `root__role_i…`)."""
+    return root is None or session_id == root or session_id.startswith(root + "__")
 
 
 def encode_record(record: Record) -> str:

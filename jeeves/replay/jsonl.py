@@ -26,7 +26,7 @@ import anyio.to_thread
 
 from jeeves.errors import JournalError, UserError
 from jeeves.journal import SessionRecord, StepRecord
-from jeeves.replay.base import JournalWarning, StoreBase, decode_record, encode_record
+from jeeves.replay.base import JournalWarning, StoreBase, decode_record, encode_record, in_tree
 
 __all__ = ["JSONLJournal"]
 
@@ -155,9 +155,9 @@ class JSONLJournal(StoreBase):
     async def put_session(self, record: SessionRecord) -> None:
         await self._write(record)
 
-    async def sessions(self) -> list[SessionRecord]:
+    async def sessions(self, root: str | None = None) -> list[SessionRecord]:
         await self._ensure_loaded()
-        return list(self._sessions.values())
+        return [r for r in self._sessions.values() if in_tree(r.session_id, root)]
 
     async def step_indices(self, session_id: str) -> list[int]:
         await self._ensure_loaded()

@@ -8,7 +8,7 @@ replay from memory proves what a replay from disk would.
 from __future__ import annotations
 
 from jeeves.journal import SessionRecord, StepRecord
-from jeeves.replay.base import StoreBase, encode_record
+from jeeves.replay.base import StoreBase, encode_record, in_tree
 
 __all__ = ["MemoryJournal"]
 
@@ -33,8 +33,8 @@ class MemoryJournal(StoreBase):
     async def put_session(self, record: SessionRecord) -> None:
         self._sessions[record.session_id] = SessionRecord.model_validate_json(encode_record(record))
 
-    async def sessions(self) -> list[SessionRecord]:
-        return list(self._sessions.values())
+    async def sessions(self, root: str | None = None) -> list[SessionRecord]:
+        return [r for r in self._sessions.values() if in_tree(r.session_id, root)]
 
     async def step_indices(self, session_id: str) -> list[int]:
         return sorted(self._steps.get(session_id, {}))

@@ -183,8 +183,15 @@ class SQLiteJournal(StoreBase):
             encode_record(record),
         )
 
-    async def sessions(self) -> list[SessionRecord]:
-        rows = await self._call(self._rows, "SELECT session_id, record FROM sessions ORDER BY rowid")
+    async def sessions(self, root: str | None = None) -> list[SessionRecord]:
+        if root is None:
+            rows = await self._call(self._rows, "SELECT session_id, record FROM sessions ORDER BY rowid")
+        else:
+            sql = (
+                "SELECT session_id, record FROM sessions WHERE session_id = ? "
+                "OR substr(session_id, 1, ?) = ? ORDER BY rowid"
+            )
+            rows = await self._call(self._rows, sql, root, len(root) + 2, root + "__")
         return [self._decode(str(text), f"session {sid!r}", SessionRecord) for sid, text in rows]
 
     def _decode(self, text: str, what: str, cls: type[R]) -> R:

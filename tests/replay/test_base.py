@@ -62,6 +62,22 @@ async def test_sessions_keep_first_order_and_last_status(stores: Stores) -> None
     assert (records[0].status, records[0].output) == ("completed", "done")
 
 
+async def test_sessions_of_one_tree(stores: Stores) -> None:
+    journal = stores.open()
+    for sid in ("r1", "r10", "r1__worker_0", "r10__worker_0", "r1__worker_0__critic_1", "x_r1__a_0"):
+        await journal.put_session(session(sid, parent_id=sid.rpartition("__")[0] or None))
+    assert [r.session_id for r in await journal.sessions("r1")] == [
+        "r1",
+        "r1__worker_0",
+        "r1__worker_0__critic_1",
+    ]
+    assert [r.session_id for r in await journal.sessions("r1__worker_0")] == [
+        "r1__worker_0",
+        "r1__worker_0__critic_1",
+    ]
+    assert len(await journal.sessions()) == 6
+
+
 async def test_step_indices_are_per_session_and_sorted(stores: Stores) -> None:
     journal = stores.open()
     for sid, index in [("r1", 2), ("r1", 0), ("r1__a_0", 5), ("r1", 1)]:
