@@ -30,7 +30,7 @@ import anyio
 from anyio.abc import Process
 
 from jeeves.critics.base import Review
-from jeeves.critics.junit import PytestReport, read_report
+from jeeves.critics.junit import STARTED, PytestReport, read_report
 from jeeves.critics.verdict import Verdict
 from jeeves.errors import CriticError, UserError
 from jeeves.ids import validate_name
@@ -54,8 +54,10 @@ if limit:
     except (ImportError, ValueError, OSError):
         pass
 import pytest
+sys.stderr.write("%s\\n" % MARKER)
+sys.stderr.flush()
 raise SystemExit(pytest.main(sys.argv[2:]))
-"""
+""".replace("MARKER", repr(STARTED))
 
 
 def extract_code(text: str) -> str:
@@ -233,15 +235,18 @@ class CodeCritic:
         ]
         out, err = _open_logs(workdir)
         try:
-            process = await anyio.open_process(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=err,
-                cwd=workdir,
-                env=self._environment(),
-                start_new_session=True,
-            )
+            try:
+                process = await anyio.open_process(
+                    command,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=err,
+                    cwd=workdir,
+                    env=self._environment(),
+                    start_new_session=True,
+                )
+            except OSError as exc:
+                raise CriticError(f"pytest could not run: starting {self.python!r} failed: {exc}") from exc
             try:
                 with anyio.move_on_after(self.timeout_s) as scope:
                     await process.wait()
