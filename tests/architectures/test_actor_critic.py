@@ -352,6 +352,11 @@ async def test_actor_and_critic_reach_their_own_models_through_litellm() -> None
     started = {e.session_id: e.model for e in events if e.type == "session.started"}
     assert started["job__actor_1"] == "openai/gpt-4o-mini" and started["job__critic_1"] == "openai/gpt-4o"
     actor, critic = result.usage_by_role["actor"], result.usage_by_role["critic"]
-    assert (actor.model_calls, actor.input_tokens, critic.model_calls, critic.input_tokens) == (2, 110, 2, 120)
+    assert (actor.model_calls, actor.input_tokens, critic.model_calls, critic.input_tokens) == (
+        2,
+        110,
+        2,
+        120,
+    )
     assert 0 < actor.cost_usd < critic.cost_usd  # gpt-4o costs more per token than gpt-4o-mini
     assert result.usage.cost_usd == pytest.approx(actor.cost_usd + critic.cost_usd)
