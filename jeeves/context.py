@@ -230,7 +230,11 @@ class Context:
         """Run `arch` as this context's session (the runner calls this for the root)."""
         state = self._state
         state.roles[self.session_id] = self.role
-        model = await self._session_model(arch)
+        setup_error: Exception | None = None
+        try:
+            model = await self._session_model(arch)
+        except Exception as exc:  # no route, a replay missing this session: fail as this session, below
+            model, setup_error = None, exc
         started = SessionStarted(
             session_id=self.session_id,
             parent_id=self.parent_id,
@@ -246,6 +250,8 @@ class Context:
         await self._record_session(started, "running")
         with state.tracer.session(started) as span:
             try:
+                if setup_error is not None:
+                    raise setup_error
                 output = await arch.run(self, task)
                 if not isinstance(output, Output):
                     raise UserError(
