@@ -51,7 +51,7 @@ __all__ = ["Delegation", "Ledger", "run_turn", "worker_prompt"]
 class Delegation(BaseModel):
     """One delegation a Supervisor made: who did what, what came back, what it cost."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(defer_build=True, arbitrary_types_allowed=True)
 
     worker: str
     session_id: str

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Generic, Literal, NoReturn, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from jeeves.architecture import Architecture, Output
 from jeeves.architectures._templates import check_template, format_history, render
@@ -36,6 +36,8 @@ OnCriticError = Literal["keep_draft", "raise"]
 
 class Round(BaseModel):
     """One candidate and what its critic said."""
+
+    model_config = ConfigDict(defer_build=True)
 
     round: int
     text: str
