@@ -18,11 +18,21 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 import jeeves
-from jeeves import ActorCritic, Agent, Context, LLMCritic, Output, Route, ScriptedModel, Supervisor, tool
+from jeeves import (
+    ActorCritic,
+    Agent,
+    Context,
+    LLMCritic,
+    MemoryJournal,
+    Output,
+    Route,
+    ScriptedModel,
+    Supervisor,
+    tool,
+)
 from jeeves.concurrency import run_all
 from jeeves.errors import BadResponse, UserError
 from jeeves.hooks import NullTracer, default_tracer, set_default_tracer
-from jeeves.journal import SessionRecord, StepRecord
 from jeeves.telemetry import OTelTracer, configure
 from jeeves.testing import Reply, call
 from tests.conftest import REPO, subprocess_env
@@ -357,26 +367,6 @@ async def test_a_supervisor_over_an_actor_critic_gives_the_session_tree(traced: 
     actors = [attrs(s) for s in traced.spans if s.name == "invoke_agent actor"]
     assert all("jeeves.round" not in a and "jeeves.critic.score" not in a for a in actors)
     assert "jeeves.worker" not in attrs(traced.named("invoke_agent supervisor"))
-
-
-class MemoryJournal:
-    """The smallest `jeeves.journal.Journal`: two dicts."""
-
-    def __init__(self) -> None:
-        self.steps: dict[tuple[str, int], StepRecord] = {}
-        self.sessions: dict[str, SessionRecord] = {}
-
-    async def get_step(self, session_id: str, index: int) -> StepRecord | None:
-        return self.steps.get((session_id, index))
-
-    async def put_step(self, record: StepRecord) -> None:
-        self.steps[(record.session_id, record.index)] = record
-
-    async def get_session(self, session_id: str) -> SessionRecord | None:
-        return self.sessions.get(session_id)
-
-    async def put_session(self, record: SessionRecord) -> None:
-        self.sessions[record.session_id] = record
 
 
 async def test_replayed_steps_open_no_chat_or_tool_spans() -> None:

@@ -19,25 +19,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Generic, Literal, NoReturn, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from jeeves.architecture import Architecture, Output
 from jeeves.architectures._templates import check_template, format_history, render
 from jeeves.context import Context
 from jeeves.critics import Critic, CriticSession, Review, Verdict
-from jeeves.errors import BudgetExceeded, CriticError, JournalError, ReplayDivergence, ScriptError, UserError
+from jeeves.errors import PROGRAM_ERRORS, BudgetExceeded, CriticError, UserError
 from jeeves.events import CriticFailed, Critique, Refinement, RoundStarted
 from jeeves.journal import error_type_name
 
 __all__ = ["ActorCriticOutput", "CriticLoop", "LoopSettings", "Round"]
 
 OnCriticError = Literal["keep_draft", "raise"]
-# Errors that mean the program or the replay is wrong, not that the critic failed: never kept as a draft.
-_NOT_CRITIC_FAILURES = (UserError, ReplayDivergence, ScriptError, JournalError)
 
 
 class Round(BaseModel):
     """One candidate and what its critic said."""
+
+    model_config = ConfigDict(defer_build=True)
 
     round: int
     text: str
@@ -183,7 +183,7 @@ class CriticLoop(Generic[OutputT]):
                 verdict = await self._review(r, candidate)
             except BudgetExceeded:
                 return self._finish("budget")
-            except _NOT_CRITIC_FAILURES:
+            except PROGRAM_ERRORS:
                 raise
             except Exception as exc:
                 return await self._critic_failed(r, exc)

@@ -109,6 +109,7 @@ class ActorCritic:
         refine_template: What the actor is asked when it revises.
         weights: Score weights by critic name, for a list of critics (default: minimum).
         role: The role routing uses when this ActorCritic is the root of a run.
+        description: What it does, for a Supervisor's model (defaults to the actor's).
 
     Returns an `ActorCriticOutput`: the best candidate's value and text, its verdict, every
     round, `best_round` and `stop_reason` (approved, max_rounds, no_improvement, budget,
@@ -131,12 +132,16 @@ class ActorCritic:
         refine_template: str = ACTOR_REFINE_TEMPLATE,
         weights: Mapping[str, float] | None = None,
         role: str = "actor_critic",
+        description: str = "",
     ) -> None:
         if not isinstance(actor, Architecture):
             raise UserError(f"actor {actor!r} is not an architecture; pass an Agent or another architecture.")
         self.actor = actor
         self.critic = build_critic(critic, weights)
         self.role = validate_name(role)
+        self.description = (
+            description or getattr(actor, "description", "") or "Drafts, has the draft reviewed, revises."
+        )
         self.settings = LoopSettings.checked(
             ("actor", "critic"),
             {"critic_template": critic_template, "refine_template": refine_template},

@@ -56,6 +56,7 @@ class SelfRefine:
         refine_template: The refine prompt; the default holds `{history}`, every attempt
             with its feedback.
         role: The role this SelfRefine routes by at the root of a run (default: the agent's role).
+        description: What it does, for a Supervisor's model (defaults to the agent's).
     """
 
     name = "self_refine"
@@ -72,11 +73,15 @@ class SelfRefine:
         feedback_template: str = CRITIC_TEMPLATE,
         refine_template: str = SELF_REFINE_TEMPLATE,
         role: str | None = None,
+        description: str = "",
     ) -> None:
         if not isinstance(agent, Architecture):
             raise UserError(f"agent {agent!r} is not an architecture; pass a jeeves.Agent.")
         self.agent = agent
         self.role = validate_name(role or getattr(agent, "role", None) or self.name)
+        self.description = (
+            description or getattr(agent, "description", "") or "Drafts, critiques itself, refines."
+        )
         self.feedback = LLMCritic(
             feedback_instructions + "\n" + VERDICT_FORMAT,
             name="feedback",

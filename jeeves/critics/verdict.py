@@ -100,7 +100,7 @@ class Verdict(BaseModel):
     use `model_copy(update=...)` to change one.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     score: float
     """In [0, 1]; 1 means nothing needs to change."""

@@ -9,11 +9,20 @@ import pytest
 from pydantic import BaseModel
 
 import jeeves
-from jeeves import ActorCritic, Agent, Budget, FunctionModel, LLMCritic, Router, ScriptedModel, Supervisor
+from jeeves import (
+    ActorCritic,
+    Agent,
+    Budget,
+    FunctionModel,
+    LLMCritic,
+    MemoryJournal,
+    Router,
+    ScriptedModel,
+    Supervisor,
+)
 from jeeves.architectures import SupervisorOutput
 from jeeves.errors import MaxTurnsExceeded, UserError
 from jeeves.events import Event
-from jeeves.journal import SessionRecord, StepRecord
 from jeeves.messages import ModelRequest
 from jeeves.testing import Reply, call
 
@@ -57,26 +66,6 @@ def reviewed_coder() -> ActorCritic:
 
 def verdict(score: float, *issues: str) -> str:
     return json.dumps({"score": score, "issues": list(issues), "summary": "reviewed"})
-
-
-class MemoryJournal:
-    """A dict journal for record/replay tests."""
-
-    def __init__(self) -> None:
-        self.steps: dict[tuple[str, int], StepRecord] = {}
-        self.sessions: dict[str, SessionRecord] = {}
-
-    async def get_step(self, session_id: str, index: int) -> StepRecord | None:
-        return self.steps.get((session_id, index))
-
-    async def put_step(self, record: StepRecord) -> None:
-        self.steps[(record.session_id, record.index)] = record
-
-    async def get_session(self, session_id: str) -> SessionRecord | None:
-        return self.sessions.get(session_id)
-
-    async def put_session(self, record: SessionRecord) -> None:
-        self.sessions[record.session_id] = record
 
 
 # -- parallel delegation --------------------------------------------------------------------
@@ -527,3 +516,11 @@ def test_tools_show_workers_as_an_enum_with_their_descriptions() -> None:
 def test_bad_configuration_is_a_user_error(workers: Any, kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(UserError, match=message):
         Supervisor(workers, **kwargs)
+
+
+def test_critic_loops_describe_themselves_to_the_coordinator() -> None:
+    coder = ActorCritic(Agent("You write Python.", description="Writes Python code."), LLMCritic())
+    polished = ActorCritic(Agent("x"), LLMCritic(), description="Reviewed prose.")
+    spec = Supervisor(workers={"coder": coder, "writer": polished}).tool_specs[0]
+    assert "- coder: Writes Python code." in spec.description
+    assert "- writer: Reviewed prose." in spec.description
