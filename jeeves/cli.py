@@ -9,10 +9,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 import anyio
 
 from jeeves.demo import run_demo
+from jeeves.errors import UserError
 from jeeves.history import replay_command, runs_command
 
 __all__ = ["main"]
@@ -25,6 +27,7 @@ def _build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     demo = commands.add_parser("demo", help="an offline run with scripted models, shown live")
     demo.add_argument("--json", action="store_true", help="print one JSON event per line")
+    demo.add_argument("--journal", metavar="PATH", help="where to record the run (default: .jeeves/demo.jsonl)")
     demo.add_argument(
         "--trace", action="store_true", help="print OpenTelemetry spans to stderr (needs jeeves[otel])"
     )
@@ -38,21 +41,79 @@ def _build_parser() -> argparse.ArgumentParser:
         "--spec", metavar="MODULE:ATTR", help="the architecture (or a zero-argument factory) to replay with"
     )
     replay.add_argument("--json", action="store_true", help="print one JSON event per line")
+    _add_spec_commands(commands)
     return parser
+
+
+def _add_spec_commands(commands: Any) -> None:
+    run = commands.add_parser("run", help="run a spec (architectures/*.toml) on a task, shown live")
+    run.add_argument("spec", help="a spec file, e.g. architectures/codegen.toml")
+    run.add_argument("task", nargs="?", help="the task (default: the spec's [demo] task)")
+    run.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="ROLE=MODEL",
+        help="route a role to a model, e.g. critic=openai/gpt-4o (repeatable; wins over the spec's [models])",
+    )
+    run.add_argument("--journal", metavar="PATH", help="record the run (*.jsonl, or a SQLite file) for replay")
+    run.add_argument("--session-id", metavar="ID", help="the root session id (default: a fresh one)")
+    run.add_argument("--budget-usd", type=float, metavar="X", help="stop the run once it has spent X dollars")
+    run.add_argument("--json", action="store_true", help="print one JSON event per line")
+    run.add_argument("--trace", action="store_true", help="print OpenTelemetry spans to stderr")
+    run.add_argument("--offline", action="store_true", help="answer from the spec's [demo] script, not real models")
+    validate = commands.add_parser("validate", help="check a spec and print its outline")
+    validate.add_argument("spec", help="a spec file, e.g. architectures/codegen.toml")
+
+
+def _trace() -> None:
+    from jeeves.telemetry import configure
+
+    configure(console=True)
+
+
+def _spec_command(args: argparse.Namespace) -> int:
+    from jeeves.spec.commands import RunOptions, run_command, validate_command
+
+    if args.command == "validate":
+        return anyio.run(validate_command, args.spec)
+    if args.trace:
+        _trace()
+    options = RunOptions(
+        spec=args.spec,
+        task=args.task,
+        models=args.model,
+        journal=args.journal,
+        session_id=args.session_id,
+        budget_usd=args.budget_usd,
+        as_json=bool(args.json),
+        offline=bool(args.offline),
+    )
+    return anyio.run(run_command, options)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `jeeves` console script; returns the exit code."""
     args = _build_parser().parse_args(argv)
+    try:
+        return _dispatch(args)
+    except UserError as exc:  # configuration, not a crash: one line, no traceback
+        sys.stderr.write(f"error: {exc}\n")
+        return 2
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.command in ("run", "validate"):
+        return _spec_command(args)
     if args.command == "demo":
         if args.trace:
-            from jeeves.telemetry import configure
-
-            configure(console=True)
-        return anyio.run(run_demo, bool(args.json))
+            _trace()
+        return anyio.run(run_demo, bool(args.json), args.journal)
     if args.command == "runs":
         return anyio.run(runs_command, args.journal, bool(args.json))
     if args.command == "replay":
+        import jeeves.spec  # noqa: F401 - registers the "spec" source, so runs of specs rebuild
+
         return anyio.run(replay_command, args.journal, args.session, args.spec, bool(args.json))
     raise AssertionError(f"unhandled command {args.command!r}")  # pragma: no cover - argparse rejects it
 

@@ -16,6 +16,7 @@ from jeeves.spec.build import build, scripted_model
 from jeeves.spec.dump import dump, dumps, spec_dict, spec_of
 from jeeves.spec.load import load_spec, parse_spec
 from jeeves.spec.models import DemoSpec, Spec
+from jeeves.spec.source import load_spec_source, spec_source  # registers the "spec" replay source
 from jeeves.spec.toml import to_toml
 
 __all__ = [
@@ -25,9 +26,11 @@ __all__ = [
     "dump",
     "dumps",
     "load_spec",
+    "load_spec_source",
     "parse_spec",
     "scripted_model",
     "spec_dict",
     "spec_of",
+    "spec_source",
     "to_toml",
 ]

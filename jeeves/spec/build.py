@@ -104,7 +104,7 @@ def import_object(ref: str) -> Any:
 @contextmanager
 def _importable(spec_path: Path | None) -> Iterator[None]:
     """Make the spec's directory importable while its import paths are resolved."""
-    folder = str(spec_path.parent) if spec_path is not None else None
+    folder = str(spec_path.resolve().parent) if spec_path is not None else None
     added = folder is not None and folder not in sys.path
     if added:
         sys.path.insert(0, str(folder))
@@ -194,7 +194,7 @@ class _Builder:
         actor = self.arch(spec.actor, [*path, "actor"])
         critics = [self.critic(c, [*path, "critic", i]) for i, c in enumerate(spec.critic)]
         with self.at(path):
-            arch = ActorCritic(
+            return ActorCritic(
                 actor,
                 critics if len(critics) > 1 or spec.weights else critics[0],
                 threshold=spec.threshold,
@@ -205,14 +205,13 @@ class _Builder:
                 refine_template=spec.refine_template,
                 weights=spec.weights or None,
                 role=spec.role,
+                description=spec.description,
             )
-        arch.description = spec.description or getattr(actor, "description", "")  # type: ignore[attr-defined]
-        return arch
 
     def self_refine(self, spec: SelfRefineSpec, path: Path_) -> SelfRefine:
         agent = self.arch(spec.agent, [*path, "agent"])
         with self.at(path):
-            arch = SelfRefine(
+            return SelfRefine(
                 agent,
                 threshold=spec.threshold,
                 max_rounds=spec.max_rounds,
@@ -222,9 +221,8 @@ class _Builder:
                 feedback_template=spec.feedback_template,
                 refine_template=spec.refine_template,
                 role=spec.role,
+                description=spec.description,
             )
-        arch.description = spec.description or getattr(agent, "description", "")  # type: ignore[attr-defined]
-        return arch
 
     def supervisor(self, spec: SupervisorSpec, path: Path_) -> Supervisor:
         workers = {name: self.arch(w, [*path, "workers", name]) for name, w in spec.workers.items()}

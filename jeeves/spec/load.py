@@ -66,13 +66,13 @@ def parse_spec(data: Mapping[str, Any], *, path: str | Path | None = None) -> Sp
     where = str(path) if path is not None else "spec"
     if not isinstance(data, Mapping):
         raise UserError(f"{where}: a spec is a table of keys, got {data!r}.")
-    file = Path(path).resolve() if path is not None else None
+    file = Path(path) if path is not None else None
     wrapped: dict[str, Any] = {
         "architecture": {k: v for k, v in data.items() if k not in TOP_LEVEL_TABLES},
         **{k: data[k] for k in TOP_LEVEL_TABLES if k in data},
     }
     try:
-        spec = Spec.model_validate(wrapped, context={"base": file.parent if file else None})
+        spec = Spec.model_validate(wrapped, context={"base": file.resolve().parent if file else None})
     except ValidationError as exc:
         raise UserError(format_errors(where, exc.errors(), wrapped)) from None
     spec.path = file
@@ -110,7 +110,7 @@ def key_path(loc: Sequence[str | int], data: Any) -> tuple[list[str | int], list
     and the data nodes visited, from `data` down (None past what the user wrote)."""
     parts: list[str | int] = []
     nodes = [data]
-    for position, elem in enumerate(loc):
+    for elem in loc:
         node = nodes[-1]
         if elem == "[key]":
             continue
@@ -119,7 +119,7 @@ def key_path(loc: Sequence[str | int], data: Any) -> tuple[list[str | int], list
                 parts.append(elem)
                 nodes.append(node[elem])
                 continue
-            if elem == 0 and position < len(loc) - 1:
+            if elem == 0:
                 continue  # one table given where an array of tables is allowed
             if elem == node.get("type", "agent"):
                 continue  # the union tag pydantic tried
@@ -155,6 +155,8 @@ def _describe(error: ErrorDetails, data: Any) -> tuple[str, str]:
     if kind == "missing":
         return path, "required, but missing"
     if kind in ("model_type", "dict_type", "model_attributes_type"):
+        if parts[-1:] == ["model"] or (len(parts) == 2 and parts[0] == "models"):
+            return path, f"should be a model string (e.g. 'openai/gpt-4o') or a route table, got {_short(given)}"
         return path, f"should be a table, got {_short(given)}"
     message = str(error["msg"])
     if kind == "value_error":

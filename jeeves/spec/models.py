@@ -264,7 +264,7 @@ class _LoopSpec(_Model):
     refine_template: str = ACTOR_REFINE_TEMPLATE
     """The prompt the actor revises from (placeholders: see docs/architectures/actor-critic.md)."""
     description: str = ""
-    """What this architecture does, for a Supervisor's model; unset, the inner agent's."""
+    """What this architecture does, for a Supervisor's model; unset, the inner architecture's."""
 
 
 class ActorCriticSpec(_LoopSpec):

@@ -1,0 +1,163 @@
+"""`jeeves run SPEC` and `jeeves validate SPEC`.
+
+`run` loads and builds the spec, streams the run to the live tree (or one JSON event per
+line), and prints the output, the stop reason and what each role spent. A configuration
+problem (a bad spec, a missing API key, a bad `--model`) is one `error:` line on stderr
+and exit code 2, never a traceback; a run that fails is exit code 1.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from jeeves.budget import Budget
+from jeeves.errors import JeevesError, UserError
+from jeeves.journal import error_type_name
+from jeeves.models.router import Router
+from jeeves.runner import RunResult, stream
+from jeeves.spec.build import build
+from jeeves.spec.load import load_spec
+from jeeves.spec.models import ActorCriticSpec, AgentSpec, ArchSpec, SelfRefineSpec, Spec, SupervisorSpec
+from jeeves.spec.source import spec_source
+
+__all__ = ["RunOptions", "describe_spec", "parse_model_flags", "run_command", "validate_command"]
+
+
+@dataclass
+class RunOptions:
+    """What `jeeves run` was given."""
+
+    spec: str
+    task: str | None = None
+    models: Sequence[str] = field(default_factory=list)
+    journal: str | None = None
+    session_id: str | None = None
+    budget_usd: float | None = None
+    as_json: bool = False
+    offline: bool = False
+
+
+def parse_model_flags(values: Sequence[str]) -> dict[str, str]:
+    """`["critic=openai/gpt-4o"]` → `{"critic": "openai/gpt-4o"}`."""
+    routes: dict[str, str] = {}
+    for value in values:
+        role, sep, model = value.partition("=")
+        if not sep or not role.strip() or not model.strip():
+            raise UserError(f"--model {value!r} is not ROLE=MODEL; write e.g. --model critic=openai/gpt-4o.")
+        routes[role.strip()] = model.strip()
+    return routes
+
+
+def _error(exc: BaseException, out: TextIO) -> None:
+    out.write(f"error: {exc}\n")
+
+
+async def run_command(options: RunOptions, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """Run a spec; returns the exit code (0 done, 1 the run failed, 2 a configuration problem)."""
+    out, err = out or sys.stdout, err or sys.stderr
+    try:
+        spec = load_spec(options.spec)
+        arch, router = build(spec, offline=options.offline, models=parse_model_flags(options.models))
+        task = options.task or (spec.demo.task if spec.demo else "")
+        if not task.strip():
+            raise UserError(f"Give a TASK: {options.spec} has no [demo] task to fall back on.")
+        budget = Budget(max_usd=options.budget_usd) if options.budget_usd is not None else None
+    except UserError as exc:
+        _error(exc, err)
+        return 2
+    from jeeves.terminal import follow  # TODO(server merge): top-level import
+
+    try:
+        async with stream(
+            arch,
+            task,
+            router=router,
+            session_id=options.session_id,
+            budget=budget,
+            journal=options.journal,
+            architecture_ref=spec_source(spec),
+        ) as events:
+            await follow(events, as_json=options.as_json, file=out)
+            result = await events.result()
+    except UserError as exc:
+        _error(exc, err)
+        return 2
+    except JeevesError as exc:
+        err.write(f"error: the run failed: {error_type_name(exc)}: {exc}\n")
+        return 1
+    if not options.as_json:
+        out.write(_summary(result, options))
+    return 0
+
+
+def _summary(result: RunResult, options: RunOptions) -> str:
+    usage = result.usage
+    lines = [
+        "",
+        result.text.strip(),
+        "",
+        f"stop reason: {result.stop_reason} · {usage.model_calls} model calls · "
+        f"{usage.total_tokens:,} tokens · ${usage.cost_usd:.4f}",
+    ]
+    for role, spent in sorted(result.usage_by_role.items()):
+        lines.append(f"  {role}: {spent.model_calls} calls, {spent.total_tokens:,} tokens, ${spent.cost_usd:.4f}")
+    if options.journal:
+        lines.append(f"journal: {options.journal}")
+        lines.append(f"replay it: jeeves replay {options.journal} {result.session_id}")
+    return "\n".join(lines) + "\n"
+
+
+async def validate_command(path: str, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """Load and build a spec (and its offline script); print its outline. Exit 0, or 2 with the problems."""
+    out, err = out or sys.stdout, err or sys.stderr
+    try:
+        spec = load_spec(path)
+        _, router = build(spec)
+        if spec.demo is not None:
+            build(spec, offline=True)
+    except UserError as exc:
+        _error(exc, err)
+        return 2
+    out.write(f"{path}: valid\n{describe_spec(spec, router)}")
+    return 0
+
+
+def describe_spec(spec: Spec, router: Router) -> str:
+    """An outline of a spec: the architecture tree, its routes, its offline script."""
+    lines: list[str] = []
+    _outline(spec.architecture, _root_role(spec.architecture), 1, lines)
+    if router.routes:
+        lines.append("  models:")
+        lines += [f"    {key} → {route.model}" for key, route in router.routes.items()]
+    if spec.demo is not None:
+        counts = ", ".join(f"{key} ({len(replies)})" for key, replies in spec.demo.script.items())
+        lines.append(f"  offline script: {counts}")
+    return "\n".join(lines) + "\n"
+
+
+def _root_role(arch: ArchSpec) -> str:
+    if isinstance(arch, SelfRefineSpec):
+        return arch.role or _root_role(arch.agent)
+    return arch.role
+
+
+def _outline(arch: ArchSpec, role: str, depth: int, lines: list[str]) -> None:
+    pad = "  " * depth
+    if isinstance(arch, AgentSpec):
+        tools = f"  tools: {', '.join(t.rsplit(':', 1)[-1] for t in arch.tools)}" if arch.tools else ""
+        lines.append(f"{pad}{role}  agent{tools}")
+    elif isinstance(arch, ActorCriticSpec):
+        critics = ", ".join(c.name or c.type for c in arch.critic)
+        lines.append(f"{pad}{role}  actor_critic  critics: {critics}")
+        _outline(arch.actor, "actor", depth + 1, lines)
+    elif isinstance(arch, SelfRefineSpec):
+        lines.append(f"{pad}{role}  self_refine")
+        _outline(arch.agent, "draft", depth + 1, lines)
+    elif isinstance(arch, SupervisorSpec):
+        lines.append(f"{pad}{role}  supervisor")
+        for name, worker in arch.workers.items():
+            _outline(worker, name, depth + 1, lines)
+

@@ -1,0 +1,43 @@
+"""Spec runs in journals: the `spec` source kind, so `jeeves replay` can rebuild them.
+
+A run started from a spec (`jeeves run SPEC`) stores, in its root session record,
+`{"kind": "spec", "path": ..., "spec": {...}}`: the architecture's table as `dump` writes
+it, with test files inline, so a replay rebuilds the same architecture even after the
+file changed or moved. Routes and the demo script are left out: a strict replay calls no
+model, and route params are configuration that may hold credentials. `path` only makes
+import paths beside the spec (a tools module) importable again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from jeeves.architecture import Architecture
+from jeeves.errors import UserError
+from jeeves.replay.source import register_loader
+from jeeves.spec.build import build
+from jeeves.spec.dump import spec_dict
+from jeeves.spec.load import TOP_LEVEL_TABLES, parse_spec
+from jeeves.spec.models import Spec
+
+__all__ = ["load_spec_source", "spec_source"]
+
+
+def spec_source(spec: Spec) -> dict[str, Any]:
+    """The source to record for a run of `spec` (`architecture_ref=` of `jeeves.run`)."""
+    table = {k: v for k, v in spec_dict(spec).items() if k not in TOP_LEVEL_TABLES}
+    return {"kind": "spec", "path": str(spec.path.resolve()) if spec.path else None, "spec": table}
+
+
+def load_spec_source(source: Mapping[str, Any]) -> Architecture:
+    """The architecture a recorded `spec` source describes."""
+    table = source.get("spec")
+    if not isinstance(table, Mapping):
+        raise UserError(f"The recorded spec source {dict(source)!r} holds no spec table; pass the architecture.")
+    path = source.get("path")
+    arch, _ = build(parse_spec(table, path=path if isinstance(path, str) else None))
+    return arch
+
+
+register_loader("spec", load_spec_source)

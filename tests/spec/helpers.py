@@ -1,0 +1,31 @@
+"""Module-level objects the spec tests name by import path (`tests.spec.helpers:...`)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from jeeves import tool
+
+
+@tool
+def word_count(text: str) -> int:
+    """Count the words in a text."""
+    return len(text.split())
+
+
+def shout(text: str) -> str:
+    """Upper-case a text."""
+    return text.upper()
+
+
+class Summary(BaseModel):
+    title: str
+    points: list[str]
+
+
+def no_todo(task: str, output: str) -> bool:
+    """Fails any answer that still says TODO."""
+    return "TODO" not in output
+
+
+NOT_A_FUNCTION = 42

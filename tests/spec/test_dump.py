@@ -1,0 +1,133 @@
+"""Architectures built in code dump to specs that load back equal."""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from jeeves import ActorCritic, Agent, CitationCritic, CodeCritic, LLMCritic, Router, SelfRefine, Supervisor, Tool
+from jeeves.critics import FunctionCritic
+from jeeves.errors import UserError
+from jeeves.models.base import Route
+from jeeves.models.testing import ScriptedModel
+from jeeves.spec import build, dump, dumps, parse_spec, spec_of
+from tests.spec import helpers
+
+TESTS = 'from solution import add\n\n\ndef test_add():\n    assert add(2, 2) == 4, "2 + 2"\n'
+
+
+def round_trip(arch: object, router: Router | None = None) -> dict[str, Any]:
+    """dump → TOML → load → build → dump gives the same table; returns it."""
+    table = dump(arch, router=router)
+    assert tomllib.loads(dumps(arch, router=router)) == table
+    spec = parse_spec(table)
+    assert spec.architecture == spec_of(arch)
+    rebuilt, rebuilt_router = build(spec)
+    assert dump(rebuilt, router=rebuilt_router if router else None) == table
+    return table
+
+
+def test_an_agent_dumps_only_what_differs_from_the_defaults() -> None:
+    assert round_trip(Agent("You count words.")) == {"type": "agent", "instructions": "You count words."}
+
+
+def test_an_agent_with_everything() -> None:
+    agent = Agent(
+        "You count words.\nUse the tool.",
+        role="counter",
+        tools=[helpers.word_count, helpers.shout],
+        output_type=helpers.Summary,
+        max_turns=3,
+        model=Route(model="openai/gpt-4o", fallbacks=("openai/gpt-4o-mini",), params={"temperature": 0}),
+        params={"max_tokens": 200},
+        description="Counts.",
+    )
+    assert round_trip(agent) == {
+        "type": "agent",
+        "instructions": "You count words.\nUse the tool.",
+        "role": "counter",
+        "tools": ["tests.spec.helpers:word_count", "tests.spec.helpers:shout"],
+        "output_type": "tests.spec.helpers:Summary",
+        "max_turns": 3,
+        "model": {"model": "openai/gpt-4o", "fallbacks": ["openai/gpt-4o-mini"], "params": {"temperature": 0}},
+        "params": {"max_tokens": 200},
+        "description": "Counts.",
+    }
+
+
+def test_a_supervisor_over_every_architecture_and_critic_kind() -> None:
+    coder = ActorCritic(
+        Agent("You write Python.", role="coder"),
+        [
+            CodeCritic(TESTS, timeout_s=30, memory_mb=None, env={"X": "1"}),
+            LLMCritic(name="review", model="openai/gpt-4o", params={"temperature": 0}, repair=False),
+            CitationCritic({"a", "b"}, uncited_penalty=0.5),
+            FunctionCritic(helpers.no_todo, name="todo"),
+        ],
+        threshold=0.9,
+        max_rounds=2,
+        no_improvement=1,
+        on_critic_error="raise",
+        critic_template="Task: {task}\nAnswer: {output}",
+        weights={"tests": 3, "review": 1, "citations": 1, "todo": 1},
+        description="Writes Python.",
+    )
+    writer = SelfRefine(Agent("You write prose.", role="writer"), no_improvement=None, role="prose", threshold=0.7)
+    inner = Supervisor({"writer": writer}, instructions="Delegate the writing.", max_turns=3)
+    lead = Supervisor(
+        {"coder": coder, "team": inner, "plain": Agent("Answer.")},
+        role="lead",
+        max_delegations=5,
+        share_task=False,
+        model="anthropic/claude-sonnet-4-5",
+        params={"temperature": 0.1},
+        description="Leads.",
+    )
+    router = Router({"default": "openai/gpt-4o-mini", "coder.critic": Route(model="openai/gpt-4o", retries=0)})
+    table = round_trip(lead, router)
+    assert table["models"] == {"default": "openai/gpt-4o-mini", "coder.critic": {"model": "openai/gpt-4o", "retries": 0}}
+    critics = table["workers"]["coder"]["critic"]
+    assert [c["type"] for c in critics] == ["code", "llm", "citations", "function"]
+    assert critics[0]["tests_source"] == TESTS and critics[0]["memory_mb"] == 0
+    assert table["workers"]["team"]["workers"]["writer"]["no_improvement"] == 0
+
+
+def test_an_agent_given_as_a_critic_dumps_as_an_llm_critic() -> None:
+    arch = ActorCritic(Agent("Write."), Agent("Be strict.", role="strict"))
+    table = round_trip(arch)
+    assert table["critic"] == [{"type": "llm", "instructions": arch.critic.instructions, "name": "strict"}]
+
+
+def local_tool() -> Agent:
+    def echo(text: str) -> str:
+        return text
+
+    return Agent("x", tools=[echo])
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (local_tool, r"Cannot dump tool .*cannot be imported by another process"),
+        (lambda: Agent("x", model=ScriptedModel(["a"])), r"served by the client .*a spec cannot name"),
+        (lambda: ActorCritic(Agent("x"), lambda task, output: True), r"Cannot dump critic function"),
+        (lambda: Agent("x", output_type=dict[str, int]), r"Cannot dump output type"),
+        (lambda: type("Custom", (Agent,), {})("x"), r"only jeeves\.Agent, ActorCritic, SelfRefine and Supervisor"),
+    ],
+)
+def test_what_a_spec_cannot_name_is_a_clear_error(make: Callable[[], object], message: str) -> None:
+    with pytest.raises(UserError, match=message):
+        dump(make())
+
+
+def test_a_tool_renamed_in_code_is_not_dumped_as_its_function() -> None:
+    with pytest.raises(UserError, match=r"imports .* not this object"):
+        dump(Agent("x", tools=[Tool(helpers.shout, name="yell")]))
+
+
+def test_a_router_route_served_by_a_client_is_refused() -> None:
+    with pytest.raises(UserError, match=r"Cannot dump route 'default'"):
+        dump(Agent("x"), router=Router({"default": ScriptedModel(["a"])}))

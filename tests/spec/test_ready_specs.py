@@ -1,0 +1,98 @@
+"""The ready specs in architectures/: each validates, round-trips, and runs offline from its
+[demo] script (real pytest for codegen); with API keys set, each runs live too (`-m live`)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import jeeves
+from jeeves import Budget, ScriptedModel
+from jeeves.architectures import ActorCriticOutput, SupervisorOutput
+from jeeves.spec import build, dump, load_spec, parse_spec
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.anyio
+
+SPECS = sorted((REPO / "architectures").glob("*.toml"))
+
+
+def test_the_three_ready_specs_are_there() -> None:
+    assert {p.stem for p in SPECS} >= {"codegen", "research_team", "self_refine"}
+
+
+@pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)
+def test_each_spec_round_trips(path: Path) -> None:
+    spec = load_spec(path)
+    arch, router = build(spec)
+    table = dump(arch, router=router)
+    again, again_router = build(parse_spec(table, path=path))
+    assert dump(again, router=again_router) == table
+
+
+async def run_offline(path: Path) -> jeeves.RunResult:
+    spec = load_spec(path)
+    assert spec.demo is not None and spec.demo.task, f"{path.name} needs a [demo] task and script"
+    arch, router = build(spec, offline=True)
+    result = await jeeves.run(arch, spec.demo.task, router=router, session_id=path.stem)
+    script = router.routes["default"].client
+    assert isinstance(script, ScriptedModel)
+    script.assert_consumed()
+    return result
+
+
+async def test_codegen_offline_first_draft_fails_a_test_second_passes() -> None:
+    result = await run_offline(REPO / "architectures" / "codegen.toml")
+    detail = result.detail
+    assert isinstance(detail, ActorCriticOutput)
+    assert result.stop_reason == "approved"
+    first, second = detail.rounds
+    assert first.verdict is not None and second.verdict is not None
+    assert "[tests] test_collapses_runs_of_separators failed" in "\n".join(first.issues)
+    assert first.verdict.hard_fail and not first.passed
+    assert second.passed and second.score == 0.95
+    assert 're.sub(r"[^a-z0-9]+", "-", text.lower())' in result.text
+    assert set(result.usage_by_role) == {"actor", "critic"}
+
+
+async def test_research_team_offline_cites_every_claim() -> None:
+    result = await run_offline(REPO / "architectures" / "research_team.toml")
+    detail = result.detail
+    assert isinstance(detail, SupervisorOutput)
+    assert result.stop_reason == "forwarded"
+    assert [d.worker for d in detail.delegations] == ["researcher", "writer"]
+    assert "[n5]" in result.text and "only sensible way" not in result.text
+    writer = detail.delegations[1].output
+    assert isinstance(writer, ActorCriticOutput)
+    assert any(i.startswith("[citations] uncited claim") for i in writer.rounds[0].issues)
+
+
+async def test_self_refine_offline_is_approved_on_the_second_attempt() -> None:
+    result = await run_offline(REPO / "architectures" / "self_refine.toml")
+    detail = result.detail
+    assert isinstance(detail, ActorCriticOutput)
+    assert (result.stop_reason, detail.best_round) == ("approved", 1)
+    assert "yield" in result.text
+
+
+def _keys_for(path: Path) -> list[str]:
+    _, router = build(load_spec(path))
+    providers = {route.model.split("/", 1)[0] for route in router.routes.values()}
+    return sorted(f"{p.upper()}_API_KEY" for p in providers)
+
+
+@pytest.mark.live
+@pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_each_spec_runs_live(path: Path) -> None:
+    missing = [key for key in _keys_for(path) if not os.environ.get(key)]
+    if missing:
+        pytest.skip(f"{', '.join(missing)} not set")
+    spec = load_spec(path)
+    assert spec.demo is not None
+    arch, router = build(spec)
+    result = await jeeves.run(arch, spec.demo.task, router=router, budget=Budget(max_usd=0.5))
+    assert result.text.strip()
+    assert result.usage.model_calls > 0
