@@ -183,7 +183,8 @@ function renderNode(node, container) {
   const stick = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
   setText(card, "pre.text", node.text);
   if (stick) pre.scrollTop = pre.scrollHeight;
-  setText(card, ".detail", node.status === "running" ? "" : node.stopReason);
+  const detail = node.status === "running" || node.stopReason === "completed" ? "" : node.stopReason;
+  setText(card, ".detail", detail);
   const children = li.lastChild;
   for (const id of node.children) renderNode(view.nodes.get(id), children);
 }
