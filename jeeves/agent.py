@@ -107,17 +107,19 @@ class Agent:
         self.route = None if model is None else Route.coerce(model, key=f"{role} (Agent model=)")
         self.params = dict(params or {})
         self.description = description or instructions.split("\n", 1)[0][:200]
+        self._schema = self._adapter.json_schema() if self._adapter is not None else None
+        self._specs = [t.spec() for t in self.tools]
 
     def describe_model(self, ctx: Context) -> str:
         """The model this agent's calls go to in `ctx` (shown in session.started)."""
         return (self.route or ctx.route()).model
 
     def _request(self, messages: list[Message]) -> ModelRequest:
-        schema = self._adapter.json_schema() if self._adapter is not None else None
+        schema = self._schema
         name = getattr(self.output_type, "__name__", None) if schema else None
         return ModelRequest(
             messages=list(messages),
-            tools=[t.spec() for t in self.tools],
+            tools=self._specs,
             output_schema=schema,
             output_name=name,
             params=self.params,
@@ -164,7 +166,7 @@ class Agent:
         )
 
     def _repair_prompt(self, error: ValidationError) -> str:
-        schema = json.dumps(self._adapter.json_schema() if self._adapter else {}, indent=None)
+        schema = json.dumps(self._schema or {})
         return (
             f"Your reply did not match the required JSON schema:\n{error}\n"
             f"Reply again with only a JSON object matching this schema, no other text:\n{schema}"
@@ -178,6 +180,14 @@ class Agent:
         as the calls before it are done. So a session's events are the same live and on
         replay, whichever tool finishes first.
         """
+        if len(calls) == 1:
+            (c,) = calls
+            await ctx.emit(
+                ToolStarted(session_id=ctx.session_id, tool_call_id=c.id, name=c.name, arguments=c.arguments)
+            )
+            outcome, replayed = await self._run_tool(ctx, c, ctx.next_step_index())
+            await self._completed(ctx, c, outcome, replayed)
+            return [outcome]
         indices = [ctx.next_step_index() for _ in calls]
         for c in calls:
             await ctx.emit(
@@ -190,22 +200,25 @@ class Agent:
                 outcome, replayed = await self._run_tool(ctx, calls[position], indices[position])
                 if position:
                     await released[position - 1].wait()
-                c = calls[position]
-                await ctx.emit(
-                    ToolCompleted(
-                        session_id=ctx.session_id,
-                        tool_call_id=c.id,
-                        name=c.name,
-                        result=outcome.text,
-                        is_error=outcome.is_error,
-                        replayed=replayed,
-                    )
-                )
+                await self._completed(ctx, calls[position], outcome, replayed)
                 return outcome
             finally:
                 released[position].set()
 
         return await run_all([functools.partial(job, p) for p in range(len(calls))])
+
+    @staticmethod
+    async def _completed(ctx: Context, call: ToolCall, outcome: ToolOutcome, replayed: bool) -> None:
+        await ctx.emit(
+            ToolCompleted(
+                session_id=ctx.session_id,
+                tool_call_id=call.id,
+                name=call.name,
+                result=outcome.text,
+                is_error=outcome.is_error,
+                replayed=replayed,
+            )
+        )
 
     async def _run_tool(self, ctx: Context, call: ToolCall, index: int) -> StepResult[ToolOutcome]:
         tracer = ctx.tracer

@@ -20,7 +20,7 @@ class Output(BaseModel):
     subclass it to add what they know (rounds and verdicts, delegations).
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(defer_build=True, arbitrary_types_allowed=True)
 
     value: Any = None
     text: str = ""

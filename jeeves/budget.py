@@ -13,7 +13,7 @@ import time
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from jeeves.errors import BudgetExceeded
-from jeeves.messages import Usage
+from jeeves.messages import Usage, UsageTally
 
 __all__ = ["Budget", "BudgetMeter"]
 
@@ -21,7 +21,7 @@ __all__ = ["Budget", "BudgetMeter"]
 class Budget(BaseModel):
     """Limits for a run; None means no limit on that axis."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     max_tokens: int | None = None
     """Input plus output tokens, summed over every model call in the tree."""
@@ -45,7 +45,7 @@ class BudgetMeter:
 
     def __init__(self, budget: Budget | None = None) -> None:
         self.budget = budget or Budget()
-        self.spent = Usage()
+        self.spent = UsageTally()
         self._started = time.monotonic()
         self.breached: BudgetExceeded | None = None
 
@@ -76,4 +76,4 @@ class BudgetMeter:
         return BudgetExceeded(str(first), limit=first.limit, allowed=first.allowed, spent=first.spent)
 
     def charge(self, usage: Usage) -> None:
-        self.spent = self.spent + usage
+        self.spent.add(usage)

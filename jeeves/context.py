@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, NamedTuple, TypeVar
 
 import anyio
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from jeeves.architecture import Architecture, Output, describe_model
 from jeeves.budget import BudgetMeter
@@ -50,7 +50,7 @@ from jeeves.journal import (
     fingerprint,
     request_diff,
 )
-from jeeves.messages import ModelRequest, ModelResponse, Usage
+from jeeves.messages import ModelRequest, ModelResponse, Usage, UsageTally
 from jeeves.models.base import Route
 from jeeves.models.fallback import complete_with_fallbacks
 from jeeves.models.router import Router
@@ -66,6 +66,7 @@ class StepResult(NamedTuple, Generic[T]):
 
 
 class _ModelStep(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     response: ModelResponse
     fallback: bool = False
 
@@ -80,9 +81,9 @@ class RunState:
     tracer: Tracer = field(default_factory=NullTracer)
     journal: Journal | None = None
     mode: JournalMode = "record"
-    usage: dict[str, Usage] = field(default_factory=dict)
+    usage: dict[str, UsageTally] = field(default_factory=dict)
     """Per session: every model call's usage, replayed ones included (what events report)."""
-    live_usage: dict[str, Usage] = field(default_factory=dict)
+    live_usage: dict[str, UsageTally] = field(default_factory=dict)
     """Per session: live calls only (what this run spent)."""
     roles: dict[str, str] = field(default_factory=dict)
     budget_announced: bool = False
@@ -94,23 +95,39 @@ class RunState:
             adapter = self._adapters[tp] = TypeAdapter(tp)
         return adapter
 
+    def add_usage(self, session_id: str, usage: Usage, *, live: bool) -> None:
+        """Book one model call's usage; live calls also count against the budget."""
+        tally = self.usage.get(session_id)
+        if tally is None:
+            tally = self.usage[session_id] = UsageTally()
+        tally.add(usage)
+        if live:
+            tally = self.live_usage.get(session_id)
+            if tally is None:
+                tally = self.live_usage[session_id] = UsageTally()
+            tally.add(usage)
+            self.meter.charge(usage)
+
     def tree_usage(self, session_id: str, *, live: bool = False) -> Usage:
         """Usage of a session and everything below it."""
         table = self.live_usage if live else self.usage
         prefix = session_id + "__"
-        total = Usage()
-        for sid, usage in table.items():
+        total = UsageTally()
+        for sid, tally in table.items():
             if sid == session_id or sid.startswith(prefix):
-                total = total + usage
-        return total
+                total.add(tally)
+        return total.snapshot()
 
     def usage_by_role(self) -> dict[str, Usage]:
         """Live usage summed per role (the role of the session that made the calls)."""
-        out: dict[str, Usage] = {}
-        for sid, usage in self.live_usage.items():
-            role = self.roles.get(sid, "?")
-            out[role] = out.get(role, Usage()) + usage
-        return out
+        out: dict[str, UsageTally] = {}
+        for sid, tally in self.live_usage.items():
+            out.setdefault(self.roles.get(sid, "?"), UsageTally()).add(tally)
+        return {role: tally.snapshot() for role, tally in out.items()}
+
+    def usage_by_session(self) -> dict[str, Usage]:
+        """Live usage per session id."""
+        return {sid: tally.snapshot() for sid, tally in self.live_usage.items()}
 
 
 class Context:
@@ -294,14 +311,14 @@ class Context:
         returned (or its recorded exception raised) and `run` is not called.
         """
         step_index = self.next_step_index() if index is None else index
-        return await self._journaled(kind, name, step_index, request, run, result_type, [])
+        return await self._journaled(kind, name, step_index, lambda: request, run, result_type, [])
 
     async def _journaled(
         self,
         kind: Literal["model", "tool", "function"],
         name: str,
         index: int,
-        request: Any,
+        payload: Callable[[], Any],
         run: Callable[[], Awaitable[T]],
         result_type: Any,
         emitted: list[Event],
@@ -310,6 +327,7 @@ class Context:
         journal = state.journal
         if journal is None:
             return StepResult(await run(), False)
+        request = payload()
         fp = fingerprint(request)
         record = await journal.get_step(self.session_id, index)
         if record is not None:
@@ -365,7 +383,8 @@ class Context:
         """One model call for this session: routed, budgeted, journaled, traced, streamed as events."""
         state = self._state
         index = self.next_step_index()
-        request = request.model_copy(update={"session_id": self.session_id, "role_path": self.role_path})
+        request.session_id = self.session_id
+        request.role_path = self.role_path
         emitted: list[Event] = []
 
         async def live() -> _ModelStep:
@@ -374,15 +393,10 @@ class Context:
             return await self._call_live(chosen, request, emitted, index)
 
         step, replayed = await self._journaled(
-            "model", "", index, request.fingerprint_payload(), live, _ModelStep, emitted
+            "model", "", index, request.fingerprint_payload, live, _ModelStep, emitted
         )
         response = step.response
-        state.usage[self.session_id] = state.usage.get(self.session_id, Usage()) + response.usage
-        if not replayed:
-            state.live_usage[self.session_id] = (
-                state.live_usage.get(self.session_id, Usage()) + response.usage
-            )
-            state.meter.charge(response.usage)
+        state.add_usage(self.session_id, response.usage, live=not replayed)
         await self.emit(
             ModelCompleted(
                 session_id=self.session_id,
@@ -420,7 +434,10 @@ class Context:
     ) -> _ModelStep:
         state = self._state
         client = state.router.client_for(route)
-        live_request = request.model_copy(update={"params": {**route.params, **request.params}})
+        live_request = request  # built for this call by its caller: route settings are filled in place
+        live_request.model = route.model
+        if route.params:
+            live_request.params = {**route.params, **request.params}
 
         async def on_delta(text: str) -> None:
             event = ModelDelta(session_id=self.session_id, text=text, step=index)
@@ -451,4 +468,6 @@ class Context:
                 span.record_error(exc)
                 raise
             span.record_response(response)
+        if response.usage.model_calls == 0:  # clients that report tokens only: every live call counts once
+            response.usage = response.usage.model_copy(update={"model_calls": 1})
         return _ModelStep(response=response, fallback=fallback)

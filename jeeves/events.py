@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from jeeves.messages import ToolCall, Usage
 
@@ -45,6 +45,8 @@ __all__ = [
 
 class BaseEvent(BaseModel):
     """Fields every event has."""
+
+    model_config = ConfigDict(defer_build=True)
 
     session_id: str
     """The session that emitted the event."""
@@ -265,7 +267,7 @@ Event = Annotated[
 ]
 """Any jeeves event; `event.type` tells which."""
 
-EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event, config=ConfigDict(defer_build=True))
 
 
 def event_to_json(event: Event) -> str:

@@ -8,8 +8,7 @@ that started them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -61,9 +60,21 @@ class NullSpan:
 _NULL_SPAN = NullSpan()
 
 
-@contextmanager
-def _null() -> Iterator[SpanHandle]:
-    yield _NULL_SPAN
+class _NullScope:
+    """A reusable context manager yielding the null span (no generator per call)."""
+
+    def __enter__(self) -> SpanHandle:
+        return _NULL_SPAN
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+_NULL_SCOPE = _NullScope()
+
+
+def _null() -> AbstractContextManager[SpanHandle]:
+    return _NULL_SCOPE
 
 
 class NullTracer:

@@ -15,7 +15,7 @@ import hashlib
 import json
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from jeeves import errors
 
@@ -44,6 +44,8 @@ resume: serve stored steps, run the rest live and store them (the same as record
 class StepRecord(BaseModel):
     """One journaled step."""
 
+    model_config = ConfigDict(defer_build=True)
+
     v: int = SCHEMA_VERSION
     session_id: str
     index: int
@@ -61,6 +63,8 @@ class StepRecord(BaseModel):
 
 class SessionRecord(BaseModel):
     """A session as the journal knows it: enough to list runs and to replay their headers."""
+
+    model_config = ConfigDict(defer_build=True)
 
     v: int = SCHEMA_VERSION
     session_id: str

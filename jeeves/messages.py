@@ -10,13 +10,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Message", "ModelRequest", "ModelResponse", "ToolCall", "ToolSpec", "Usage"]
+__all__ = ["Message", "ModelRequest", "ModelResponse", "ToolCall", "ToolSpec", "Usage", "UsageTally"]
 
 
 class ToolCall(BaseModel):
     """A tool call the model asked for."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     id: str
     """The provider's id for this call; tool results answer it."""
@@ -28,6 +28,8 @@ class ToolCall(BaseModel):
 
 class Message(BaseModel):
     """One chat message."""
+
+    model_config = ConfigDict(defer_build=True)
 
     role: Literal["system", "user", "assistant", "tool"]
     content: str | None = None
@@ -50,6 +52,8 @@ class Message(BaseModel):
 class ToolSpec(BaseModel):
     """A tool as the model sees it: name, description and a JSON schema of its arguments."""
 
+    model_config = ConfigDict(defer_build=True)
+
     name: str
     description: str = ""
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
@@ -57,6 +61,8 @@ class ToolSpec(BaseModel):
 
 class Usage(BaseModel):
     """Tokens, calls and USD spent. Adds up with `+`."""
+
+    model_config = ConfigDict(defer_build=True)
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -76,6 +82,36 @@ class Usage(BaseModel):
         )
 
 
+class UsageTally:
+    """A mutable running total of Usage: cheaper than adding pydantic models on every call."""
+
+    __slots__ = ("cost_usd", "input_tokens", "model_calls", "output_tokens")
+
+    def __init__(self) -> None:
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.model_calls = 0
+        self.cost_usd = 0.0
+
+    def add(self, usage: Usage | UsageTally) -> None:
+        self.input_tokens += usage.input_tokens
+        self.output_tokens += usage.output_tokens
+        self.model_calls += usage.model_calls
+        self.cost_usd += usage.cost_usd
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def snapshot(self) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            model_calls=self.model_calls,
+            cost_usd=self.cost_usd,
+        )
+
+
 class ModelRequest(BaseModel):
     """One model call: what to send, and who is asking.
 
@@ -83,6 +119,8 @@ class ModelRequest(BaseModel):
     not part of the request's fingerprint. `model` is filled in per attempt from the
     route, so a fallback sees its own model name.
     """
+
+    model_config = ConfigDict(defer_build=True)
 
     messages: list[Message]
     tools: list[ToolSpec] = Field(default_factory=list)
@@ -103,6 +141,8 @@ class ModelRequest(BaseModel):
 
 class ModelResponse(BaseModel):
     """A model's reply."""
+
+    model_config = ConfigDict(defer_build=True)
 
     text: str = ""
     tool_calls: list[ToolCall] = Field(default_factory=list)

@@ -10,7 +10,6 @@ thread so they cannot stall the event loop; async ones run in the loop.
 from __future__ import annotations
 
 import inspect
-import json
 from collections.abc import Callable
 from typing import Any, get_type_hints, overload
 
@@ -28,6 +27,8 @@ _ANY = TypeAdapter(Any)
 
 class ToolOutcome(BaseModel):
     """What a tool call gave back: text for the model, and whether it is an error."""
+
+    model_config = ConfigDict(defer_build=True)
 
     text: str
     is_error: bool = False
@@ -68,23 +69,24 @@ class Tool:
         self.description = description if description is not None else _describe(function)
         self._arguments = _arguments_model(function, self.name)
         self._is_async = inspect.iscoroutinefunction(function)
-
-    def spec(self) -> ToolSpec:
         schema = self._arguments.model_json_schema()
         schema.pop("title", None)
-        return ToolSpec(name=self.name, description=self.description, parameters=schema)
+        self._spec = ToolSpec(name=self.name, description=self.description, parameters=schema)
+
+    def spec(self) -> ToolSpec:
+        """The tool as the model sees it (built once, at construction)."""
+        return self._spec
 
     async def invoke(self, arguments: str) -> ToolOutcome:
         """Validate `arguments` (JSON text) and call the function; failures become error outcomes."""
         try:
-            raw = json.loads(arguments or "{}")
-            parsed = self._arguments.model_validate(raw)
-        except (ValueError, ValidationError) as exc:
+            parsed = self._arguments.model_validate_json(arguments or "{}")
+        except ValidationError as exc:
             return ToolOutcome(
                 text=f"Invalid arguments for tool {self.name!r}: {exc}. Fix them and call again.",
                 is_error=True,
             )
-        kwargs = {key: getattr(parsed, key) for key in type(parsed).model_fields}
+        kwargs = dict(parsed)
         try:
             if self._is_async:
                 value = await self.function(**kwargs)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import Annotated, Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SkipValidation, field_validator
 
 from jeeves.errors import UserError
 from jeeves.messages import ModelRequest, ModelResponse
@@ -47,7 +47,7 @@ class Route(BaseModel):
     one is tried; a non-retryable error (bad request, malformed reply) stops at once.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
+    model_config = ConfigDict(defer_build=True, arbitrary_types_allowed=True, frozen=True)
 
     model: str
     params: dict[str, Any] = Field(default_factory=dict)
@@ -58,7 +58,7 @@ class Route(BaseModel):
     """Extra attempts per model on retryable errors."""
     backoff_s: float = 0.5
     """First retry delay; doubles per attempt. A provider's Retry-After wins when larger."""
-    client: ModelClient | None = Field(default=None, exclude=True)
+    client: Annotated[ModelClient | None, SkipValidation] = Field(default=None, exclude=True)
     """Serves this route instead of the router's client (litellm by default)."""
 
     @field_validator("retries")
@@ -77,7 +77,9 @@ class Route(BaseModel):
             if not value.strip():
                 raise UserError(f"Route {key!r} has an empty model string; write e.g. 'openai/gpt-4o-mini'.")
             return cls(model=value)
-        if isinstance(value, ModelClient):
+        if callable(
+            getattr(value, "complete", None)
+        ):  # a ModelClient (duck-typed: isinstance on a Protocol is slow)
             return cls(model=client_name(value), client=value)
         raise UserError(
             f"Route {key!r} is {value!r}; give a model string ('openai/gpt-4o-mini'), "

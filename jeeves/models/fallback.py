@@ -50,7 +50,10 @@ async def complete_with_fallbacks(
     plan = _attempts(route)
     for position, (model, attempt) in enumerate(plan):
         try:
-            response = await client.complete(request.model_copy(update={"model": model}), on_delta=on_delta)
+            attempt_request = (
+                request if request.model == model else request.model_copy(update={"model": model})
+            )
+            response = await client.complete(attempt_request, on_delta=on_delta)
         except ModelError as error:
             if error.model is None:
                 error.model = model

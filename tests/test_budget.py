@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+import anyio
+import pytest
+
+import jeeves
+from jeeves import Agent, Budget, FunctionModel
+from jeeves.budget import BudgetMeter
+from jeeves.errors import BudgetExceeded
+from jeeves.messages import ModelRequest, Usage
+from jeeves.testing import Reply
+
+pytestmark = pytest.mark.anyio
+
+
+def priced(request: ModelRequest) -> Reply:
+    return Reply(
+        text="partial answer", usage=Usage(input_tokens=10, output_tokens=5, model_calls=1, cost_usd=0.4)
+    )
+
+
+@pytest.mark.parametrize(
+    ("budget", "limit"),
+    [
+        (Budget(max_usd=0.5), "usd"),
+        (Budget(max_tokens=20), "tokens"),
+        (Budget(max_model_calls=1), "model_calls"),
+    ],
+)
+def test_meter_limits(budget: Budget, limit: str) -> None:
+    meter = BudgetMeter(budget)
+    meter.check()
+    meter.charge(Usage(input_tokens=10, output_tokens=15, model_calls=1, cost_usd=0.6))
+    with pytest.raises(BudgetExceeded) as info:
+        meter.check()
+    assert info.value.limit == limit
+    assert "Raise the limit" in str(info.value)
+    with pytest.raises(BudgetExceeded):  # stays exceeded
+        meter.check()
+
+
+async def test_deadline() -> None:
+    meter = BudgetMeter(Budget(deadline_s=0.01))
+    await anyio.sleep(0.02)
+    with pytest.raises(BudgetExceeded) as info:
+        meter.check()
+    assert info.value.limit == "deadline"
+
+
+def test_negative_limit_rejected() -> None:
+    with pytest.raises(ValueError, match="-1"):
+        Budget(max_usd=-1)
+
+
+class _Twice:
+    """Two agents one after the other: the budget is shared by the whole tree."""
+
+    name = "twice"
+
+    async def run(self, ctx: jeeves.Context, task: str) -> jeeves.Output:
+        first = await ctx.run(Agent("a"), task, role="first")
+        try:
+            await ctx.run(Agent("b"), task, role="second")
+        except BudgetExceeded:
+            return jeeves.Output.of(first.text, stop_reason="budget")
+        return first
+
+
+async def test_budget_is_shared_by_the_tree_and_event_emitted_once() -> None:
+    model = FunctionModel(priced)
+    async with jeeves.stream(_Twice(), "t", model=model, budget=Budget(max_usd=0.3)) as events:
+        seen = [e async for e in events]
+        result = await events.result()
+    assert [e.type for e in seen].count("budget.exceeded") == 1
+    breach = next(e for e in seen if e.type == "budget.exceeded")
+    assert breach.session_id.endswith("__second_0")
+    assert (result.stop_reason, result.output) == ("budget", "partial answer")
+    assert result.cost_usd == pytest.approx(0.4)
+    assert len(model.requests) == 1
+
+
+async def test_every_live_call_counts_even_when_the_client_reports_no_calls() -> None:
+    model = FunctionModel(lambda r: Reply(text="x", usage=Usage(input_tokens=1)))
+    result = await jeeves.run(Agent("a"), "t", model=model, budget=Budget(max_model_calls=5))
+    assert result.usage.model_calls == 1
