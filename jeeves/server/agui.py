@@ -48,7 +48,6 @@ from ag_ui.encoder import EventEncoder
 
 from jeeves.errors import UserError
 from jeeves.events import (
-    DelegationCompleted,
     DelegationStarted,
     Event,
     ModelCompleted,
@@ -187,8 +186,6 @@ class AguiMapper:
         elif isinstance(event, DelegationStarted):
             self._delegations[event.child_session_id] = self._call_id(sid, event.tool_call_id)
         out.append(self._custom(event))
-        if isinstance(event, DelegationCompleted) and event.tool_call_id:
-            out += self._result(sid, event.tool_call_id, event.worker, event.output, event.is_error)
         return out
 
     def _attribution(self, session_id: str) -> str | None:
