@@ -1,24 +1,15 @@
 from __future__ import annotations
 
-import importlib.util
 import io
 import subprocess
 import sys
-from types import ModuleType
 
 import pytest
 
 from tests.conftest import REPO, subprocess_env
+from tests.examples import load_example
 
 EXAMPLE = REPO / "examples" / "stream_to_browser.py"
-
-
-def load_example() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("stream_to_browser_example", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_example_runs_once_offline_as_a_script() -> None:
@@ -40,7 +31,7 @@ def test_example_runs_once_offline_as_a_script() -> None:
 @pytest.mark.anyio
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])  # uvicorn is asyncio-only
 async def test_example_streams_the_same_team_over_sse_and_agui() -> None:
-    example = load_example()
+    example = load_example("stream_to_browser.py")
     summary = await example.once(out=io.StringIO())
     assert summary["status"] == "completed" and "FizzBuzz" in summary["output"]
     assert summary["sessions"][0] == "demo" and "demo__docs_0__critic_0" in summary["sessions"]
