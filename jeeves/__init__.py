@@ -6,12 +6,13 @@ Run an architecture with `await jeeves.run(arch, task)` or follow it live with
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from jeeves.agent import Agent
 from jeeves.architecture import Architecture, Output
-from jeeves.architectures import ActorCritic, SelfRefine, Supervisor
 from jeeves.budget import Budget
 from jeeves.context import Context
-from jeeves.critics import CitationCritic, CodeCritic, LLMCritic, Verdict
 from jeeves.errors import (
     AgentError,
     BadResponse,
@@ -35,8 +36,38 @@ from jeeves.messages import Message, ModelRequest, ModelResponse, ToolCall, Usag
 from jeeves.models.base import ModelClient, Route
 from jeeves.models.router import Router
 from jeeves.models.testing import FunctionModel, ScriptedModel
-from jeeves.runner import RunResult, RunStream, run, stream
+from jeeves.replay import JSONLJournal, MemoryJournal, SQLiteJournal
+from jeeves.runner import RunResult, RunStream, replay, run, stream
 from jeeves.tools import Tool, tool
+
+if TYPE_CHECKING:
+    from jeeves.architectures import ActorCritic, SelfRefine, Supervisor
+    from jeeves.critics import CitationCritic, CodeCritic, LLMCritic, Verdict
+
+# Imported on first use, so `import jeeves` pays for the kernel only.
+_LAZY = {
+    "ActorCritic": "jeeves.architectures",
+    "SelfRefine": "jeeves.architectures",
+    "Supervisor": "jeeves.architectures",
+    "CitationCritic": "jeeves.critics",
+    "CodeCritic": "jeeves.critics",
+    "LLMCritic": "jeeves.critics",
+    "Verdict": "jeeves.critics",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'jeeves' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "ActorCritic",
@@ -52,10 +83,12 @@ __all__ = [
     "CriticError",
     "Event",
     "FunctionModel",
+    "JSONLJournal",
     "JeevesError",
     "JournalError",
     "LLMCritic",
     "MaxTurnsExceeded",
+    "MemoryJournal",
     "Message",
     "MissingCredentials",
     "ModelClient",
@@ -72,6 +105,7 @@ __all__ = [
     "Router",
     "RunResult",
     "RunStream",
+    "SQLiteJournal",
     "ScriptedModel",
     "SelfRefine",
     "Supervisor",
@@ -83,6 +117,7 @@ __all__ = [
     "child_id",
     "event_from_json",
     "event_to_json",
+    "replay",
     "run",
     "stream",
     "tool",

@@ -87,6 +87,8 @@ class RunState:
     """Per session: live calls only (what this run spent)."""
     roles: dict[str, str] = field(default_factory=dict)
     budget_announced: bool = False
+    source: dict[str, Any] | None = None
+    """How to rebuild the root architecture; stored in the root's session record."""
     _adapters: dict[Any, TypeAdapter[Any]] = field(default_factory=dict)
 
     def adapter(self, tp: Any) -> TypeAdapter[Any]:
@@ -130,10 +132,23 @@ class RunState:
         return {sid: tally.snapshot() for sid, tally in self.live_usage.items()}
 
 
+def _step_name(kind: str, name: str) -> str:
+    return f"{kind} {name!r}" if name else f"{kind} call"
+
+
+def _rounds(output: Output | None) -> int | None:
+    """The rounds an Output reports (an int, or a sequence of rounds), if it has a `rounds` field."""
+    rounds = getattr(output, "rounds", None)
+    if isinstance(rounds, int) and not isinstance(rounds, bool):
+        return rounds
+    return len(rounds) if isinstance(rounds, list | tuple) else None
+
+
 class Context:
     """One session's handle on the run. Architectures get one in `run(ctx, task)`."""
 
     __slots__ = (
+        "_replayed",
         "_route",
         "_route_as",
         "_started",
@@ -161,13 +176,19 @@ class Context:
         self.role_path = role_path
         self.parent_id = parent_id
         self._steps = 0
+        self._replayed = 0
         self._route: Route | None = None
         self._route_as = route_as
         self._started: SessionStarted | None = None
 
     # -- events ------------------------------------------------------------------------
     async def emit(self, event: Event) -> None:
-        """Send an event into the run's stream; `seq` and `ts` are stamped here."""
+        """Send an event into the run's stream; `seq` and `ts` are stamped here.
+
+        In a strict replay every event is marked `replayed`: nothing in it ran live.
+        """
+        if self._state.mode == "replay":
+            event.replayed = True
         await self._state.channel.put(event)
 
     @property
@@ -209,7 +230,11 @@ class Context:
         """Run `arch` as this context's session (the runner calls this for the root)."""
         state = self._state
         state.roles[self.session_id] = self.role
-        model = await self._session_model(arch)
+        setup_error: Exception | None = None
+        try:
+            model = await self._session_model(arch)
+        except Exception as exc:  # no route, a replay missing this session: fail as this session, below
+            model, setup_error = None, exc
         started = SessionStarted(
             session_id=self.session_id,
             parent_id=self.parent_id,
@@ -225,6 +250,8 @@ class Context:
         await self._record_session(started, "running")
         with state.tracer.session(started) as span:
             try:
+                if setup_error is not None:
+                    raise setup_error
                 output = await arch.run(self, task)
                 if not isinstance(output, Output):
                     raise UserError(
@@ -246,11 +273,15 @@ class Context:
                 )
                 await self._record_session(started, "failed", error=exc)
                 raise
+            finally:
+                if self._replayed:
+                    span.set_attribute("jeeves.replayed_steps", self._replayed)
             usage = state.tree_usage(self.session_id)
             span.set_attribute("jeeves.stop_reason", output.stop_reason)
             score = getattr(output.value, "score", None)
             if isinstance(score, int | float) and not isinstance(score, bool):
                 span.set_attribute("jeeves.critic.score", float(score))
+                span.set_attribute("jeeves.round", index)
         await self.emit(
             SessionCompleted(
                 session_id=self.session_id, output=output.text, stop_reason=output.stop_reason, usage=usage
@@ -296,6 +327,8 @@ class Context:
                     stop_reason=output.stop_reason if output else (error_type_name(error) if error else None),
                     output=output.text if output else (str(error) if error else None),
                     usage=self._state.tree_usage(self.session_id).model_dump(),
+                    rounds=_rounds(output),
+                    source=self._state.source if self.parent_id is None else None,
                 )
             )
 
@@ -368,12 +401,14 @@ class Context:
         if record is not None:
             if record.kind != kind or record.fingerprint != fp:
                 raise ReplayDivergence(
-                    f"Session {self.session_id!r} step {index} ({kind} {name!r}) differs from the recorded "
-                    f"{record.kind} step {record.name!r}; the request changed:\n{request_diff(record.request, request)}\n"
+                    f"Session {self.session_id!r} step {index} ({_step_name(kind, name)}) differs from the recorded "
+                    f"{_step_name(record.kind, record.name)}; the request changed:\n"
+                    f"{request_diff(record.request, request)}\n"
                     f"Replay with the code, prompts and task that recorded the run, or start a new session id.",
                     session_id=self.session_id,
                     step=index,
                 )
+            self._replayed += 1
             for data in record.events:
                 event = EVENT_ADAPTER.validate_python(data)
                 event.replayed = True
@@ -383,7 +418,7 @@ class Context:
             return StepResult(state.adapter(result_type).validate_python(record.result), True)
         if state.mode == "replay":
             raise ReplayDivergence(
-                f"Session {self.session_id!r} asked for step {index} ({kind} {name!r}), which the journal does not "
+                f"Session {self.session_id!r} asked for step {index} ({_step_name(kind, name)}), which the journal does not "
                 f"hold: the recorded run ended earlier or took another path. Replay with the code that recorded it.",
                 session_id=self.session_id,
                 step=index,

@@ -66,7 +66,7 @@ def _coerce(result: object, name: str) -> Verdict:
     if isinstance(result, Verdict):
         return result.model_copy(update={"source": result.source or name})
     if isinstance(result, bool):
-        issues = [] if result else [f"{name} returned False"]
+        issues = [] if result else [f"the check {name!r} returned False"]
         return Verdict(score=1.0 if result else 0.0, issues=issues, hard_fail=not result, source=name)
     if isinstance(result, int | float):
         return Verdict(score=result, source=name)

@@ -7,7 +7,11 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["PytestReport", "read_report"]
+__all__ = ["STARTED", "PytestReport", "read_report"]
+
+STARTED = "jeeves: pytest imported, running the tests"
+"""Written to stderr by the child once pytest is imported, before any candidate code runs:
+without it, a failure is the interpreter's or pytest's, not the candidate's."""
 
 _MAX_ISSUE = 800
 _MAX_TAIL = 1500
@@ -57,8 +61,7 @@ def _output_tail(workdir: Path) -> str:
         path = workdir / name
         if path.exists():
             parts.append(path.read_text(encoding="utf-8", errors="replace"))
-    text = _unpath("\n".join(p.strip() for p in parts if p.strip()), workdir)
-    return text[-_MAX_TAIL:]
+    return _unpath("\n".join(p.strip() for p in parts if p.strip()), workdir)
 
 
 def read_report(workdir: Path, returncode: int | None) -> PytestReport:
@@ -66,16 +69,17 @@ def read_report(workdir: Path, returncode: int | None) -> PytestReport:
     report = PytestReport()
     path = workdir / "report.xml"
     tail = _output_tail(workdir)
-    if "No module named pytest" in tail:
-        report.infrastructure_error = tail
+    if STARTED not in tail:
+        report.infrastructure_error = f"exit code {returncode}: {tail or '(no output)'}"
+        return report
+    tail = tail.replace(STARTED, "").strip()[-_MAX_TAIL:]
+    if not path.exists() and returncode in (3, 4):  # pytest's internal and usage errors
+        report.infrastructure_error = f"exit code {returncode}: {tail}"
         return report
     if not path.exists():
-        if returncode in (3, 4):
-            report.infrastructure_error = f"exit code {returncode}: {tail}"
-        else:
-            report.broken.append(
-                _clip(f"the test run ended without a report (exit code {returncode}): {tail}")
-            )
+        report.broken.append(
+            _clip(f"the test run ended without a report (exit code {returncode}): {tail}".strip(" :"))
+        )
         return report
     try:
         root = ET.parse(path).getroot()
@@ -88,7 +92,7 @@ def read_report(workdir: Path, returncode: int | None) -> PytestReport:
         name = case.get("name") or "?"
         error, failure = case.find("error"), case.find("failure")
         if error is not None and not case.get("classname"):
-            report.broken.append(f"the tests could not import the code: {_explain(error, workdir)}")
+            report.broken.append(f"collecting the tests failed: {_explain(error, workdir)}")
             continue
         report.total += 1
         if failure is not None:

@@ -26,7 +26,7 @@ RetryNotice = Callable[[str, str, int, ModelError, float], Awaitable[None]]
 
 
 def _delay(route: Route, attempt: int, error: ModelError) -> float:
-    delay = route.backoff_s * 2.0**attempt
+    delay = route.backoff_s * (2**attempt)
     retry_after = getattr(error, "retry_after", None)
     if isinstance(retry_after, int | float) and retry_after > delay:
         delay = float(retry_after)
