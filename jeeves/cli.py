@@ -25,11 +25,21 @@ def _build_parser() -> argparse.ArgumentParser:
         prog="jeeves", description="Run, stream and replay jeeves architectures."
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_spec_commands(commands)
     demo = commands.add_parser("demo", help="an offline run with scripted models, shown live")
     demo.add_argument("--json", action="store_true", help="print one JSON event per line")
     demo.add_argument("--journal", metavar="PATH", help="where to record the run (default: .jeeves/demo.jsonl)")
     demo.add_argument(
         "--trace", action="store_true", help="print OpenTelemetry spans to stderr (needs jeeves[otel])"
+    )
+    serve = commands.add_parser("serve", help="serve runs over HTTP: a live viewer, SSE and AG-UI")
+    serve.add_argument("specs", nargs="*", metavar="SPEC", help="spec files to serve (default: the demo)")
+    serve.add_argument("--offline", action="store_true", help="answer from each spec's [demo] script")
+    serve.add_argument("--host", default="127.0.0.1", help="interface to bind (default: 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
+    serve.add_argument("--token", default=None, help="require this bearer token (default: $JEEVES_TOKEN)")
+    serve.add_argument(
+        "--cors", action="append", default=[], metavar="ORIGIN", help="allow this browser origin (repeatable)"
     )
     runs = commands.add_parser("runs", help="list the runs a journal holds (status, rounds, cost)")
     runs.add_argument("journal", help="a journal file: *.jsonl, or a SQLite file")
@@ -38,10 +48,11 @@ def _build_parser() -> argparse.ArgumentParser:
     replay.add_argument("journal", help="a journal file: *.jsonl, or a SQLite file")
     replay.add_argument("session", help="the run's root session id (see `jeeves runs`)")
     replay.add_argument(
-        "--spec", metavar="MODULE:ATTR", help="the architecture (or a zero-argument factory) to replay with"
+        "--spec",
+        metavar="MODULE:ATTR|FILE.toml",
+        help="the architecture (or a zero-argument factory), or a spec file, to replay with",
     )
     replay.add_argument("--json", action="store_true", help="print one JSON event per line")
-    _add_spec_commands(commands)
     return parser
 
 
@@ -70,6 +81,17 @@ def _trace() -> None:
     from jeeves.telemetry import configure
 
     configure(console=True)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from jeeves.server.serve import serve_demo  # the server's imports load only for `serve`
+
+    catalog = None
+    if args.specs:
+        from jeeves.spec.commands import spec_catalog
+
+        catalog = spec_catalog(args.specs, offline=bool(args.offline))
+    return serve_demo(host=args.host, port=args.port, token=args.token, cors=args.cors, architectures=catalog)
 
 
 def _spec_command(args: argparse.Namespace) -> int:
@@ -109,12 +131,15 @@ def _dispatch(args: argparse.Namespace) -> int:
         if args.trace:
             _trace()
         return anyio.run(run_demo, bool(args.json), args.journal)
+    if args.command == "serve":
+        return _serve(args)
     if args.command == "runs":
         return anyio.run(runs_command, args.journal, bool(args.json))
     if args.command == "replay":
-        import jeeves.spec  # noqa: F401 - registers the "spec" source, so runs of specs rebuild
+        from jeeves.spec import build, load_spec  # registers the "spec" source: runs of specs rebuild
 
-        return anyio.run(replay_command, args.journal, args.session, args.spec, bool(args.json))
+        spec = build(load_spec(args.spec))[0] if args.spec and args.spec.endswith(".toml") else args.spec
+        return anyio.run(replay_command, args.journal, args.session, spec, bool(args.json))
     raise AssertionError(f"unhandled command {args.command!r}")  # pragma: no cover - argparse rejects it
 
 

@@ -176,14 +176,15 @@ async def run_demo(as_json: bool = False, journal: str | None = None) -> int:
     ) as events:
         await follow(events, as_json=as_json, file=out)
         result = await events.result()
-    (sys.stderr if as_json else out).write(_epilogue(result, path, as_json))
+    if not as_json:
+        out.write("\n")  # the tree's last line
+    if not as_json:  # JSON lines stay events only (and stderr stays free for --trace)
+        out.write(_epilogue(result, path))
     return 0
 
 
-def _epilogue(result: RunResult, journal: Path, as_json: bool) -> str:
+def _epilogue(result: RunResult, journal: Path) -> str:
     replay = f"jeeves replay {journal} {result.session_id}"
-    if as_json:
-        return f"recorded to {journal}; replay it with: {replay}\n"
     roles = ", ".join(f"{role} {u.model_calls}" for role, u in sorted(result.usage_by_role.items()))
     return (
         f"\n{result.text}\n\nstop reason: {result.stop_reason}; model calls by role: {roles}\n"

@@ -12,6 +12,7 @@ import os
 import sys
 from typing import Any, TextIO
 
+from jeeves.architecture import Architecture
 from jeeves.errors import JeevesError, JournalError, ReplayDivergence
 from jeeves.events import Event, event_to_json
 from jeeves.journal import Journal
@@ -84,9 +85,12 @@ async def runs_command(journal: str, as_json: bool = False) -> int:
 
 
 async def replay_command(
-    journal: str, session_id: str, spec: str | None = None, as_json: bool = False
+    journal: str, session_id: str, spec: str | Architecture | None = None, as_json: bool = False
 ) -> int:
     """Replay run `session_id` offline and print its events as a tree, then its output.
+
+    `spec` is the architecture to replay with, or its `module:attr` path; None rebuilds it
+    from the source recorded with the run.
 
     Exit codes: 0 replayed; 1 the recorded run failed and its replay failed the same way;
     2 it could not be replayed (no such run, a damaged journal, a divergence).
@@ -99,7 +103,7 @@ async def replay_command(
         return _fail(exc, sys.stderr)
     plan: ReplayPlan | None = None
     try:
-        plan = await plan_replay(store, session_id, resolve_ref(spec) if spec else None)
+        plan = await plan_replay(store, session_id, resolve_ref(spec) if isinstance(spec, str) else spec)
         result = await _print_replay(plan, store, session_id, as_json, sys.stdout)
     except Exception as exc:
         if isinstance(exc, ReplayDivergence | JournalError) or plan is None or plan.record.status != "failed":

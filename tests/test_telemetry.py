@@ -8,6 +8,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -472,16 +473,23 @@ def test_importing_telemetry_needs_only_the_api_and_a_provider_set_later_is_pick
     assert done.stdout.strip() == "['chat scripted', 'invoke_agent agent']"
 
 
-def test_demo_trace_prints_the_span_tree_to_stderr() -> None:
-    done = _python("-m", "jeeves", "demo", "--json", "--trace")
+def test_demo_trace_prints_the_span_tree_to_stderr(tmp_path: Path) -> None:
+    done = _python("-m", "jeeves", "demo", "--json", "--trace", "--journal", str(tmp_path / "demo.jsonl"))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.splitlines()[0])["type"] == "session.started"  # stdout stays events only
     spans = json.loads("[" + done.stderr.strip().replace("}\n{", "},\n{") + "]")
-    names = {s["name"]: s for s in spans}
-    assert set(names) == {"invoke_agent counter", "chat scripted-demo", "execute_tool word_count"}
-    root = names["invoke_agent counter"]["context"]["span_id"]
-    assert names["execute_tool word_count"]["parent_id"] == root
-    assert names["invoke_agent counter"]["resource"]["attributes"]["service.name"] == "jeeves"
+    by_name: dict[str, list[dict[str, Any]]] = {}
+    for span in spans:
+        by_name.setdefault(span["name"], []).append(span)
+    assert {"invoke_agent lead", "execute_tool delegate", "invoke_agent coder", "execute_tool python_docs"} <= set(
+        by_name
+    )
+    assert "chat scripted:anthropic/claude-sonnet-4-5" in by_name and "chat scripted:openai/gpt-4o" in by_name
+    (root,) = by_name["invoke_agent lead"]
+    delegations = {s["context"]["span_id"] for s in by_name["execute_tool delegate"]}
+    assert {s["parent_id"] for s in by_name["execute_tool delegate"]} == {root["context"]["span_id"]}
+    assert by_name["invoke_agent coder"][0]["parent_id"] in delegations
+    assert root["resource"]["attributes"]["service.name"] == "jeeves"
 
 
 class _Collector(BaseHTTPRequestHandler):

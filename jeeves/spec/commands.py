@@ -8,11 +8,14 @@ and exit code 2, never a traceback; a run that fails is exit code 1.
 
 from __future__ import annotations
 
+import functools
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TextIO
 
+from jeeves.architecture import Architecture
 from jeeves.budget import Budget
 from jeeves.errors import JeevesError, UserError
 from jeeves.journal import error_type_name
@@ -22,8 +25,9 @@ from jeeves.spec.build import build
 from jeeves.spec.load import load_spec
 from jeeves.spec.models import ActorCriticSpec, AgentSpec, ArchSpec, SelfRefineSpec, Spec, SupervisorSpec
 from jeeves.spec.source import spec_source
+from jeeves.terminal import follow
 
-__all__ = ["RunOptions", "describe_spec", "parse_model_flags", "run_command", "validate_command"]
+__all__ = ["RunOptions", "describe_spec", "parse_model_flags", "run_command", "spec_catalog", "validate_command"]
 
 
 @dataclass
@@ -68,8 +72,6 @@ async def run_command(options: RunOptions, out: TextIO | None = None, err: TextI
     except UserError as exc:
         _error(exc, err)
         return 2
-    from jeeves.terminal import follow  # TODO(server merge): top-level import
-
     try:
         async with stream(
             arch,
@@ -80,7 +82,11 @@ async def run_command(options: RunOptions, out: TextIO | None = None, err: TextI
             journal=options.journal,
             architecture_ref=spec_source(spec),
         ) as events:
-            await follow(events, as_json=options.as_json, file=out)
+            try:
+                await follow(events, as_json=options.as_json, file=out)
+            finally:
+                if not options.as_json:
+                    out.write("\n")  # the tree's last line
             result = await events.result()
     except UserError as exc:
         _error(exc, err)
@@ -123,6 +129,23 @@ async def validate_command(path: str, out: TextIO | None = None, err: TextIO | N
         return 2
     out.write(f"{path}: valid\n{describe_spec(spec, router)}")
     return 0
+
+
+def spec_catalog(
+    paths: Sequence[str], *, offline: bool = False
+) -> dict[str, Callable[[], tuple[Architecture, Router]]]:
+    """What `jeeves serve SPEC…` serves: each spec by its file name, built afresh for every run
+    (a fresh offline script each time) with its own routes. Every spec is loaded and built
+    now, so a bad one stops the server before it starts."""
+    catalog: dict[str, Callable[[], tuple[Architecture, Router]]] = {}
+    for path in paths:
+        spec = load_spec(path)
+        build(spec, offline=offline)
+        name = Path(path).stem
+        if name in catalog:
+            raise UserError(f"Two specs are named {name!r} ({path!r} and another); serve files with distinct names.")
+        catalog[name] = functools.partial(build, spec, offline=offline)
+    return catalog
 
 
 def describe_spec(spec: Spec, router: Router) -> str:

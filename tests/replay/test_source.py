@@ -59,11 +59,15 @@ def spec_loader() -> Iterator[list[Mapping[str, Any]]]:
         seen.append(source)
         return Agent(str(source["instructions"]))
 
+    previous = _LOADERS.get("spec")  # jeeves.spec registers the real one when it is imported
     register_loader("spec", load)
     try:
         yield seen
     finally:
-        _LOADERS.pop("spec")
+        if previous is None:
+            _LOADERS.pop("spec")
+        else:
+            register_loader("spec", previous)
 
 
 def test_other_kinds_of_source_come_from_registered_loaders(spec_loader: list[Mapping[str, Any]]) -> None:
@@ -77,5 +81,5 @@ def test_other_kinds_of_source_come_from_registered_loaders(spec_loader: list[Ma
 def test_a_run_without_a_source_asks_for_the_architecture() -> None:
     with pytest.raises(UserError, match=r"does not say how to rebuild the architecture of run 'r1'; pass it"):
         load_architecture(None, session_id="r1")
-    with pytest.raises(UserError, match=r"recorded from a 'spec' source, which this process cannot rebuild"):
-        load_architecture({"kind": "spec"}, session_id="r1")
+    with pytest.raises(UserError, match=r"recorded from a 'notebook' source, which this process cannot rebuild"):
+        load_architecture({"kind": "notebook"}, session_id="r1")

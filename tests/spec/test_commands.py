@@ -1,0 +1,165 @@
+"""`jeeves run`, `jeeves validate` and `jeeves serve SPEC`, as a user types them."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from jeeves.errors import UserError
+from jeeves.spec import build, load_spec
+from jeeves.spec.commands import describe_spec, parse_model_flags, spec_catalog
+from tests.conftest import REPO, subprocess_env
+
+CODEGEN = "architectures/codegen.toml"
+
+
+def offline_env() -> dict[str, str]:
+    return {k: v for k, v in subprocess_env().items() if not k.endswith("_API_KEY")}
+
+
+def jeeves_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "jeeves", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=offline_env(),
+        timeout=300,
+    )
+
+
+def test_validate_prints_the_outline() -> None:
+    out = jeeves_cli("validate", "architectures/research_team.toml")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[:5] == [
+        "architectures/research_team.toml: valid",
+        "  lead  supervisor",
+        "    researcher  agent  tools: search_notes",
+        "    writer  actor_critic  critics: citations, editor",
+        "      actor  agent",
+    ]
+    assert "    writer.critic → openai/gpt-4o" in out.stdout
+
+
+def test_validate_a_bad_spec_lists_its_problems_and_exits_2(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('type = "actor_critic"\nmax_round = 2\n[actor]\ninstructions = "x"\n[critic]\ntype = "llm"\n')
+    out = jeeves_cli("validate", str(bad))
+    assert out.returncode == 2
+    assert out.stderr == (
+        f"error: {bad} has a problem:\n  - max_round: unknown key; did you mean 'max_rounds'?\n"
+        "See docs/specs.md for every key and its default.\n"
+    )
+
+
+def test_run_offline_json_is_one_event_per_line() -> None:
+    out = jeeves_cli("run", CODEGEN, "--offline", "--json", "--session-id", "cg")
+    assert out.returncode == 0, out.stderr
+    events = [json.loads(line) for line in out.stdout.splitlines()]
+    assert (events[0]["type"], events[0]["session_id"], events[0]["role"]) == ("session.started", "cg", "codegen")
+    assert events[-1]["type"] == "session.completed" and events[-1]["stop_reason"] == "approved"
+    assert [e["score"] for e in events if e["type"] == "critique"] == [0.6, 0.95]
+
+
+def test_run_offline_records_a_journal_that_replays(tmp_path: Path) -> None:
+    journal = tmp_path / "runs.db"
+    out = jeeves_cli("run", "architectures/self_refine.toml", "--offline", "--journal", str(journal), "--session-id", "sr")
+    assert out.returncode == 0, out.stderr
+    assert "stop reason: approved · 4 model calls" in out.stdout
+    assert "  draft: 2 calls" in out.stdout and "  feedback: 2 calls" in out.stdout
+    assert f"replay it: jeeves replay {journal} sr" in out.stdout
+    replayed = jeeves_cli("replay", str(journal), "sr")  # the architecture comes back from the spec stored
+    assert replayed.returncode == 0, replayed.stderr
+    assert "stop reason: approved (replayed offline)" in replayed.stdout
+    with_spec = jeeves_cli("replay", str(journal), "sr", "--spec", "architectures/self_refine.toml")
+    assert with_spec.returncode == 0, with_spec.stderr
+    assert with_spec.stdout == replayed.stdout
+
+
+def test_a_missing_api_key_names_the_variable_without_a_traceback() -> None:
+    out = jeeves_cli("run", CODEGEN, "Write slugify(text).")
+    assert out.returncode == 2
+    assert "ANTHROPIC_API_KEY" in out.stderr and out.stderr.startswith("error: ")
+    assert "Traceback" not in out.stderr
+
+
+def test_model_flags_route_a_role_to_another_model() -> None:
+    out = jeeves_cli("run", "architectures/self_refine.toml", "--offline", "--model", "explainer=openai/gpt-4o")
+    assert out.returncode == 2
+    assert "OPENAI_API_KEY" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_configuration_mistakes_exit_2_with_one_line() -> None:
+    cases = {
+        ("run", CODEGEN, "--offline", "--model", "critic"): "error: --model 'critic' is not ROLE=MODEL",
+        ("run", "nope.toml", "x"): "error: Cannot read spec file 'nope.toml'",
+        ("run", CODEGEN, "--offline", "--session-id", "a__b"): "error: Invalid session_id 'a__b'",
+    }
+    for args, start in cases.items():
+        out = jeeves_cli(*args)
+        assert (out.returncode, out.stderr.startswith(start)) == (2, True), out.stderr
+        assert "Traceback" not in out.stderr
+
+
+def test_a_zero_budget_stops_before_the_first_call() -> None:
+    out = jeeves_cli("run", CODEGEN, "--offline", "--budget-usd", "0")
+    assert out.returncode == 0, out.stderr
+    assert "stop reason: budget · 0 model calls" in out.stdout
+
+
+def test_model_flags_parse() -> None:
+    assert parse_model_flags(["critic=openai/gpt-4o", " coder.actor = x/y "]) == {
+        "critic": "openai/gpt-4o",
+        "coder.actor": "x/y",
+    }
+    with pytest.raises(UserError, match="is not ROLE=MODEL"):
+        parse_model_flags(["=x"])
+
+
+def test_describe_and_catalog() -> None:
+    spec = load_spec(REPO / CODEGEN)
+    outline = describe_spec(spec, build(spec)[1])
+    assert outline.startswith("  codegen  actor_critic  critics: tests, review\n    actor  agent\n")
+    catalog = spec_catalog([str(REPO / CODEGEN)], offline=True)
+    arch, router = catalog["codegen"]()
+    assert arch.name == "actor_critic" and router.routes["actor"].model.startswith("scripted:")
+    assert catalog["codegen"]()[1].routes["default"].client is not router.routes["default"].client  # fresh script
+    with pytest.raises(UserError, match="Two specs are named 'codegen'"):
+        spec_catalog([str(REPO / CODEGEN), str(REPO / CODEGEN)])
+
+
+def test_serve_serves_specs_each_with_its_own_routes() -> None:
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jeeves", "serve", "architectures/self_refine.toml", CODEGEN, "--offline", "--port", "0"],
+        cwd=REPO,
+        env=offline_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stderr is not None
+        port = None
+        for line in server.stderr:
+            found = re.search(r"Uvicorn running on http://127\.0\.0\.1:(\d+)", line)
+            if found:
+                port = int(found.group(1))
+                break
+        assert port, "the server did not report its address"
+        base = f"http://127.0.0.1:{port}"
+        assert httpx.get(f"{base}/architectures").json() == {"architectures": ["self_refine", "codegen"]}
+        started = httpx.post(f"{base}/runs", json={"architecture": "codegen", "task": "slugify"}).json()
+        body = httpx.get(f"{base}/runs/{started['session_id']}/events", timeout=60).text
+        assert '"model":"scripted:anthropic/claude-sonnet-4-5"' in body
+        assert '"stop_reason":"approved"' in body and "event: end" in body
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.communicate(timeout=30)
+    assert server.returncode == 0
