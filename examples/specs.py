@@ -70,6 +70,8 @@ async def main(live: bool) -> int:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--live", action="store_true", help="use the spec's real models instead of its script")
+    parser.add_argument(
+        "--live", action="store_true", help="use the spec's real models instead of its script"
+    )
     args = parser.parse_args()
     sys.exit(anyio.run(main, args.live))

@@ -28,7 +28,9 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_spec_commands(commands)
     demo = commands.add_parser("demo", help="an offline run with scripted models, shown live")
     demo.add_argument("--json", action="store_true", help="print one JSON event per line")
-    demo.add_argument("--journal", metavar="PATH", help="where to record the run (default: .jeeves/demo.jsonl)")
+    demo.add_argument(
+        "--journal", metavar="PATH", help="where to record the run (default: .jeeves/demo.jsonl)"
+    )
     demo.add_argument(
         "--trace", action="store_true", help="print OpenTelemetry spans to stderr (needs jeeves[otel])"
     )
@@ -67,12 +69,16 @@ def _add_spec_commands(commands: Any) -> None:
         metavar="ROLE=MODEL",
         help="route a role to a model, e.g. critic=openai/gpt-4o (repeatable; wins over the spec's [models])",
     )
-    run.add_argument("--journal", metavar="PATH", help="record the run (*.jsonl, or a SQLite file) for replay")
+    run.add_argument(
+        "--journal", metavar="PATH", help="record the run (*.jsonl, or a SQLite file) for replay"
+    )
     run.add_argument("--session-id", metavar="ID", help="the root session id (default: a fresh one)")
     run.add_argument("--budget-usd", type=float, metavar="X", help="stop the run once it has spent X dollars")
     run.add_argument("--json", action="store_true", help="print one JSON event per line")
     run.add_argument("--trace", action="store_true", help="print OpenTelemetry spans to stderr")
-    run.add_argument("--offline", action="store_true", help="answer from the spec's [demo] script, not real models")
+    run.add_argument(
+        "--offline", action="store_true", help="answer from the spec's [demo] script, not real models"
+    )
     validate = commands.add_parser("validate", help="check a spec and print its outline")
     validate.add_argument("spec", help="a spec file, e.g. architectures/codegen.toml")
 

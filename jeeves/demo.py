@@ -164,7 +164,9 @@ async def run_demo(as_json: bool = False, journal: str | None = None) -> int:
     path = Path(journal) if journal else DEFAULT_JOURNAL
     path.parent.mkdir(parents=True, exist_ok=True)
     if importlib.util.find_spec("pytest") is None:
-        sys.stderr.write("note: pytest is not installed, so the code critic cannot run its tests: pip install pytest\n")
+        sys.stderr.write(
+            "note: pytest is not installed, so the code critic cannot run its tests: pip install pytest\n"
+        )
     session_id = f"demo-{secrets.token_hex(3)}"
     async with stream(
         demo_architecture(),

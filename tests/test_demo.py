@@ -30,7 +30,10 @@ def test_the_coders_first_draft_fails_a_real_test_and_the_second_passes(tmp_path
     assert out.returncode == 0, out.stderr
     events = [json.loads(line) for line in out.stdout.splitlines()]
     critiques = [e for e in events if e["type"] == "critique"]
-    assert [(c["round"], c["passed"], c["hard_fail"]) for c in critiques] == [(0, False, True), (1, True, False)]
+    assert [(c["round"], c["passed"], c["hard_fail"]) for c in critiques] == [
+        (0, False, True),
+        (1, True, False),
+    ]
     assert "[tests] test_collapses_runs_of_separators failed" in critiques[0]["issues"][0]
     started = {e["session_id"].split("__", 1)[-1] for e in events if e["type"] == "session.started"}
     assert {"coder_0", "researcher_0", "coder_0__actor_1", "coder_0__critic_1"} <= started
@@ -42,7 +45,10 @@ def test_it_ends_with_the_replay_command_and_that_command_replays_it(tmp_path: P
     out = jeeves_cli("demo", cwd=tmp_path)  # the default journal, where a user would run it
     assert out.returncode == 0, out.stderr
     assert (tmp_path / ".jeeves" / "demo.jsonl").is_file()
-    found = re.search(r"Recorded to (\S+)\. Replay it offline, event for event:\n  jeeves (replay \S+ (demo-\w+))", out.stdout)
+    found = re.search(
+        r"Recorded to (\S+)\. Replay it offline, event for event:\n  jeeves (replay \S+ (demo-\w+))",
+        out.stdout,
+    )
     assert found, out.stdout
     assert found.group(1) == str(Path(".jeeves") / "demo.jsonl")
     replayed = jeeves_cli(*found.group(2).split(), cwd=tmp_path)

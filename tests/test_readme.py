@@ -35,7 +35,12 @@ def test_the_actor_critic_snippet_runs_with_scripted_models(tmp_path: Path) -> N
     code = snippet.replace(models.group(0), SCRIPTED).replace('"runs.db"', repr(str(tmp_path / "runs.db")))
     (tmp_path / "test_slugify.py").write_text((REPO / "architectures" / "codegen_tests.py").read_text())
     done = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, env=subprocess_env(), capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     assert "approved [0.4, 0.9]" in done.stdout, done.stdout  # 2 of 5 real tests pass the first draft

@@ -481,9 +481,12 @@ def test_demo_trace_prints_the_span_tree_to_stderr(tmp_path: Path) -> None:
     by_name: dict[str, list[dict[str, Any]]] = {}
     for span in spans:
         by_name.setdefault(span["name"], []).append(span)
-    assert {"invoke_agent lead", "execute_tool delegate", "invoke_agent coder", "execute_tool python_docs"} <= set(
-        by_name
-    )
+    assert {
+        "invoke_agent lead",
+        "execute_tool delegate",
+        "invoke_agent coder",
+        "execute_tool python_docs",
+    } <= set(by_name)
     assert "chat scripted:anthropic/claude-sonnet-4-5" in by_name and "chat scripted:openai/gpt-4o" in by_name
     (root,) = by_name["invoke_agent lead"]
     delegations = {s["context"]["span_id"] for s in by_name["execute_tool delegate"]}

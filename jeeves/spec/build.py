@@ -265,7 +265,10 @@ class _Builder:
                 )
             if isinstance(spec, CitationCriticSpec):
                 return CitationCritic(
-                    spec.evidence_ids, uncited_penalty=spec.uncited_penalty, hedges=spec.hedges, name=spec.name
+                    spec.evidence_ids,
+                    uncited_penalty=spec.uncited_penalty,
+                    hedges=spec.hedges,
+                    name=spec.name,
                 )
             if isinstance(spec, FunctionCriticSpec):
                 function = self.imported(spec.function, [*path, "function"])

@@ -27,7 +27,14 @@ from jeeves.spec.models import ActorCriticSpec, AgentSpec, ArchSpec, SelfRefineS
 from jeeves.spec.source import spec_source
 from jeeves.terminal import follow
 
-__all__ = ["RunOptions", "describe_spec", "parse_model_flags", "run_command", "spec_catalog", "validate_command"]
+__all__ = [
+    "RunOptions",
+    "describe_spec",
+    "parse_model_flags",
+    "run_command",
+    "spec_catalog",
+    "validate_command",
+]
 
 
 @dataclass
@@ -109,7 +116,9 @@ def _summary(result: RunResult, options: RunOptions) -> str:
         f"{usage.total_tokens:,} tokens · ${usage.cost_usd:.4f}",
     ]
     for role, spent in sorted(result.usage_by_role.items()):
-        lines.append(f"  {role}: {spent.model_calls} calls, {spent.total_tokens:,} tokens, ${spent.cost_usd:.4f}")
+        lines.append(
+            f"  {role}: {spent.model_calls} calls, {spent.total_tokens:,} tokens, ${spent.cost_usd:.4f}"
+        )
     if options.journal:
         lines.append(f"journal: {options.journal}")
         lines.append(f"replay it: jeeves replay {options.journal} {result.session_id}")
@@ -143,7 +152,9 @@ def spec_catalog(
         build(spec, offline=offline)
         name = Path(path).stem
         if name in catalog:
-            raise UserError(f"Two specs are named {name!r} ({path!r} and another); serve files with distinct names.")
+            raise UserError(
+                f"Two specs are named {name!r} ({path!r} and another); serve files with distinct names."
+            )
         catalog[name] = functools.partial(build, spec, offline=offline)
     return catalog
 
@@ -183,4 +194,3 @@ def _outline(arch: ArchSpec, role: str, depth: int, lines: list[str]) -> None:
         lines.append(f"{pad}{role}  supervisor")
         for name, worker in arch.workers.items():
             _outline(worker, name, depth + 1, lines)
-

@@ -51,7 +51,9 @@ __all__ = ["dump", "dumps", "spec_dict", "spec_of"]
 
 def dump(arch: object, *, router: Router | None = None, demo: DemoSpec | None = None) -> dict[str, Any]:
     """`arch` as a spec file's table; with `router`, its routes as `[models]`."""
-    models = {key: _route(route, f"route {key!r}") for key, route in (router.routes if router else {}).items()}
+    models = {
+        key: _route(route, f"route {key!r}") for key, route in (router.routes if router else {}).items()
+    }
     return spec_dict(Spec(architecture=spec_of(arch), models=models, demo=demo))
 
 
@@ -121,9 +123,11 @@ def _ref(obj: object, what: str) -> str:
     try:
         found = import_object(ref)
     except UserError as exc:
-        raise UserError(f"Cannot dump {what} {obj!r}: its import path {ref!r} does not resolve ({exc}).") from None
+        raise UserError(
+            f"Cannot dump {what} {obj!r}: its import path {ref!r} does not resolve ({exc})."
+        ) from None
     if isinstance(obj, Tool):
-        rebuilt = found if isinstance(found, Tool) else Tool(found) if found is target else None
+        rebuilt = found if isinstance(found, Tool) else Tool(obj.function) if found is target else None
         same = rebuilt is not None and (rebuilt.function, rebuilt.name, rebuilt.description) == (
             obj.function,
             obj.name,
@@ -282,4 +286,3 @@ def _critic(critic: object) -> CriticSpec:
         f"Cannot dump the critic {critic!r}: a spec knows LLMCritic, CodeCritic, CitationCritic and "
         f"FunctionCritic (a function critic must be importable by path)."
     )
-

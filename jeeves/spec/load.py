@@ -50,7 +50,9 @@ def load_spec(path: str | Path) -> Spec:
     try:
         text = file.read_text(encoding="utf-8")
     except OSError as exc:
-        raise UserError(f"Cannot read spec file {str(file)!r}: {exc.strerror or exc}; check the path.") from None
+        raise UserError(
+            f"Cannot read spec file {str(file)!r}: {exc.strerror or exc}; check the path."
+        ) from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -156,7 +158,10 @@ def _describe(error: ErrorDetails, data: Any) -> tuple[str, str]:
         return path, "required, but missing"
     if kind in ("model_type", "dict_type", "model_attributes_type"):
         if parts[-1:] == ["model"] or (len(parts) == 2 and parts[0] == "models"):
-            return path, f"should be a model string (e.g. 'openai/gpt-4o') or a route table, got {_short(given)}"
+            return (
+                path,
+                f"should be a model string (e.g. 'openai/gpt-4o') or a route table, got {_short(given)}",
+            )
         return path, f"should be a table, got {_short(given)}"
     message = str(error["msg"])
     if kind == "value_error":

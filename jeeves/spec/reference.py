@@ -57,7 +57,7 @@ SECTIONS: list[tuple[str, type[BaseModel]]] = [
 ]
 """Heading and model of each table, in page order."""
 
-_HIDDEN = {Spec: {"architecture", "path"}}
+_HIDDEN: dict[type[BaseModel], set[str]] = {Spec: {"architecture", "path"}}
 
 
 def _default(model: type[BaseModel], name: str, info: FieldInfo) -> str:
@@ -66,7 +66,9 @@ def _default(model: type[BaseModel], name: str, info: FieldInfo) -> str:
         return f'`"{tag}"`' + (", may be left out" if model is AgentSpec else ", required")
     if info.is_required():
         return "required"
-    value: Any = info.get_default(call_default_factory=True) if info.default is PydanticUndefined else info.default
+    value: Any = (
+        info.get_default(call_default_factory=True) if info.default is PydanticUndefined else info.default
+    )
     if value is None or value == "":
         return "unset"
     if isinstance(value, bool):

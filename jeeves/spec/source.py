@@ -34,7 +34,9 @@ def load_spec_source(source: Mapping[str, Any]) -> Architecture:
     """The architecture a recorded `spec` source describes."""
     table = source.get("spec")
     if not isinstance(table, Mapping):
-        raise UserError(f"The recorded spec source {dict(source)!r} holds no spec table; pass the architecture.")
+        raise UserError(
+            f"The recorded spec source {dict(source)!r} holds no spec table; pass the architecture."
+        )
     path = source.get("path")
     arch, _ = build(parse_spec(table, path=path if isinstance(path, str) else None))
     return arch

@@ -81,5 +81,7 @@ def test_other_kinds_of_source_come_from_registered_loaders(spec_loader: list[Ma
 def test_a_run_without_a_source_asks_for_the_architecture() -> None:
     with pytest.raises(UserError, match=r"does not say how to rebuild the architecture of run 'r1'; pass it"):
         load_architecture(None, session_id="r1")
-    with pytest.raises(UserError, match=r"recorded from a 'notebook' source, which this process cannot rebuild"):
+    with pytest.raises(
+        UserError, match=r"recorded from a 'notebook' source, which this process cannot rebuild"
+    ):
         load_architecture({"kind": "notebook"}, session_id="r1")

@@ -61,7 +61,10 @@ def test_an_actor_critic_with_every_critic_kind_and_routes() -> None:
                 {"type": "citations", "evidence_ids": ["a", "b"]},
                 {"type": "function", "function": "tests.spec.helpers:no_todo"},
             ],
-            "models": {"actor": "anthropic/claude-sonnet-4-5", "critic": {"model": "openai/gpt-4o", "retries": 0}},
+            "models": {
+                "actor": "anthropic/claude-sonnet-4-5",
+                "critic": {"model": "openai/gpt-4o", "retries": 0},
+            },
         }
     )
     assert type(arch) is ActorCritic
@@ -83,7 +86,9 @@ def test_one_critic_is_not_wrapped_and_zero_means_none() -> None:
     arch, _ = built({"type": "actor_critic", "actor": {"instructions": "Write."}, "critic": {"type": "llm"}})
     assert type(arch.critic) is LLMCritic
     assert arch.settings.no_improvement is None
-    refine, _ = built({"type": "self_refine", "no_improvement": 0, "agent": {"instructions": "Write.", "role": "w"}})
+    refine, _ = built(
+        {"type": "self_refine", "no_improvement": 0, "agent": {"instructions": "Write.", "role": "w"}}
+    )
     assert type(refine) is SelfRefine
     assert refine.settings.no_improvement is None and refine.role == "w"
 
@@ -94,7 +99,11 @@ def test_a_supervisor_over_nested_architectures() -> None:
             "type": "supervisor",
             "max_delegations": 3,
             "workers": {
-                "coder": {"type": "actor_critic", "actor": {"instructions": "Code."}, "critic": {"type": "llm"}},
+                "coder": {
+                    "type": "actor_critic",
+                    "actor": {"instructions": "Code."},
+                    "critic": {"type": "llm"},
+                },
                 "team": {"type": "supervisor", "workers": {"writer": {"instructions": "Write."}}},
             },
         }
@@ -108,10 +117,14 @@ def test_a_supervisor_over_nested_architectures() -> None:
 def test_a_constructor_error_names_the_file_and_key_path() -> None:
     data = {
         "type": "supervisor",
-        "workers": {"coder": {"type": "actor_critic", "actor": {"instructions": "x"}, "critic": {"type": "llm"}}},
+        "workers": {
+            "coder": {"type": "actor_critic", "actor": {"instructions": "x"}, "critic": {"type": "llm"}}
+        },
     }
     data["workers"]["coder"]["critic_template"] = "{task} {answer}"
-    with pytest.raises(UserError, match=r"^team\.toml: workers\.coder: critic_template uses unknown placeholder"):
+    with pytest.raises(
+        UserError, match=r"^team\.toml: workers\.coder: critic_template uses unknown placeholder"
+    ):
         build(parse_spec(data, path="team.toml"))
 
 
@@ -177,7 +190,11 @@ async def test_demo_tool_calls_are_scripted() -> None:
         "instructions": "Count.",
         "role": "counter",
         "tools": ["tests.spec.helpers:word_count"],
-        "demo": {"script": {"counter": [{"tool_calls": [{"name": "word_count", "arguments": {"text": "a b"}}]}, "2"]}},
+        "demo": {
+            "script": {
+                "counter": [{"tool_calls": [{"name": "word_count", "arguments": {"text": "a b"}}]}, "2"]
+            }
+        },
     }
     arch, router = built(data, offline=True)
     async with jeeves.stream(arch, "How many?", router=router) as events:

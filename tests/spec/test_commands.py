@@ -50,7 +50,9 @@ def test_validate_prints_the_outline() -> None:
 
 def test_validate_a_bad_spec_lists_its_problems_and_exits_2(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
-    bad.write_text('type = "actor_critic"\nmax_round = 2\n[actor]\ninstructions = "x"\n[critic]\ntype = "llm"\n')
+    bad.write_text(
+        'type = "actor_critic"\nmax_round = 2\n[actor]\ninstructions = "x"\n[critic]\ntype = "llm"\n'
+    )
     out = jeeves_cli("validate", str(bad))
     assert out.returncode == 2
     assert out.stderr == (
@@ -63,14 +65,20 @@ def test_run_offline_json_is_one_event_per_line() -> None:
     out = jeeves_cli("run", CODEGEN, "--offline", "--json", "--session-id", "cg")
     assert out.returncode == 0, out.stderr
     events = [json.loads(line) for line in out.stdout.splitlines()]
-    assert (events[0]["type"], events[0]["session_id"], events[0]["role"]) == ("session.started", "cg", "codegen")
+    assert (events[0]["type"], events[0]["session_id"], events[0]["role"]) == (
+        "session.started",
+        "cg",
+        "codegen",
+    )
     assert events[-1]["type"] == "session.completed" and events[-1]["stop_reason"] == "approved"
     assert [e["score"] for e in events if e["type"] == "critique"] == [0.6, 0.95]
 
 
 def test_run_offline_records_a_journal_that_replays(tmp_path: Path) -> None:
     journal = tmp_path / "runs.db"
-    out = jeeves_cli("run", "architectures/self_refine.toml", "--offline", "--journal", str(journal), "--session-id", "sr")
+    out = jeeves_cli(
+        "run", "architectures/self_refine.toml", "--offline", "--journal", str(journal), "--session-id", "sr"
+    )
     assert out.returncode == 0, out.stderr
     assert "stop reason: approved · 4 model calls" in out.stdout
     assert "  draft: 2 calls" in out.stdout and "  feedback: 2 calls" in out.stdout
@@ -91,7 +99,9 @@ def test_a_missing_api_key_names_the_variable_without_a_traceback() -> None:
 
 
 def test_model_flags_route_a_role_to_another_model() -> None:
-    out = jeeves_cli("run", "architectures/self_refine.toml", "--offline", "--model", "explainer=openai/gpt-4o")
+    out = jeeves_cli(
+        "run", "architectures/self_refine.toml", "--offline", "--model", "explainer=openai/gpt-4o"
+    )
     assert out.returncode == 2
     assert "OPENAI_API_KEY" in out.stderr and "Traceback" not in out.stderr
 
@@ -130,14 +140,26 @@ def test_describe_and_catalog() -> None:
     catalog = spec_catalog([str(REPO / CODEGEN)], offline=True)
     arch, router = catalog["codegen"]()
     assert arch.name == "actor_critic" and router.routes["actor"].model.startswith("scripted:")
-    assert catalog["codegen"]()[1].routes["default"].client is not router.routes["default"].client  # fresh script
+    assert (
+        catalog["codegen"]()[1].routes["default"].client is not router.routes["default"].client
+    )  # fresh script
     with pytest.raises(UserError, match="Two specs are named 'codegen'"):
         spec_catalog([str(REPO / CODEGEN), str(REPO / CODEGEN)])
 
 
 def test_serve_serves_specs_each_with_its_own_routes() -> None:
     server = subprocess.Popen(
-        [sys.executable, "-m", "jeeves", "serve", "architectures/self_refine.toml", CODEGEN, "--offline", "--port", "0"],
+        [
+            sys.executable,
+            "-m",
+            "jeeves",
+            "serve",
+            "architectures/self_refine.toml",
+            CODEGEN,
+            "--offline",
+            "--port",
+            "0",
+        ],
         cwd=REPO,
         env=offline_env(),
         stdout=subprocess.PIPE,

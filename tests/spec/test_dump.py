@@ -8,7 +8,17 @@ from typing import Any
 
 import pytest
 
-from jeeves import ActorCritic, Agent, CitationCritic, CodeCritic, LLMCritic, Router, SelfRefine, Supervisor, Tool
+from jeeves import (
+    ActorCritic,
+    Agent,
+    CitationCritic,
+    CodeCritic,
+    LLMCritic,
+    Router,
+    SelfRefine,
+    Supervisor,
+    Tool,
+)
 from jeeves.critics import FunctionCritic
 from jeeves.errors import UserError
 from jeeves.models.base import Route
@@ -52,7 +62,11 @@ def test_an_agent_with_everything() -> None:
         "tools": ["tests.spec.helpers:word_count", "tests.spec.helpers:shout"],
         "output_type": "tests.spec.helpers:Summary",
         "max_turns": 3,
-        "model": {"model": "openai/gpt-4o", "fallbacks": ["openai/gpt-4o-mini"], "params": {"temperature": 0}},
+        "model": {
+            "model": "openai/gpt-4o",
+            "fallbacks": ["openai/gpt-4o-mini"],
+            "params": {"temperature": 0},
+        },
         "params": {"max_tokens": 200},
         "description": "Counts.",
     }
@@ -75,7 +89,9 @@ def test_a_supervisor_over_every_architecture_and_critic_kind() -> None:
         weights={"tests": 3, "review": 1, "citations": 1, "todo": 1},
         description="Writes Python.",
     )
-    writer = SelfRefine(Agent("You write prose.", role="writer"), no_improvement=None, role="prose", threshold=0.7)
+    writer = SelfRefine(
+        Agent("You write prose.", role="writer"), no_improvement=None, role="prose", threshold=0.7
+    )
     inner = Supervisor({"writer": writer}, instructions="Delegate the writing.", max_turns=3)
     lead = Supervisor(
         {"coder": coder, "team": inner, "plain": Agent("Answer.")},
@@ -86,9 +102,14 @@ def test_a_supervisor_over_every_architecture_and_critic_kind() -> None:
         params={"temperature": 0.1},
         description="Leads.",
     )
-    router = Router({"default": "openai/gpt-4o-mini", "coder.critic": Route(model="openai/gpt-4o", retries=0)})
+    router = Router(
+        {"default": "openai/gpt-4o-mini", "coder.critic": Route(model="openai/gpt-4o", retries=0)}
+    )
     table = round_trip(lead, router)
-    assert table["models"] == {"default": "openai/gpt-4o-mini", "coder.critic": {"model": "openai/gpt-4o", "retries": 0}}
+    assert table["models"] == {
+        "default": "openai/gpt-4o-mini",
+        "coder.critic": {"model": "openai/gpt-4o", "retries": 0},
+    }
     critics = table["workers"]["coder"]["critic"]
     assert [c["type"] for c in critics] == ["code", "llm", "citations", "function"]
     assert critics[0]["tests_source"] == TESTS and critics[0]["memory_mb"] == 0
@@ -115,7 +136,10 @@ def local_tool() -> Agent:
         (lambda: Agent("x", model=ScriptedModel(["a"])), r"served by the client .*a spec cannot name"),
         (lambda: ActorCritic(Agent("x"), lambda task, output: True), r"Cannot dump critic function"),
         (lambda: Agent("x", output_type=dict[str, int]), r"Cannot dump output type"),
-        (lambda: type("Custom", (Agent,), {})("x"), r"only jeeves\.Agent, ActorCritic, SelfRefine and Supervisor"),
+        (
+            lambda: type("Custom", (Agent,), {})("x"),
+            r"only jeeves\.Agent, ActorCritic, SelfRefine and Supervisor",
+        ),
     ],
 )
 def test_what_a_spec_cannot_name_is_a_clear_error(make: Callable[[], object], message: str) -> None:

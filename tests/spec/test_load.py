@@ -36,11 +36,17 @@ def test_a_nested_bad_value_is_named_by_its_dotted_key_path() -> None:
 
 
 def test_types_are_strict_and_the_given_value_is_shown() -> None:
-    assert problems(team(coder(max_rounds="3"))) == ["workers.coder.max_rounds: should be a valid integer, got '3'"]
+    assert problems(team(coder(max_rounds="3"))) == [
+        "workers.coder.max_rounds: should be a valid integer, got '3'"
+    ]
 
 
 def test_a_critic_in_an_array_is_named_by_its_index() -> None:
-    data = team(coder(critic=[{"type": "llm"}, {"type": "code", "tests_source": "def test_x(): pass", "timeout_s": 0}]))
+    data = team(
+        coder(
+            critic=[{"type": "llm"}, {"type": "code", "tests_source": "def test_x(): pass", "timeout_s": 0}]
+        )
+    )
     assert problems(data) == ["workers.coder.critic[1].timeout_s: should be greater than 0, got 0"]
 
 
@@ -50,7 +56,9 @@ def test_one_critic_table_is_named_without_an_index() -> None:
 
 
 def test_an_unknown_key_suggests_the_closest_one() -> None:
-    assert problems(team(coder(max_round=2))) == ["workers.coder.max_round: unknown key; did you mean 'max_rounds'?"]
+    assert problems(team(coder(max_round=2))) == [
+        "workers.coder.max_round: unknown key; did you mean 'max_rounds'?"
+    ]
     data = team(coder(actor={"instrutions": "x"}))
     assert problems(data) == [
         "workers.coder.actor.instructions: required, but missing",
@@ -89,7 +97,9 @@ def test_a_table_where_a_value_belongs_and_back() -> None:
 
 
 def test_every_problem_is_listed_once() -> None:
-    found = problems({**coder(threshold=2, on_critic_error="ignore"), "demo": {"script": {"actor": [{"txt": "a"}]}}})
+    found = problems(
+        {**coder(threshold=2, on_critic_error="ignore"), "demo": {"script": {"actor": [{"txt": "a"}]}}}
+    )
     assert found == [
         "threshold: should be less than or equal to 1, got 2",
         "on_critic_error: should be 'keep_draft' or 'raise', got 'ignore'",

@@ -35,18 +35,29 @@ async def test_a_recorded_spec_run_replays_after_the_file_is_gone(tmp_path: Path
     journal = tmp_path / "runs.jsonl"
     assert spec.demo is not None
     async with jeeves.stream(
-        arch, spec.demo.task, router=router, session_id="cg", journal=journal, architecture_ref=spec_source(spec)
+        arch,
+        spec.demo.task,
+        router=router,
+        session_id="cg",
+        journal=journal,
+        architecture_ref=spec_source(spec),
     ) as events:
         recorded = [e async for e in events]
         original = await events.result()
     for name in ("codegen.toml", "codegen_tests.py"):
         (tmp_path / name).unlink()
     replayed = await jeeves.replay(None, journal, "cg")  # strict: every step served, same final output
-    assert (replayed.text, replayed.stop_reason) == (original.text, original.stop_reason) == (recorded[-1].output, "approved")
+    assert (
+        (replayed.text, replayed.stop_reason)
+        == (original.text, original.stop_reason)
+        == (recorded[-1].output, "approved")
+    )
 
 
 def test_a_source_without_a_table_is_a_user_error() -> None:
     with pytest.raises(UserError, match="holds no spec table"):
         load_spec_source({"kind": "spec", "path": None})
-    arch = load_architecture(spec_source(load_spec(REPO / "architectures" / "self_refine.toml")), session_id="x")
+    arch = load_architecture(
+        spec_source(load_spec(REPO / "architectures" / "self_refine.toml")), session_id="x"
+    )
     assert arch.name == "self_refine"

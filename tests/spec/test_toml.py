@@ -19,7 +19,7 @@ TRICKY = [
     "\nstarts with a newline",
     'ends with a quote"',
     "ends with an apostrophe'",
-    'code = """docstring"""\nand \'\'\'more\'\'\'',
+    "code = \"\"\"docstring\"\"\"\nand '''more'''",
     'quotes at the end ""\n"',
     "windows\r\nline\r\nends",
     "unicode: café ✓ 漢字 \U0001f600",
