@@ -7,6 +7,12 @@ themselves with `pytestmark = pytest.mark.parametrize("anyio_backend", ["asyncio
 from __future__ import annotations
 
 import os
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -32,3 +38,33 @@ def subprocess_env() -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
     env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
     return env
+
+
+@contextmanager
+def jeeves_serve(*args: str, env: dict[str, str] | None = None) -> Iterator[str]:
+    """`python -m jeeves serve ARGS --port 0` from the repository; yields its base URL.
+
+    On leaving, the server gets SIGINT and must exit cleanly (code 0).
+    """
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jeeves", "serve", *args, "--port", "0"],
+        cwd=REPO,
+        env=env or subprocess_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stderr is not None
+        port = None
+        for line in server.stderr:
+            found = re.search(r"Uvicorn running on http://127\.0\.0\.1:(\d+)", line)
+            if found:
+                port = int(found.group(1))
+                break
+        assert port, "the server did not report its address"
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.communicate(timeout=30)
+    assert server.returncode == 0

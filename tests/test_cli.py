@@ -1,15 +1,13 @@
 from __future__ import annotations
 
 import json
-import re
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import httpx
 
-from tests.conftest import REPO, subprocess_env
+from tests.conftest import REPO, jeeves_serve, subprocess_env
 
 
 def jeeves_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -42,25 +40,7 @@ def test_demo_draws_the_session_tree_by_default(tmp_path: Path) -> None:
 
 
 def test_serve_binds_localhost_needs_its_token_and_runs_the_demo() -> None:
-    env = {**subprocess_env(), "JEEVES_TOKEN": "t0ken"}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "jeeves", "serve", "--port", "0"],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stderr is not None
-        port = None
-        for line in server.stderr:
-            found = re.search(r"Uvicorn running on http://127\.0\.0\.1:(\d+)", line)
-            if found:
-                port = int(found.group(1))
-                break
-        assert port, "the server did not report its address"
-        base = f"http://127.0.0.1:{port}"
+    with jeeves_serve(env={**subprocess_env(), "JEEVES_TOKEN": "t0ken"}) as base:
         auth = {"Authorization": "Bearer t0ken"}
         assert httpx.get(f"{base}/architectures").status_code == 401
         assert httpx.get(f"{base}/architectures", headers=auth).json() == {"architectures": ["demo"]}
@@ -69,7 +49,3 @@ def test_serve_binds_localhost_needs_its_token_and_runs_the_demo() -> None:
         ]
         body = httpx.get(f"{base}/runs/{sid}/events", headers=auth, timeout=30).text
         assert '"type":"session.completed"' in body and "event: end" in body
-    finally:
-        server.send_signal(signal.SIGINT)
-        server.communicate(timeout=30)
-    assert server.returncode == 0

@@ -22,7 +22,7 @@ from typing import Any
 from jeeves.architecture import Architecture
 from jeeves.errors import UserError
 
-__all__ = ["load_architecture", "register_loader", "resolve_ref", "source_of"]
+__all__ = ["import_object", "load_architecture", "register_loader", "resolve_ref", "source_of"]
 
 SourceLoader = Callable[[Mapping[str, Any]], Architecture]
 """Builds the architecture a source describes; raises UserError when it cannot."""
@@ -61,6 +61,12 @@ def _lookup(ref: str) -> tuple[Any, str]:
             raise UserError(f"{module_name!r} has no attribute {attr!r} (from {ref!r}); check the name.")
         value = getattr(value, part)
     return value, module_name
+
+
+def import_object(ref: str) -> Any:
+    """The object `package.module:attr.path` names (specs name tools and critics this way too)."""
+    value, _ = _lookup(ref)
+    return value
 
 
 def resolve_ref(ref: str) -> Architecture:

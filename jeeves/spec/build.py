@@ -12,7 +12,6 @@ tree never passes a script off as a real model.
 
 from __future__ import annotations
 
-import importlib
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -27,6 +26,7 @@ from jeeves.errors import UserError
 from jeeves.models.base import ModelClient, Route
 from jeeves.models.router import Router
 from jeeves.models.testing import Reply, ScriptedModel, call
+from jeeves.replay.source import import_object
 from jeeves.spec.load import _join
 from jeeves.spec.models import (
     ActorCriticSpec,
@@ -45,7 +45,7 @@ from jeeves.spec.models import (
 )
 from jeeves.tools import Tool
 
-__all__ = ["build", "import_object", "scripted_model"]
+__all__ = ["build", "scripted_model"]
 
 Path_ = list[str | int]
 RouteLike = str | Route | ModelClient
@@ -85,20 +85,6 @@ def scripted_model(demo: DemoSpec) -> ScriptedModel:
         for key, replies in demo.script.items()
     }
     return ScriptedModel(scripts, model_name="scripted")
-
-
-def import_object(ref: str) -> Any:
-    """The object `package.module:attr.path` names; a UserError saying what is missing."""
-    module_name, _, attr = ref.partition(":")
-    try:
-        value: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise UserError(f"cannot import {module_name!r} ({exc}); check the module path.") from None
-    for part in attr.split("."):
-        if not hasattr(value, part):
-            raise UserError(f"module {module_name!r} has no attribute {attr!r}; check the name.")
-        value = getattr(value, part)
-    return value
 
 
 @contextmanager

@@ -11,6 +11,7 @@ Subclasses of the jeeves classes are refused too: their behaviour is not in the 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from jeeves.agent import Agent
@@ -26,7 +27,7 @@ from jeeves.critics import (
 from jeeves.errors import UserError
 from jeeves.models.base import Route
 from jeeves.models.router import Router
-from jeeves.spec.build import import_object
+from jeeves.replay.source import import_object
 from jeeves.spec.load import TOP_LEVEL_TABLES
 from jeeves.spec.models import (
     ActorCriticSpec,
@@ -86,28 +87,15 @@ def _tidy(data: Any) -> Any:
     return data
 
 
-def _exact(obj: object, cls: type) -> bool:
-    return type(obj) is cls
-
-
 def spec_of(arch: object) -> ArchSpec:
     """The spec model of an architecture built in code (the inverse of `build`)."""
-    if _exact(arch, Agent):
-        assert isinstance(arch, Agent)
-        return _agent(arch)
-    if _exact(arch, ActorCritic):
-        assert isinstance(arch, ActorCritic)
-        return _actor_critic(arch)
-    if _exact(arch, SelfRefine):
-        assert isinstance(arch, SelfRefine)
-        return _self_refine(arch)
-    if _exact(arch, Supervisor):
-        assert isinstance(arch, Supervisor)
-        return _supervisor(arch)
-    raise UserError(
-        f"Cannot dump {arch!r} to a spec: only jeeves.Agent, ActorCritic, SelfRefine and Supervisor "
-        f"(not subclasses) have a spec form. Build it from those, or keep it in code."
-    )
+    dumper = _ARCHITECTURES.get(type(arch))  # the exact class: a subclass's behaviour is not in the table
+    if dumper is None:
+        raise UserError(
+            f"Cannot dump {arch!r} to a spec: only jeeves.Agent, ActorCritic, SelfRefine and Supervisor "
+            f"(not subclasses) have a spec form. Build it from those, or keep it in code."
+        )
+    return dumper(arch)
 
 
 def _ref(obj: object, what: str) -> str:
@@ -184,7 +172,7 @@ def _description(arch: object, inner: object) -> str:
 
 def _actor_critic(arch: ActorCritic) -> ActorCriticSpec:
     s = arch.settings
-    combined = isinstance(arch.critic, CombinedCritic) and _exact(arch.critic, CombinedCritic)
+    combined = type(arch.critic) is CombinedCritic
     critics = arch.critic.critics if combined else [arch.critic]  # type: ignore[attr-defined]
     weights = arch.critic.weights if combined else None  # type: ignore[attr-defined]
     return ActorCriticSpec(
@@ -239,50 +227,71 @@ def _supervisor(arch: Supervisor) -> SupervisorSpec:
     )
 
 
-def _critic(critic: object) -> CriticSpec:
-    if _exact(critic, LLMCritic):
-        assert isinstance(critic, LLMCritic)
-        return LLMCriticSpec(
-            type="llm",
-            instructions=critic.instructions,
-            name=critic.name,
-            model=_pin(critic.route, f"the model of critic {critic.name!r}"),
-            params=dict(critic.params),
-            repair=critic.repair,
-        )
-    if _exact(critic, CodeCritic):
-        assert isinstance(critic, CodeCritic)
-        return CodeCriticSpec(
-            type="code",
-            tests_source=critic.tests,
-            module=critic.module,
-            test_file=critic.test_file,
-            timeout_s=critic.timeout_s,
-            memory_mb=critic.memory_mb or 0,
-            all_must_pass=critic.all_must_pass,
-            name=critic.name,
-            python=None if critic.python == sys.executable else critic.python,
-            plugins=list(critic.plugins),
-            env=dict(critic.env),
-        )
-    if _exact(critic, CitationCritic):
-        assert isinstance(critic, CitationCritic)
-        return CitationCriticSpec(
-            type="citations",
-            evidence_ids=sorted(critic.evidence_ids),
-            uncited_penalty=critic.uncited_penalty,
-            hedges=list(critic.hedges),
-            name=critic.name,
-        )
-    if _exact(critic, FunctionCritic):
-        assert isinstance(critic, FunctionCritic)
-        default = FunctionCritic(critic.function).name
-        return FunctionCriticSpec(
-            type="function",
-            function=_ref(critic.function, "critic function"),
-            name=None if critic.name == default else critic.name,
-        )
-    raise UserError(
-        f"Cannot dump the critic {critic!r}: a spec knows LLMCritic, CodeCritic, CitationCritic and "
-        f"FunctionCritic (a function critic must be importable by path)."
+def _llm_critic(critic: LLMCritic) -> LLMCriticSpec:
+    return LLMCriticSpec(
+        type="llm",
+        instructions=critic.instructions,
+        name=critic.name,
+        model=_pin(critic.route, f"the model of critic {critic.name!r}"),
+        params=dict(critic.params),
+        repair=critic.repair,
     )
+
+
+def _code_critic(critic: CodeCritic) -> CodeCriticSpec:
+    return CodeCriticSpec(
+        type="code",
+        tests_source=critic.tests,
+        module=critic.module,
+        test_file=critic.test_file,
+        timeout_s=critic.timeout_s,
+        memory_mb=critic.memory_mb or 0,
+        all_must_pass=critic.all_must_pass,
+        name=critic.name,
+        python=None if critic.python == sys.executable else critic.python,
+        plugins=list(critic.plugins),
+        env=dict(critic.env),
+    )
+
+
+def _citation_critic(critic: CitationCritic) -> CitationCriticSpec:
+    return CitationCriticSpec(
+        type="citations",
+        evidence_ids=sorted(critic.evidence_ids),
+        uncited_penalty=critic.uncited_penalty,
+        hedges=list(critic.hedges),
+        name=critic.name,
+    )
+
+
+def _function_critic(critic: FunctionCritic) -> FunctionCriticSpec:
+    default = FunctionCritic(critic.function).name
+    return FunctionCriticSpec(
+        type="function",
+        function=_ref(critic.function, "critic function"),
+        name=None if critic.name == default else critic.name,
+    )
+
+
+def _critic(critic: object) -> CriticSpec:
+    dumper = _CRITICS.get(type(critic))
+    if dumper is None:
+        raise UserError(
+            f"Cannot dump the critic {critic!r}: a spec knows LLMCritic, CodeCritic, CitationCritic and "
+            f"FunctionCritic (a function critic must be importable by path)."
+        )
+    return dumper(critic)
+
+
+_ARCHITECTURES: dict[type, Callable[[Any], ArchSpec]] = {
+    Agent: _agent,
+    ActorCritic: _actor_critic,
+    SelfRefine: _self_refine,
+    Supervisor: _supervisor,
+}
+_CRITICS: dict[type, Callable[[Any], CriticSpec]] = {
+    LLMCritic: _llm_critic,
+    CodeCritic: _code_critic,
+    CitationCritic: _citation_critic,
+    FunctionCritic: _function_critic,
+}

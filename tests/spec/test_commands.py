@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +13,7 @@ import pytest
 from jeeves.errors import UserError
 from jeeves.spec import build, load_spec
 from jeeves.spec.commands import describe_spec, parse_model_flags, spec_catalog
-from tests.conftest import REPO, subprocess_env
+from tests.conftest import REPO, jeeves_serve, subprocess_env
 
 CODEGEN = "architectures/codegen.toml"
 
@@ -148,40 +146,9 @@ def test_describe_and_catalog() -> None:
 
 
 def test_serve_serves_specs_each_with_its_own_routes() -> None:
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jeeves",
-            "serve",
-            "architectures/self_refine.toml",
-            CODEGEN,
-            "--offline",
-            "--port",
-            "0",
-        ],
-        cwd=REPO,
-        env=offline_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stderr is not None
-        port = None
-        for line in server.stderr:
-            found = re.search(r"Uvicorn running on http://127\.0\.0\.1:(\d+)", line)
-            if found:
-                port = int(found.group(1))
-                break
-        assert port, "the server did not report its address"
-        base = f"http://127.0.0.1:{port}"
+    with jeeves_serve("architectures/self_refine.toml", CODEGEN, "--offline", env=offline_env()) as base:
         assert httpx.get(f"{base}/architectures").json() == {"architectures": ["self_refine", "codegen"]}
         started = httpx.post(f"{base}/runs", json={"architecture": "codegen", "task": "slugify"}).json()
         body = httpx.get(f"{base}/runs/{started['session_id']}/events", timeout=60).text
         assert '"model":"scripted:anthropic/claude-sonnet-4-5"' in body
         assert '"stop_reason":"approved"' in body and "event: end" in body
-    finally:
-        server.send_signal(signal.SIGINT)
-        server.communicate(timeout=30)
-    assert server.returncode == 0
