@@ -128,6 +128,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as exc:  # configuration, not a crash: one line, no traceback
         sys.stderr.write(f"error: {exc}\n")
         return 2
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        return 130
 
 
 def _dispatch(args: argparse.Namespace) -> int:

@@ -75,6 +75,8 @@ async def run_command(options: RunOptions, out: TextIO | None = None, err: TextI
         task = options.task or (spec.demo.task if spec.demo else "")
         if not task.strip():
             raise UserError(f"Give a TASK: {options.spec} has no [demo] task to fall back on.")
+        if options.budget_usd is not None and not options.budget_usd >= 0:
+            raise UserError(f"--budget-usd must be a number of dollars >= 0, got {options.budget_usd!r}.")
         budget = Budget(max_usd=options.budget_usd) if options.budget_usd is not None else None
     except UserError as exc:
         _error(exc, err)

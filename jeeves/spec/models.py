@@ -14,29 +14,31 @@ these models by `jeeves.spec.reference`).
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Discriminator,
-    Field,
-    SerializerFunctionWrapHandler,
-    Tag,
-    ValidationInfo,
-    field_validator,
-    model_serializer,
-    model_validator,
-)
+from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
 from jeeves.architectures._templates import ACTOR_REFINE_TEMPLATE, CRITIC_TEMPLATE, SELF_REFINE_TEMPLATE
 from jeeves.architectures._templates import FEEDBACK_INSTRUCTIONS as _FEEDBACK
 from jeeves.architectures.supervisor import DEFAULT_INSTRUCTIONS as _SUPERVISOR
-from jeeves.critics.citations import HEDGES
-from jeeves.critics.llm import REVIEW_INSTRUCTIONS
+from jeeves.spec.parts import (
+    CRITIC_SPECS,
+    CitationCriticSpec,
+    CodeCriticSpec,
+    CriticSpec,
+    DemoSpec,
+    FunctionCriticSpec,
+    ImportPath,
+    LLMCriticSpec,
+    Name,
+    ReplySpec,
+    RouteKey,
+    RouteSpec,
+    SpecModel,
+    ToolCallSpec,
+    fill_type,
+)
 
 __all__ = [
     "ARCHITECTURE_SPECS",
@@ -52,182 +54,15 @@ __all__ = [
     "LLMCriticSpec",
     "ReplySpec",
     "RouteSpec",
-    "Spec",
     "SelfRefineSpec",
+    "Spec",
     "SupervisorSpec",
     "ToolCallSpec",
 ]
 
-_NAME = re.compile(r"[a-z][a-z0-9_]*")
-_IMPORT = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
-
-
-def _name(value: str) -> str:
-    if not _NAME.fullmatch(value) or "__" in value:
-        raise ValueError(
-            f"{value!r} is not a valid name: use lowercase letters, digits and single underscores, "
-            f"starting with a letter (e.g. 'critic', 'code_reviewer')"
-        )
-    return value
-
-
-def _import_path(value: str) -> str:
-    if not _IMPORT.fullmatch(value):
-        raise ValueError(f"{value!r} is not an import path; write 'package.module:attribute'")
-    return value
-
-
-def _route_key(value: str) -> str:
-    if value != "default" and not all(_NAME.fullmatch(p) and "__" not in p for p in value.split(".")):
-        raise ValueError(
-            f"{value!r} is not a route key: use 'default' or a role path of names joined by dots "
-            f"(e.g. 'critic', 'coder.critic')"
-        )
-    return value
-
-
-Name = Annotated[str, AfterValidator(_name)]
-RouteKey = Annotated[str, AfterValidator(_route_key)]
-ImportPath = Annotated[str, AfterValidator(_import_path)]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, use_attribute_docstrings=True)
-
-
-def _fill_type(data: Any, tag: str) -> Any:
-    if isinstance(data, dict) and "type" not in data:
-        return {"type": tag, **data}
-    return data
-
-
-# -- routes ------------------------------------------------------------------------------
-class RouteSpec(_Model):
-    """Where a role's model calls go. A plain string is a route with only `model`."""
-
-    model: str = Field(min_length=1)
-    """The litellm model string, e.g. "anthropic/claude-sonnet-4-5"."""
-    fallbacks: list[str] = Field(default_factory=list)
-    """Models tried in order when `model` keeps failing with retryable errors."""
-    params: dict[str, Any] = Field(default_factory=dict)
-    """Provider parameters for every call on the route (temperature, max_tokens…)."""
-    retries: int = Field(default=2, ge=0)
-    """Extra attempts per model on a retryable error (rate limit, timeout, 5xx)."""
-    backoff_s: float = Field(default=0.5, ge=0)
-    """First retry delay in seconds; doubles per attempt."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_string(cls, data: Any) -> Any:
-        return {"model": data} if isinstance(data, str) else data
-
-    @model_serializer(mode="wrap")
-    def _as_string(self, handler: SerializerFunctionWrapHandler) -> Any:
-        data = handler(self)
-        return data["model"] if isinstance(data, dict) and set(data) == {"model"} else data
-
-
-# -- critics -----------------------------------------------------------------------------
-class LLMCriticSpec(_Model):
-    """`type = "llm"`: a model asked for a verdict (jeeves.LLMCritic)."""
-
-    type: Literal["llm"]
-    instructions: str = REVIEW_INSTRUCTIONS
-    """The reviewer's system prompt; end your own with the verdict format (see docs/critics.md)."""
-    name: Name = "llm"
-    """The critic's name: tags its verdicts and issues, and keys `weights`."""
-    model: RouteSpec | None = None
-    """Pin the critic to a model (a string or a route table); unset, the `[models]` table decides."""
-    params: dict[str, Any] = Field(default_factory=dict)
-    """Provider parameters for the critic's calls."""
-    repair: bool = True
-    """Ask once more when the reply has no readable score."""
-
-
-class CodeCriticSpec(_Model):
-    """`type = "code"`: run the candidate's Python against a pytest file (jeeves.CodeCritic)."""
-
-    type: Literal["code"]
-    tests: str | None = None
-    """Path of the pytest file, relative to the spec file. Give this or `tests_source`."""
-    tests_source: str | None = None
-    """The pytest file's text, inline; read from `tests` when the spec is loaded (and used when both are set)."""
-    module: str = "solution"
-    """The module name the tests import the candidate's code as."""
-    test_file: str = "test_solution.py"
-    """The file name the tests are written to beside the candidate's module."""
-    timeout_s: float = Field(default=60.0, gt=0)
-    """Seconds before the test process group is killed (a hard fail)."""
-    memory_mb: int = Field(default=1024, ge=0)
-    """Address-space cap in MiB where the OS enforces it; 0 for none."""
-    all_must_pass: bool = True
-    """A failing test is a hard fail (never approved)."""
-    name: Name = "tests"
-    """The critic's name: tags its verdicts and issues, and keys `weights`."""
-    python: str | None = None
-    """The interpreter that runs pytest; unset, the one running jeeves."""
-    plugins: list[str] = Field(default_factory=list)
-    """Extra pytest plugins (`-p NAME`); autoloading is off."""
-    env: dict[str, str] = Field(default_factory=dict)
-    """Extra environment variables for the test process."""
-
-    @field_validator("tests")
-    @classmethod
-    def _readable(cls, value: str | None, info: ValidationInfo) -> str | None:
-        if value is not None:
-            _read(value, info)
-        return value
-
-    @model_validator(mode="after")
-    def _read_tests(self, info: ValidationInfo) -> CodeCriticSpec:
-        if self.tests_source is None:
-            if self.tests is None:
-                raise ValueError("give `tests` (a pytest file path) or `tests_source` (its text)")
-            self.tests_source = _read(self.tests, info)
-        return self
-
-
-def _read(relative: str, info: ValidationInfo) -> str:
-    """A file's text, relative to the spec's directory (`context["base"]`, else the current one)."""
-    path = Path((info.context or {}).get("base") or Path.cwd()) / relative
-    try:
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ValueError(f"cannot read {str(path)!r}: {exc.strerror or exc}") from None
-
-
-class CitationCriticSpec(_Model):
-    """`type = "citations"`: every claim cites `[id]` evidence you list (jeeves.CitationCritic)."""
-
-    type: Literal["citations"]
-    evidence_ids: list[str]
-    """The ids an answer may cite as `[id]`."""
-    uncited_penalty: float = Field(default=0.2, gt=0, le=1)
-    """What each unsupported claim takes off the score."""
-    hedges: list[str] = Field(default_factory=lambda: list(HEDGES))
-    """Phrases that exempt a sentence from needing a citation."""
-    name: Name = "citations"
-    """The critic's name: tags its verdicts and issues, and keys `weights`."""
-
-
-class FunctionCriticSpec(_Model):
-    """`type = "function"`: a Python function `(task, output) -> Verdict | bool | float`."""
-
-    type: Literal["function"]
-    function: ImportPath
-    """The function's import path, `package.module:function`."""
-    name: Name | None = None
-    """The critic's name; unset, the function's name."""
-
-
-CriticSpec = Annotated[
-    LLMCriticSpec | CodeCriticSpec | CitationCriticSpec | FunctionCriticSpec, Field(discriminator="type")
-]
-"""Any critic table, told apart by `type`."""
-
 
 # -- architectures -----------------------------------------------------------------------
-class AgentSpec(_Model):
+class AgentSpec(SpecModel):
     """`type = "agent"` (the default when `type` is left out): one model with tools (jeeves.Agent)."""
 
     type: Literal["agent"]
@@ -251,10 +86,10 @@ class AgentSpec(_Model):
     @model_validator(mode="before")
     @classmethod
     def _default_type(cls, data: Any) -> Any:
-        return _fill_type(data, "agent")
+        return fill_type(data, "agent")
 
 
-class _LoopSpec(_Model):
+class _LoopSpec(SpecModel):
     threshold: float = Field(default=0.8, ge=0, le=1)
     """The score a candidate needs to be approved."""
     max_rounds: int = Field(default=3, ge=0)
@@ -308,7 +143,7 @@ class SelfRefineSpec(_LoopSpec):
     """The role routing uses when this is the root; unset, the agent's role."""
 
 
-class SupervisorSpec(_Model):
+class SupervisorSpec(SpecModel):
     """`type = "supervisor"`: a coordinator model delegates to named workers, several at once."""
 
     type: Literal["supervisor"]
@@ -348,63 +183,18 @@ ArchSpec = Annotated[
 ]
 """Any architecture table, told apart by `type` (default `agent`)."""
 
-ARCHITECTURE_SPECS: dict[str, type[_Model]] = {
+ARCHITECTURE_SPECS: dict[str, type[SpecModel]] = {
     "agent": AgentSpec,
     "actor_critic": ActorCriticSpec,
     "self_refine": SelfRefineSpec,
     "supervisor": SupervisorSpec,
-}
-CRITIC_SPECS: dict[str, type[_Model]] = {
-    "llm": LLMCriticSpec,
-    "code": CodeCriticSpec,
-    "citations": CitationCriticSpec,
-    "function": FunctionCriticSpec,
 }
 
 for _spec in ARCHITECTURE_SPECS.values():
     _spec.model_rebuild()
 
 
-# -- offline script ----------------------------------------------------------------------
-class ToolCallSpec(_Model):
-    """A scripted tool call."""
-
-    name: str
-    """The tool's name (`delegate` and `forward` for a Supervisor)."""
-    arguments: dict[str, Any] = Field(default_factory=dict)
-    """The call's arguments."""
-
-
-class ReplySpec(_Model):
-    """One scripted reply: a string is a reply with only `text`."""
-
-    text: str = ""
-    """The reply's text."""
-    tool_calls: list[ToolCallSpec] = Field(default_factory=list)
-    """Tool calls the reply makes."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_string(cls, data: Any) -> Any:
-        return {"text": data} if isinstance(data, str) else data
-
-    @model_serializer(mode="wrap")
-    def _as_string(self, handler: SerializerFunctionWrapHandler) -> Any:
-        data = handler(self)
-        return self.text if not self.tool_calls else data
-
-
-class DemoSpec(_Model):
-    """`[demo]`: what `jeeves run SPEC --offline` uses instead of real models."""
-
-    task: str = ""
-    """The task an offline run gets when none is given on the command line."""
-    script: dict[str, list[ReplySpec]] = Field(min_length=1)
-    """Replies per key, in order: a role path (`actor`, `coder.critic`), a session id, or `default`.
-    A call takes the next reply of the most specific key that matches it (as routes do)."""
-
-
-class Spec(_Model):
+class Spec(SpecModel):
     """A whole spec file: the root architecture, its routes and its offline script.
 
     In the file the architecture's keys sit at the top level beside `[models]` and `[demo]`;

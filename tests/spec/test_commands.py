@@ -109,11 +109,28 @@ def test_configuration_mistakes_exit_2_with_one_line() -> None:
         ("run", CODEGEN, "--offline", "--model", "critic"): "error: --model 'critic' is not ROLE=MODEL",
         ("run", "nope.toml", "x"): "error: Cannot read spec file 'nope.toml'",
         ("run", CODEGEN, "--offline", "--session-id", "a__b"): "error: Invalid session_id 'a__b'",
+        (
+            "run",
+            CODEGEN,
+            "--offline",
+            "--budget-usd",
+            "-1",
+        ): "error: --budget-usd must be a number of dollars >= 0",
     }
     for args, start in cases.items():
         out = jeeves_cli(*args)
         assert (out.returncode, out.stderr.startswith(start)) == (2, True), out.stderr
         assert "Traceback" not in out.stderr
+
+
+def test_trace_prints_spans_to_stderr_and_keeps_stdout_events() -> None:
+    out = jeeves_cli("run", "architectures/self_refine.toml", "--offline", "--json", "--trace")
+    assert out.returncode == 0, out.stderr
+    assert all(json.loads(line)["type"] for line in out.stdout.splitlines())
+    spans = json.loads("[" + out.stderr.strip().replace("}\n{", "},\n{") + "]")
+    assert {"invoke_agent explainer", "invoke_agent draft", "chat scripted:anthropic/claude-sonnet-4-5"} <= {
+        s["name"] for s in spans
+    }
 
 
 def test_a_zero_budget_stops_before_the_first_call() -> None:
