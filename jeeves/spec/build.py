@@ -27,7 +27,7 @@ from jeeves.models.base import ModelClient, Route
 from jeeves.models.router import Router
 from jeeves.models.testing import Reply, ScriptedModel, call
 from jeeves.replay.source import import_object
-from jeeves.spec.load import _join
+from jeeves.spec.load import join_key_path
 from jeeves.spec.models import (
     ActorCriticSpec,
     AgentSpec,
@@ -47,7 +47,8 @@ from jeeves.tools import Tool
 
 __all__ = ["build", "scripted_model"]
 
-Path_ = list[str | int]
+KeyPath = list[str | int]
+"""Keys from the file's top level down to a table (`["workers", "coder", "critic", 1]`)."""
 RouteLike = str | Route | ModelClient
 
 
@@ -119,10 +120,10 @@ class _Builder:
         try:
             yield
         except UserError as exc:
-            key = _join(path) or "(top level)"
+            key = join_key_path(path) or "(top level)"
             raise UserError(f"{self.where}: {key}: {exc}") from exc
 
-    def route(self, spec: RouteSpec, path: Path_) -> Route:
+    def route(self, spec: RouteSpec, path: KeyPath) -> Route:
         if self.scripted is not None:
             return Route(model=f"scripted:{spec.model}", client=self.scripted)
         with self.at(path):
@@ -134,14 +135,14 @@ class _Builder:
                 backoff_s=spec.backoff_s,
             )
 
-    def pin(self, spec: RouteSpec | None, path: Path_) -> Route | None:
+    def pin(self, spec: RouteSpec | None, path: KeyPath) -> Route | None:
         return None if spec is None else self.route(spec, [*path, "model"])
 
-    def imported(self, ref: str, path: Path_) -> Any:
+    def imported(self, ref: str, path: KeyPath) -> Any:
         with self.at(path):
             return import_object(ref)
 
-    def arch(self, spec: ArchSpec, path: Path_) -> Architecture:
+    def arch(self, spec: ArchSpec, path: KeyPath) -> Architecture:
         if isinstance(spec, AgentSpec):
             return self.agent(spec, path)
         if isinstance(spec, ActorCriticSpec):
@@ -152,9 +153,10 @@ class _Builder:
             return self.supervisor(spec, path)
         assert_never(spec)
 
-    def agent(self, spec: AgentSpec, path: Path_) -> Agent:
+    def agent(self, spec: AgentSpec, path: KeyPath) -> Agent:
         tools = [self.tool(ref, [*path, "tools", i]) for i, ref in enumerate(spec.tools)]
         output_type = self.imported(spec.output_type, [*path, "output_type"]) if spec.output_type else None
+        model = self.pin(spec.model, path)
         with self.at(path):
             return Agent(
                 spec.instructions,
@@ -162,21 +164,23 @@ class _Builder:
                 tools=tools,
                 output_type=output_type,
                 max_turns=spec.max_turns,
-                model=self.pin(spec.model, path),
+                model=model,
                 params=spec.params,
                 description=spec.description,
             )
 
-    def tool(self, ref: str, path: Path_) -> Tool:
+    def tool(self, ref: str, path: KeyPath) -> Tool:
         found = self.imported(ref, path)
         if isinstance(found, Tool):
             return found
         if not callable(found) or isinstance(found, type):
-            raise UserError(f"{self.where}: {_join(path)}: {ref!r} is {found!r}, not a function or a @tool.")
+            raise UserError(
+                f"{self.where}: {join_key_path(path)}: {ref!r} is {found!r}, not a function or a @tool."
+            )
         with self.at(path):
             return Tool(found)
 
-    def actor_critic(self, spec: ActorCriticSpec, path: Path_) -> ActorCritic:
+    def actor_critic(self, spec: ActorCriticSpec, path: KeyPath) -> ActorCritic:
         actor = self.arch(spec.actor, [*path, "actor"])
         critics = [self.critic(c, [*path, "critic", i]) for i, c in enumerate(spec.critic)]
         with self.at(path):
@@ -194,7 +198,7 @@ class _Builder:
                 description=spec.description,
             )
 
-    def self_refine(self, spec: SelfRefineSpec, path: Path_) -> SelfRefine:
+    def self_refine(self, spec: SelfRefineSpec, path: KeyPath) -> SelfRefine:
         agent = self.arch(spec.agent, [*path, "agent"])
         with self.at(path):
             return SelfRefine(
@@ -210,8 +214,9 @@ class _Builder:
                 description=spec.description,
             )
 
-    def supervisor(self, spec: SupervisorSpec, path: Path_) -> Supervisor:
+    def supervisor(self, spec: SupervisorSpec, path: KeyPath) -> Supervisor:
         workers = {name: self.arch(w, [*path, "workers", name]) for name, w in spec.workers.items()}
+        model = self.pin(spec.model, path)
         with self.at(path):
             return Supervisor(
                 workers,
@@ -220,18 +225,23 @@ class _Builder:
                 max_delegations=spec.max_delegations,
                 share_task=spec.share_task,
                 max_turns=spec.max_turns,
-                model=self.pin(spec.model, path),
+                model=model,
                 params=spec.params,
                 description=spec.description,
             )
 
-    def critic(self, spec: CriticSpec, path: Path_) -> Critic:
+    def critic(self, spec: CriticSpec, path: KeyPath) -> Critic:
+        """A critic; what it imports or pins is resolved first, so each error is keyed once."""
+        model = self.pin(spec.model, path) if isinstance(spec, LLMCriticSpec) else None
+        function: Any = None
+        if isinstance(spec, FunctionCriticSpec):
+            function = self.imported(spec.function, [*path, "function"])
         with self.at(path):
             if isinstance(spec, LLMCriticSpec):
                 return LLMCritic(
                     spec.instructions,
                     name=spec.name,
-                    model=self.pin(spec.model, path),
+                    model=model,
                     params=spec.params,
                     repair=spec.repair,
                 )
@@ -257,6 +267,5 @@ class _Builder:
                     name=spec.name,
                 )
             if isinstance(spec, FunctionCriticSpec):
-                function = self.imported(spec.function, [*path, "function"])
                 return FunctionCritic(function, name=spec.name)
             assert_never(spec)

@@ -29,7 +29,7 @@ from jeeves.spec.models import (
     ToolCallSpec,
 )
 
-__all__ = ["TOP_LEVEL_TABLES", "key_path", "load_spec", "parse_spec"]
+__all__ = ["TOP_LEVEL_TABLES", "format_errors", "join_key_path", "key_path", "load_spec", "parse_spec"]
 
 TOP_LEVEL_TABLES = ("models", "demo")
 """Top-level tables that are not the root architecture's keys."""
@@ -99,7 +99,8 @@ def _spell(part: str | int) -> str:
     return part if _BARE.fullmatch(part) else f'"{part}"'
 
 
-def _join(parts: Sequence[str | int]) -> str:
+def join_key_path(parts: Sequence[str | int]) -> str:
+    """Keys as one path, the way TOML would write them: `workers.coder.critic[1]`, `models."a.b"`."""
     out = ""
     for part in parts:
         text = _spell(part)
@@ -143,14 +144,14 @@ def _describe(error: ErrorDetails, data: Any) -> tuple[str, str]:
     loc = error["loc"]
     ctx = error.get("ctx") or {}
     parts, nodes = key_path(loc, data)
-    path = _join(parts)
+    path = join_key_path(parts)
     if kind == "extra_forbidden":
         return path, "unknown key" + _suggest(str(loc[-1]), nodes[-2], top=len(parts) == 1)
     given = error.get("input")
     if kind in ("union_tag_invalid", "union_tag_not_found"):
         tags = CRITIC_SPECS if ctx.get("discriminator") == "'type'" else ARCHITECTURE_SPECS
         expected = str(ctx.get("expected_tags") or ", ".join(repr(t) for t in tags))
-        path = _join([*parts, "type"])
+        path = join_key_path([*parts, "type"])
         if kind == "union_tag_not_found":
             return path, f"missing; use one of {expected}"
         return path, f"unknown type {ctx.get('tag')!r}; use one of {expected}"

@@ -201,3 +201,17 @@ async def test_demo_tool_calls_are_scripted() -> None:
         seen = [e async for e in events]
     done = [e for e in seen if e.type == "tool.completed"]
     assert [(e.name, e.result) for e in done] == [("word_count", "2")]
+
+
+def test_a_function_critic_import_error_is_keyed_once() -> None:
+    data = {
+        "type": "actor_critic",
+        "actor": {"instructions": "x"},
+        "critic": [{"type": "llm"}, {"type": "function", "function": "tests.spec.helpers:nope"}],
+    }
+    with pytest.raises(UserError) as caught:
+        built(data)
+    assert str(caught.value).startswith(
+        "spec: critic[1].function: 'tests.spec.helpers' has no attribute 'nope'"
+    )
+    assert str(caught.value).count("spec:") == 1
