@@ -17,7 +17,7 @@ from typing import TextIO
 
 from jeeves.architecture import Architecture
 from jeeves.budget import Budget
-from jeeves.errors import JeevesError, UserError
+from jeeves.errors import JeevesError, MissingCredentials, UserError
 from jeeves.journal import error_type_name
 from jeeves.models.router import Router
 from jeeves.runner import RunResult, stream
@@ -97,6 +97,10 @@ async def run_command(options: RunOptions, out: TextIO | None = None, err: TextI
                 if not options.as_json:
                     out.write("\n")  # the tree's last line
             result = await events.result()
+    except MissingCredentials as exc:
+        hint = " (or run it with --offline, from its [demo] script)" if spec.demo is not None else ""
+        err.write(f"error: {exc}{hint}\n")
+        return 2
     except UserError as exc:
         _error(exc, err)
         return 2

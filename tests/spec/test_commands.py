@@ -93,6 +93,7 @@ def test_a_missing_api_key_names_the_variable_without_a_traceback() -> None:
     out = jeeves_cli("run", CODEGEN, "Write slugify(text).")
     assert out.returncode == 2
     assert "ANTHROPIC_API_KEY" in out.stderr and out.stderr.startswith("error: ")
+    assert out.stderr.endswith("(or run it with --offline, from its [demo] script)\n")
     assert "Traceback" not in out.stderr
 
 
