@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from jeeves.agent import Agent
 from jeeves.architecture import Architecture, Output
+from jeeves.architectures import Supervisor
 from jeeves.budget import Budget
 from jeeves.context import Context
 from jeeves.errors import (
@@ -67,6 +68,7 @@ __all__ = [
     "RunResult",
     "RunStream",
     "ScriptedModel",
+    "Supervisor",
     "Tool",
     "ToolCall",
     "Usage",

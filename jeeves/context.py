@@ -280,6 +280,14 @@ class Context:
         """The run's tracer (a no-op unless telemetry is configured)."""
         return self._state.tracer
 
+    def tree_usage(self, session_id: str | None = None) -> Usage:
+        """Usage of a session (this one by default) and everything below it.
+
+        Replayed calls count, as in events, so a replay reports the same numbers; what
+        the run actually spent is in `RunResult.usage`.
+        """
+        return self._state.tree_usage(session_id or self.session_id)
+
     # -- routing -----------------------------------------------------------------------
     def route(self) -> Route:
         """This session's route: the router's match for its role path (cached)."""

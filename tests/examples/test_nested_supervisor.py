@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+import importlib.util
+import io
+import subprocess
+import sys
+from types import ModuleType
+
+import pytest
+
+from jeeves.architectures import SupervisorOutput
+from tests.conftest import REPO, subprocess_env
+
+pytestmark = pytest.mark.anyio
+
+EXAMPLE = REPO / "examples" / "nested_supervisor.py"
+
+
+def load_example() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("nested_supervisor_example", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_example_runs_offline_as_a_script() -> None:
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLE)],
+        cwd=REPO,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "▶ example__engineering_0__coder_0 [agent, scripted]" in done.stdout
+    assert "■ example__engineering_0 forwarded" in done.stdout
+    assert "total: 6 calls" in done.stdout
+
+
+async def test_example_result_and_its_code() -> None:
+    example = load_example()
+    out = io.StringIO()
+    result = await example.main(out=out)
+    assert result.stop_reason == "completed" and "creme-brulee" in result.text
+    detail = result.detail
+    assert isinstance(detail, SupervisorOutput)
+    assert [d.session_id for d in detail.delegations] == ["example__research_0", "example__engineering_0"]
+    engineering = detail.delegations[1].output
+    assert isinstance(engineering, SupervisorOutput) and engineering.stop_reason == "forwarded"
+    namespace: dict[str, object] = {}
+    exec(engineering.text, namespace)  # the forwarded code is the coder's, verbatim, and it works
+    slugify = namespace["slugify"]
+    assert callable(slugify) and slugify("Crème Brûlée, à la carte!") == "creme-brulee-a-la-carte"
