@@ -240,7 +240,7 @@ def main(
     print(json.dumps(out))
 
 
-def fail(message: str, versions: Mapping[str, str]) -> None:
-    """Print a result that says why a scenario could not run, and exit."""
-    print(json.dumps({"versions": dict(versions), "errors": {"c": message}}))
+def fail_part(part: str, message: str, versions: Mapping[str, str]) -> None:
+    """Print a result that says why scenario `part` could not run, and exit."""
+    print(json.dumps({"versions": dict(versions), "errors": {part: message}}))
     sys.exit(0)
