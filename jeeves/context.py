@@ -474,4 +474,6 @@ class Context:
                 span.record_error(exc)
                 raise
             span.record_response(response)
+        if response.usage.model_calls == 0:  # clients that report tokens only: every live call counts once
+            response.usage = response.usage.model_copy(update={"model_calls": 1})
         return _ModelStep(response=response, fallback=fallback)

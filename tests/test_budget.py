@@ -77,3 +77,9 @@ async def test_budget_is_shared_by_the_tree_and_event_emitted_once() -> None:
     assert (result.stop_reason, result.output) == ("budget", "partial answer")
     assert result.cost_usd == pytest.approx(0.4)
     assert len(model.requests) == 1
+
+
+async def test_every_live_call_counts_even_when_the_client_reports_no_calls() -> None:
+    model = FunctionModel(lambda r: Reply(text="x", usage=Usage(input_tokens=1)))
+    result = await jeeves.run(Agent("a"), "t", model=model, budget=Budget(max_model_calls=5))
+    assert result.usage.model_calls == 1

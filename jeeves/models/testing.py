@@ -88,11 +88,13 @@ class ScriptedModel:
     def __init__(
         self, scripts: Mapping[str, Iterable[Step]] | Iterable[Step], *, model_name: str = "scripted"
     ) -> None:
-        if isinstance(scripts, str):
-            raise UserError(
-                f"ScriptedModel got a bare string {scripts!r}; pass a list of steps: [{scripts!r}]."
-            )
         items = scripts.items() if isinstance(scripts, Mapping) else [("default", scripts)]
+        for key, steps in items:
+            if isinstance(steps, str):  # a str is iterable: it would script one step per character
+                raise UserError(
+                    f"ScriptedModel script {key!r} is a bare string {steps!r}; "
+                    f"pass a list of steps: [{steps!r}]."
+                )
         self._scripts: dict[str, deque[Step]] = {key: deque(steps) for key, steps in items}
         self.model_name = model_name
         self.requests: list[ModelRequest] = []

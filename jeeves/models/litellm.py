@@ -1,0 +1,318 @@
+"""The litellm adapter: `LiteLLMClient`, the `ModelClient` behind every model string.
+
+litellm is imported on the first call, not with this module, so `import jeeves` stays
+fast and works offline. Before importing it, `LITELLM_LOCAL_MODEL_COST_MAP` defaults to
+`True`, so litellm prices calls from its bundled price map instead of downloading one.
+
+Retries belong to the route (`jeeves.models.fallback`), so litellm's own retries and the
+OpenAI SDK's are switched off (`num_retries=0`, `max_retries=0`): one attempt here is one
+HTTP request. Every exception litellm raises is translated by `map_litellm_error`, the
+only place that knows litellm's exception classes.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import os
+from typing import Any
+
+import anyio
+
+from jeeves.errors import (
+    BadResponse,
+    MissingCredentials,
+    ModelError,
+    ModelTimeout,
+    ProviderError,
+    RateLimited,
+)
+from jeeves.messages import Message, ModelRequest, ModelResponse, ToolCall, Usage
+from jeeves.models.base import DeltaSink
+
+__all__ = ["LiteLLMClient", "map_litellm_error"]
+
+_SHAPE_ERRORS = (AttributeError, IndexError, KeyError, TypeError, ValueError)
+"""What reading a reply of the wrong shape raises; it becomes BadResponse."""
+
+
+@functools.cache
+def _litellm() -> Any:
+    """Import litellm once, offline-safe, with its "Give Feedback" banner off (we report errors)."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.suppress_debug_info = True
+    return litellm
+
+
+@functools.cache
+def _no_mcp_hook() -> dict[str, bool]:
+    """Turn off litellm's MCP gateway hook, where this litellm has one.
+
+    The hook runs on every call with tools and imports the optional `mcp` package, so
+    without it every tool call fails. jeeves sends only function tools, which the hook
+    leaves alone anyway; litellm versions that have the hook accept `_skip_mcp_handler`.
+    """
+    _litellm()
+    found = importlib.util.find_spec("litellm.responses.mcp.chat_completions_handler") is not None
+    return {"_skip_mcp_handler": True} if found else {}
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """`exc` and everything it was raised from (litellm also keeps causes in `original_exception`)."""
+    found: list[BaseException] = []
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        item = todo.pop()
+        if item is not None and all(item is not seen for seen in found):
+            found.append(item)
+            todo += [item.__cause__, item.__context__, getattr(item, "original_exception", None)]
+    return found
+
+
+def _malformed(exc: BaseException) -> bool:
+    """litellm reports an unreadable body as a 500; the error it came from says what it was."""
+    return any(isinstance(e, json.JSONDecodeError) or "returned 'choices'" in str(e) for e in _chain(exc))
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    """Seconds the provider asked us to wait (`retry-after-ms` or `retry-after`), if it said."""
+    response = getattr(exc, "response", None)
+    for headers in (getattr(exc, "litellm_response_headers", None), getattr(response, "headers", None)):
+        for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+            try:
+                return float(headers[name]) / scale  # type: ignore[index]
+            except (KeyError, TypeError, ValueError):  # absent, no headers, or an HTTP date
+                continue
+    return None
+
+
+def _unreadable(model: str, what: str) -> BadResponse:
+    advice = "trying again will not help; check that `api_base` serves this model's API"
+    return BadResponse(f"Model {model!r} sent {what}; {advice}.", model=model)
+
+
+def map_litellm_error(exc: BaseException, model: str) -> ModelError:
+    """Translate an exception from litellm into the jeeves error the retry logic understands.
+
+    Classes are checked most specific first. A 200 whose body is not JSON or has no choices
+    is a BadResponse, although litellm calls it a 500: another attempt would get the same
+    reply format. 4xx errors become ProviderErrors that are not retried; anything not
+    recognised is a retryable ProviderError with no status. The caller chains `exc`.
+    """
+    lm = _litellm()
+    code = getattr(exc, "status_code", None)
+    status = code if isinstance(code, int) else None
+    detail = str(exc).strip() or type(exc).__name__
+    if isinstance(exc, lm.Timeout | TimeoutError):
+        return ModelTimeout(f"Model {model!r} did not answer in time; pass a larger `timeout=`.", model=model)
+    if isinstance(exc, lm.RateLimitError):
+        error = RateLimited(
+            f"Model {model!r} is rate limited ({detail}); wait or add fallbacks.", model=model
+        )
+        error.status_code, error.retry_after = status, _retry_after(exc)  # type: ignore[attr-defined]
+        return error
+    if _malformed(exc) or isinstance(exc, lm.APIResponseValidationError):
+        return _unreadable(model, f"a reply that could not be read ({detail})")
+    if isinstance(exc, lm.AuthenticationError | lm.PermissionDeniedError):
+        hint = "check the provider's API key and its access to this model"
+    elif isinstance(exc, lm.ContextWindowExceededError):
+        hint = "shorten the conversation or use a model with a larger context window"
+    elif isinstance(exc, lm.BadRequestError | lm.NotFoundError | lm.UnprocessableEntityError):
+        hint = "check the model name and the request's params"
+    elif isinstance(exc, lm.ServiceUnavailableError | lm.InternalServerError | lm.BadGatewayError):
+        hint = "the provider failed; retry later or add a fallback"
+    elif isinstance(exc, lm.APIConnectionError | lm.APIError):
+        hint = "the provider could not be reached or failed; check `api_base` and the network"
+    else:
+        hint, status = "litellm raised an error jeeves does not classify; see the chained exception", None
+    return ProviderError(f"Model {model!r} failed ({detail}); {hint}.", model=model, status_code=status)
+
+
+def _message(message: Message) -> dict[str, Any]:
+    """One message in the OpenAI chat format, which litellm takes for every provider."""
+    out: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.content is None and not message.tool_calls:
+        out["content"] = ""  # only an assistant's tool-call turn may have no content
+    if message.tool_calls:
+        out["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in message.tool_calls
+        ]
+    if message.role == "tool":
+        out.update(tool_call_id=message.tool_call_id, name=message.name)
+    return out
+
+
+def _ask_for_json(messages: list[dict[str, Any]], schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """For models without native structured output: put the schema in the system message."""
+    note = f"Reply with only a JSON object that matches this JSON schema, nothing else:\n{json.dumps(schema)}"
+    if messages and messages[0]["role"] == "system":
+        return [{**messages[0], "content": f"{messages[0]['content']}\n\n{note}".lstrip()}, *messages[1:]]
+    return [{"role": "system", "content": note}, *messages]
+
+
+def _supports_schema(model: str) -> bool:
+    try:
+        return bool(_litellm().supports_response_schema(model=model))
+    except Exception:  # some litellm versions raise for unknown models: no native support then
+        return False
+
+
+def _check_credentials(kwargs: dict[str, Any]) -> None:
+    """Name a missing key variable now, rather than after a round trip that ends in a 401.
+
+    Only `*_API_KEY` variables count: litellm also lists settings that have defaults or
+    other sources (OLLAMA_API_BASE; AWS_ACCESS_KEY_ID under an instance role). A key given
+    to the call, or set as `litellm.api_key`, skips the check.
+    """
+    if kwargs.get("api_key") or kwargs.get("api_base") or _litellm().api_key:
+        return
+    try:
+        wanted = _litellm().validate_environment(model=kwargs["model"])["missing_keys"]
+    except Exception:  # litellm could not tell; the call itself will find out
+        return
+    missing = sorted(key for key in wanted if key.endswith("_API_KEY"))
+    if missing:
+        raise MissingCredentials(
+            f"Model {kwargs['model']!r} needs {' or '.join(missing)} set in the environment; "
+            f"set it, or pass api_key= to LiteLLMClient.",
+            env_var=missing[0],
+        )
+
+
+def _usage(usage: Any, model: str) -> Usage:
+    """Tokens from litellm's usage object, and their USD price (0.0 for a model litellm cannot price)."""
+    if usage is None:
+        return Usage(model_calls=1)
+    try:
+        cost = float(sum(_litellm().cost_per_token(model=model, usage_object=usage)))
+    except Exception:  # not in litellm's price map: an unpriced call costs nothing, it is not an error
+        cost = 0.0
+    tokens = {"input_tokens": usage.prompt_tokens or 0, "output_tokens": usage.completion_tokens or 0}
+    return Usage(**tokens, model_calls=1, cost_usd=cost)
+
+
+def _tool_call(index: int, id: str | None, name: str, arguments: str | None) -> ToolCall:
+    return ToolCall(id=id or f"call_{index}", name=name, arguments=arguments or "{}")
+
+
+def _from_completion(raw: Any, model: str) -> ModelResponse:
+    try:
+        if not raw.choices:
+            raise _unreadable(model, "a reply with no choices")
+        choice = raw.choices[0]
+        calls = [
+            _tool_call(i, c.id, c.function.name, c.function.arguments)
+            for i, c in enumerate(choice.message.tool_calls or [])
+        ]
+        text, finish, usage = choice.message.content or "", choice.finish_reason, getattr(raw, "usage", None)
+    except _SHAPE_ERRORS as exc:
+        raise _unreadable(model, f"a reply of an unexpected shape ({exc!r})") from exc
+    return ModelResponse(
+        text=text, tool_calls=calls, usage=_usage(usage, model), model=model, finish_reason=finish
+    )
+
+
+def _read_chunk(chunk: Any, calls: dict[int, dict[str, str]], model: str) -> tuple[str, str | None]:
+    """A chunk's text and finish reason; its tool-call pieces are merged into `calls` by index."""
+    try:
+        if not chunk.choices:
+            return "", None
+        choice = chunk.choices[0]
+        for delta in choice.delta.tool_calls or []:
+            call = calls.setdefault(delta.index or 0, {"id": "", "name": "", "arguments": ""})
+            call["id"] = call["id"] or delta.id or ""
+            call["name"] = call["name"] or delta.function.name or ""
+            call["arguments"] += delta.function.arguments or ""
+        return choice.delta.content or "", choice.finish_reason
+    except _SHAPE_ERRORS as exc:
+        raise _unreadable(model, f"a streamed chunk of an unexpected shape ({exc!r})") from exc
+
+
+async def _from_stream(stream: Any, model: str, on_delta: DeltaSink) -> ModelResponse:
+    """Read a litellm stream: text to `on_delta` as it comes, usage from the last chunk.
+
+    Only pulling the next chunk runs litellm's code, so only that is translated: errors
+    from `on_delta`, and cancellation, pass through untouched. The stream is closed,
+    shielded from cancellation, however we leave, so its connection goes back to the pool.
+    """
+    text: list[str] = []
+    calls: dict[int, dict[str, str]] = {}
+    usage: Any = None
+    finish: str | None = None
+    try:
+        while True:
+            try:
+                chunk = await anext(stream)
+            except StopAsyncIteration:
+                break
+            except Exception as exc:
+                raise map_litellm_error(exc, model) from exc
+            usage = getattr(chunk, "usage", None) or usage
+            piece, chunk_finish = _read_chunk(chunk, calls, model)
+            finish = chunk_finish or finish
+            if piece:
+                text.append(piece)
+                await on_delta(piece)
+    finally:
+        with anyio.CancelScope(shield=True):
+            if hasattr(stream, "aclose"):
+                await stream.aclose()
+    tool_calls = [_tool_call(i, c["id"], c["name"], c["arguments"]) for i, c in sorted(calls.items())]
+    joined, usage_out = "".join(text), _usage(usage, model)
+    return ModelResponse(
+        text=joined, tool_calls=tool_calls, usage=usage_out, model=model, finish_reason=finish
+    )
+
+
+class LiteLLMClient:
+    """A `ModelClient` that sends each request through `litellm.acompletion`.
+
+    `request.model` is the litellm model string ("openai/gpt-4o-mini"); `request.params`
+    (temperature, max_tokens…) go to litellm as keyword arguments and win over the
+    constructor's defaults. `api_base`, `api_key`, `timeout` and `**kwargs` are sent with
+    every call. When neither `api_key` nor `api_base` is given, a missing `*_API_KEY`
+    variable raises `MissingCredentials` before any network is touched.
+    """
+
+    def __init__(
+        self,
+        *,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        timeout: float | None = None,
+        **kwargs: Any,
+    ) -> None:
+        given = {"api_base": api_base, "api_key": api_key, "timeout": timeout}
+        self._defaults: dict[str, Any] = {k: v for k, v in given.items() if v is not None} | kwargs
+
+    def _kwargs(self, request: ModelRequest) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {**self._defaults, **request.params}
+        messages = [_message(m) for m in request.messages]
+        schema = request.output_schema
+        if schema is not None and _supports_schema(request.model):
+            spec = {"name": request.output_name or "output", "schema": schema, "strict": False}
+            kwargs["response_format"] = {"type": "json_schema", "json_schema": spec}
+        elif schema is not None:
+            messages = _ask_for_json(messages, schema)
+        if request.tools:
+            kwargs["tools"] = [{"type": "function", "function": t.model_dump()} for t in request.tools]
+            kwargs.update(_no_mcp_hook())
+        return {**kwargs, "model": request.model, "messages": messages, "num_retries": 0, "max_retries": 0}
+
+    async def complete(self, request: ModelRequest, *, on_delta: DeltaSink | None = None) -> ModelResponse:
+        """Send the request; with `on_delta`, stream its text there as it arrives."""
+        kwargs = self._kwargs(request)
+        _check_credentials(kwargs)
+        if on_delta is not None:
+            kwargs.update(stream=True, stream_options={"include_usage": True})
+        try:
+            raw = await _litellm().acompletion(**kwargs)
+        except Exception as exc:
+            raise map_litellm_error(exc, request.model) from exc
+        if on_delta is None:
+            return _from_completion(raw, request.model)
+        return await _from_stream(raw, request.model, on_delta)

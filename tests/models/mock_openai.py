@@ -1,0 +1,246 @@
+"""A small OpenAI-compatible chat server on 127.0.0.1, scripted per test.
+
+It lets the litellm adapter's tests go through litellm's real HTTP code path (the
+OpenAI SDK, httpx, SSE parsing) without a network or a key. Each request to
+`/v1/chat/completions` takes the next behaviour from the script: a text reply, a tool
+call, an HTTP error, or a malformed body. A request that finds the script empty gets a
+500 and is recorded in `unexpected`, so the fixture can fail the test instead of letting
+a retry hide it.
+
+The server runs uvicorn in a background thread on a port the OS picks, and stops when
+the `serve()` context manager exits.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+_WORDS = re.compile(r"\s*\S+\s*")
+
+
+@dataclass(frozen=True)
+class Text:
+    """A text reply; streamed one word per chunk."""
+
+    text: str
+    prompt_tokens: int = 12
+    completion_tokens: int = 7
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A tool call reply; streamed with the arguments split into several pieces."""
+
+    name: str
+    arguments: str
+    id: str = "call_abc"
+    prompt_tokens: int = 20
+    completion_tokens: int = 9
+
+
+@dataclass(frozen=True)
+class Fail:
+    """An HTTP error with an OpenAI-style error body."""
+
+    status: int
+    headers: dict[str, str] = field(default_factory=dict)
+    message: str = "scripted failure"
+    raw: str | None = None
+    """A body sent as is (an HTML error page from a proxy, say) instead of the JSON error."""
+
+
+@dataclass(frozen=True)
+class Malformed:
+    """A 200 whose body is not what a chat completion looks like."""
+
+    body: str = '{"id": "chatcmpl-1", "choices": [ {"index": 0, "mess'
+
+
+Behaviour = Text | Tool | Fail | Malformed
+
+
+def _chunk(model: str, delta: dict[str, Any] | None, finish: str | None = None) -> str:
+    choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
+    body = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": model,
+        "choices": choices,
+    }
+    return f"data: {json.dumps(body)}\n\n"
+
+
+def _usage(reply: Text | Tool) -> dict[str, int]:
+    total = reply.prompt_tokens + reply.completion_tokens
+    return {
+        "prompt_tokens": reply.prompt_tokens,
+        "completion_tokens": reply.completion_tokens,
+        "total_tokens": total,
+    }
+
+
+def _stream_events(reply: Text | Tool, model: str) -> Iterator[str]:
+    if isinstance(reply, Text):
+        yield _chunk(model, {"role": "assistant", "content": ""})
+        for word in _WORDS.findall(reply.text):
+            yield _chunk(model, {"content": word})
+        yield _chunk(model, {}, "stop")
+    else:
+        head = {
+            "index": 0,
+            "id": reply.id,
+            "type": "function",
+            "function": {"name": reply.name, "arguments": ""},
+        }
+        yield _chunk(model, {"role": "assistant", "content": None, "tool_calls": [head]})
+        third = max(1, len(reply.arguments) // 3)
+        for start in range(0, len(reply.arguments), third):
+            piece = reply.arguments[start : start + third]
+            yield _chunk(model, {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
+        yield _chunk(model, {}, "tool_calls")
+    usage_chunk = json.loads(_chunk(model, None)[len("data: ") :])
+    usage_chunk["usage"] = _usage(reply)
+    yield f"data: {json.dumps(usage_chunk)}\n\n"
+    yield "data: [DONE]\n\n"
+
+
+def _completion(reply: Text | Tool, model: str) -> dict[str, Any]:
+    if isinstance(reply, Text):
+        message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+        finish = "stop"
+    else:
+        call = {
+            "id": reply.id,
+            "type": "function",
+            "function": {"name": reply.name, "arguments": reply.arguments},
+        }
+        message = {"role": "assistant", "content": None, "tool_calls": [call]}
+        finish = "tool_calls"
+    choice = {"index": 0, "message": message, "finish_reason": finish}
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": model,
+        "choices": [choice],
+        "usage": _usage(reply),
+    }
+
+
+class MockOpenAI:
+    """The scripted server's state: the script, and every request it received."""
+
+    def __init__(self) -> None:
+        self.base_url = ""
+        self.requests: list[dict[str, Any]] = []
+        """Each request's JSON body, in order."""
+        self.headers: list[dict[str, str]] = []
+        self.unexpected: list[dict[str, Any]] = []
+        """Requests that arrived when the script was empty."""
+        self._script: deque[Behaviour] = deque()
+        self._lock = threading.Lock()
+
+    def script(self, *behaviours: Behaviour) -> None:
+        """Queue behaviours for the next requests, in order."""
+        with self._lock:
+            self._script.extend(behaviours)
+
+    def remaining(self) -> int:
+        with self._lock:
+            return len(self._script)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._script.clear()
+            self.requests.clear()
+            self.headers.clear()
+            self.unexpected.clear()
+
+    @property
+    def models(self) -> list[str]:
+        """The model named by each request, in order."""
+        return [body.get("model", "") for body in self.requests]
+
+    def calls(self, model: str) -> int:
+        return Counter(self.models)[model]
+
+    async def _chat(self, request: Request) -> Response:
+        body = await request.json()
+        with self._lock:
+            self.requests.append(body)
+            self.headers.append(dict(request.headers))
+            behaviour = self._script.popleft() if self._script else None
+            if behaviour is None:
+                self.unexpected.append(body)
+        if behaviour is None:
+            return JSONResponse({"error": {"message": "mock script is empty"}}, status_code=500)
+        return self._respond(behaviour, body)
+
+    def _respond(self, behaviour: Behaviour, body: dict[str, Any]) -> Response:
+        model = str(body.get("model", ""))
+        if isinstance(behaviour, Fail) and behaviour.raw is not None:
+            return Response(behaviour.raw, behaviour.status, behaviour.headers, media_type="text/html")
+        if isinstance(behaviour, Fail):
+            error = {"error": {"message": behaviour.message, "type": "scripted", "code": behaviour.status}}
+            return JSONResponse(error, status_code=behaviour.status, headers=behaviour.headers)
+        if isinstance(behaviour, Malformed):
+            if body.get("stream"):
+                return StreamingResponse(_once(f"data: {behaviour.body}\n\n"), media_type="text/event-stream")
+            return Response(behaviour.body, media_type="application/json")
+        if body.get("stream"):
+            return StreamingResponse(_aiter(_stream_events(behaviour, model)), media_type="text/event-stream")
+        return JSONResponse(_completion(behaviour, model))
+
+    def app(self) -> Starlette:
+        return Starlette(routes=[Route("/v1/chat/completions", self._chat, methods=["POST"])])
+
+
+async def _aiter(events: Iterator[str]) -> AsyncIterator[str]:
+    for event in events:
+        yield event
+
+
+async def _once(event: str) -> AsyncIterator[str]:
+    yield event
+
+
+@contextmanager
+def serve() -> Iterator[MockOpenAI]:
+    """Run a MockOpenAI on a free 127.0.0.1 port until the block exits."""
+    mock = MockOpenAI()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(mock.app(), log_level="warning", lifespan="off", access_log=False)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the mock OpenAI server did not start")
+        time.sleep(0.01)
+    mock.base_url = f"http://127.0.0.1:{port}/v1"
+    try:
+        yield mock
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()

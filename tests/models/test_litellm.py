@@ -1,0 +1,394 @@
+"""The litellm adapter, through litellm's real HTTP path, against a scripted local server."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import pytest
+
+from jeeves.errors import (
+    BadResponse,
+    MissingCredentials,
+    ModelError,
+    ModelTimeout,
+    ProviderError,
+    RateLimited,
+)
+from jeeves.messages import Message, ModelRequest, ToolCall, ToolSpec
+from jeeves.models.base import Route
+from jeeves.models.fallback import complete_with_fallbacks
+from jeeves.models.litellm import LiteLLMClient, _litellm, map_litellm_error
+from tests.conftest import REPO, subprocess_env
+from tests.models.mock_openai import Fail, Malformed, MockOpenAI, Text, Tool, serve
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """litellm is asyncio-only (a fixture, not the parametrize mark: this module has sync tests too)."""
+    return "asyncio"
+
+
+PRICED = "openai/gpt-4o-mini"
+UNPRICED = "openai/primary"
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[MockOpenAI]:
+    with serve() as mock:
+        yield mock
+
+
+@pytest.fixture
+def mock(server: MockOpenAI) -> Iterator[MockOpenAI]:
+    server.reset()
+    yield server
+    assert not server.unexpected, f"requests the script did not cover: {server.unexpected!r}"
+    assert server.remaining() == 0, "scripted behaviours were left unused"
+
+
+@pytest.fixture
+def client(mock: MockOpenAI) -> LiteLLMClient:
+    return LiteLLMClient(api_base=mock.base_url, api_key="test-key")
+
+
+def ask(text: str = "Say hello.", model: str = PRICED, **fields: Any) -> ModelRequest:
+    messages = [Message.system("You are terse."), Message.user(text)]
+    return ModelRequest(messages=messages, model=model, **fields)
+
+
+class Deltas:
+    def __init__(self) -> None:
+        self.pieces: list[str] = []
+
+    async def __call__(self, text: str) -> None:
+        self.pieces.append(text)
+
+
+async def test_streamed_text_arrives_in_pieces_with_usage_and_cost(
+    mock: MockOpenAI, client: LiteLLMClient
+) -> None:
+    mock.script(Text("Hello there, dear reader.", prompt_tokens=12, completion_tokens=7))
+    deltas = Deltas()
+
+    response = await client.complete(ask(), on_delta=deltas)
+
+    assert len(deltas.pieces) >= 3
+    assert "".join(deltas.pieces) == response.text == "Hello there, dear reader."
+    assert (response.usage.input_tokens, response.usage.output_tokens, response.usage.model_calls) == (
+        12,
+        7,
+        1,
+    )
+    assert response.usage.cost_usd == pytest.approx(12 * 0.15e-6 + 7 * 0.6e-6)
+    assert response.model == PRICED
+    assert response.finish_reason == "stop"
+    body = mock.requests[0]
+    assert body["stream"] is True
+    assert body["stream_options"] == {"include_usage": True}
+    assert body["model"] == "gpt-4o-mini"
+    assert mock.headers[0]["authorization"] == "Bearer test-key"
+
+
+async def test_non_streamed_text_has_usage_and_cost(mock: MockOpenAI, client: LiteLLMClient) -> None:
+    mock.script(Text("Hello.", prompt_tokens=30, completion_tokens=2))
+
+    response = await client.complete(ask())
+
+    assert response.text == "Hello."
+    assert response.usage.total_tokens == 32
+    assert response.usage.cost_usd > 0
+    assert "stream" not in mock.requests[0]
+
+
+async def test_a_model_without_a_price_costs_nothing(mock: MockOpenAI, client: LiteLLMClient) -> None:
+    mock.script(Text("Hi."), Text("Hi."))
+
+    streamed = await client.complete(ask(model=UNPRICED), on_delta=Deltas())
+    whole = await client.complete(ask(model=UNPRICED))
+
+    for response in (streamed, whole):
+        assert response.usage.cost_usd == 0.0
+        assert response.usage.input_tokens == 12
+        assert response.model == UNPRICED
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
+async def test_a_tool_call_comes_back_with_its_arguments(
+    mock: MockOpenAI, client: LiteLLMClient, stream: bool
+) -> None:
+    arguments = '{"text": "one two three", "limit": 10}'
+    mock.script(Tool("word_count", arguments, id="call_42"))
+    tool = ToolSpec(name="word_count", description="Count words.", parameters={"type": "object"})
+    deltas = Deltas()
+
+    response = await client.complete(ask(tools=[tool]), on_delta=deltas if stream else None)
+
+    assert response.tool_calls == [ToolCall(id="call_42", name="word_count", arguments=arguments)]
+    assert response.text == ""
+    assert deltas.pieces == []
+    assert response.finish_reason == "tool_calls"
+    sent = mock.requests[0]["tools"]
+    assert sent == [{"type": "function", "function": tool.model_dump()}]
+    assert not any("mcp" in key for key in mock.requests[0]), "litellm's MCP hook switch stays local"
+
+
+async def test_tool_turns_are_sent_in_openai_format(mock: MockOpenAI, client: LiteLLMClient) -> None:
+    mock.script(Text("3 words."))
+    call = ToolCall(id="call_1", name="word_count", arguments='{"text": "a b c"}')
+    messages = [
+        Message.user("Count."),
+        Message(role="assistant", tool_calls=[call]),
+        Message(role="tool", content="3", tool_call_id="call_1", name="word_count"),
+    ]
+
+    await client.complete(ModelRequest(messages=messages, model=PRICED))
+
+    sent = mock.requests[0]["messages"]
+    function = {"name": "word_count", "arguments": '{"text": "a b c"}'}
+    assert sent[1]["tool_calls"] == [{"id": "call_1", "type": "function", "function": function}]
+    assert sent[2] == {"role": "tool", "content": "3", "tool_call_id": "call_1", "name": "word_count"}
+
+
+async def test_params_win_over_client_defaults(mock: MockOpenAI) -> None:
+    mock.script(Text("ok"))
+    client = LiteLLMClient(api_base=mock.base_url, api_key="test-key", temperature=0.1, max_tokens=50)
+
+    await client.complete(ask(params={"temperature": 0.7}))
+
+    assert mock.requests[0]["temperature"] == 0.7
+    assert mock.requests[0]["max_tokens"] == 50
+
+
+async def test_a_rate_limit_is_retried_once_with_notice(mock: MockOpenAI, client: LiteLLMClient) -> None:
+    mock.script(Fail(429, headers={"Retry-After": "0.01"}, message="slow down"), Text("Done."))
+    notices: list[tuple[str, str, int, ModelError, float]] = []
+
+    async def on_retry(failed: str, following: str, attempt: int, error: ModelError, delay: float) -> None:
+        notices.append((failed, following, attempt, error, delay))
+
+    route = Route(model=PRICED, retries=1, backoff_s=0)
+    response, fell_back = await complete_with_fallbacks(client, route, ask(), on_retry=on_retry)
+
+    assert (response.text, fell_back) == ("Done.", False)
+    assert mock.models == ["gpt-4o-mini", "gpt-4o-mini"], "litellm must not retry on its own"
+    [(failed, following, attempt, error, delay)] = notices
+    assert (failed, following, attempt) == (PRICED, PRICED, 1)
+    assert isinstance(error, RateLimited)
+    assert error.retry_after == pytest.approx(0.01)  # type: ignore[attr-defined]
+    assert delay == pytest.approx(0.01)
+    assert "slow down" in str(error)
+
+
+async def test_a_server_error_on_the_primary_goes_to_the_fallback(
+    mock: MockOpenAI, client: LiteLLMClient
+) -> None:
+    mock.script(Fail(500), Text("From the backup."))
+    route = Route(model="openai/primary", fallbacks=("openai/backup",), retries=0, backoff_s=0)
+
+    response, fell_back = await complete_with_fallbacks(client, route, ask(), on_delta=Deltas())
+
+    assert mock.models == ["primary", "backup"]
+    assert fell_back is True
+    assert response.model == "openai/backup"
+    assert response.text == "From the backup."
+
+
+CUT_SHORT = '{"id": "x", "choices": [ {"mess'
+NO_CHOICES = '{"id": "x", "object": "chat.completion"}'
+
+
+@pytest.mark.parametrize(
+    ("stream", "body"),
+    [(True, CUT_SHORT), (False, CUT_SHORT), (True, ""), (False, ""), (False, NO_CHOICES)],
+    ids=["streamed-cut-short", "whole-cut-short", "streamed-empty", "whole-empty", "whole-no-choices"],
+)
+async def test_a_malformed_body_is_a_bad_response(
+    mock: MockOpenAI, client: LiteLLMClient, stream: bool, body: str
+) -> None:
+    mock.script(Malformed(body))
+    route = Route(model=PRICED, retries=2, backoff_s=0)
+
+    with pytest.raises(BadResponse, match="gpt-4o-mini") as caught:
+        await complete_with_fallbacks(client, route, ask(), on_delta=Deltas() if stream else None)
+
+    assert len(mock.requests) == 1, "a malformed reply is not retried"
+    assert caught.value.__cause__ is not None
+    assert caught.value.model == PRICED
+
+
+async def test_a_stream_without_choices_is_an_empty_reply(mock: MockOpenAI, client: LiteLLMClient) -> None:
+    """litellm itself fills a choice-less stream in with an empty reply (and estimated usage)."""
+    mock.script(Malformed(NO_CHOICES))
+
+    response = await client.complete(ask(), on_delta=Deltas())
+
+    assert (response.text, response.tool_calls, response.usage.model_calls) == ("", [], 1)
+
+
+@pytest.mark.parametrize(("status", "kind"), [(429, RateLimited), (502, ProviderError)])
+async def test_an_html_error_page_keeps_its_status(
+    mock: MockOpenAI, client: LiteLLMClient, status: int, kind: type[ModelError]
+) -> None:
+    mock.script(Fail(status, raw="<html><body>Try again later</body></html>"))
+
+    with pytest.raises(kind) as caught:
+        await client.complete(ask())
+
+    assert (type(caught.value), caught.value.status_code, caught.value.retryable) == (kind, status, True)
+
+
+async def test_a_bad_request_is_not_retried(mock: MockOpenAI, client: LiteLLMClient) -> None:
+    mock.script(Fail(400, message="unknown parameter"))
+    route = Route(model=PRICED, fallbacks=("openai/backup",), retries=2, backoff_s=0)
+
+    with pytest.raises(ProviderError, match="unknown parameter") as caught:
+        await complete_with_fallbacks(client, route, ask())
+
+    assert (caught.value.status_code, caught.value.retryable) == (400, False)
+    assert len(mock.requests) == 1
+
+
+async def test_json_schema_goes_as_response_format_when_the_model_supports_it(
+    mock: MockOpenAI, client: LiteLLMClient
+) -> None:
+    schema = {"type": "object", "properties": {"score": {"type": "number"}}, "required": ["score"]}
+    mock.script(Text('{"score": 0.5}'))
+
+    await client.complete(ask(model=PRICED, output_schema=schema, output_name="verdict"))
+
+    response_format = mock.requests[0]["response_format"]
+    assert response_format["type"] == "json_schema"
+    assert response_format["json_schema"]["name"] == "verdict"
+    assert response_format["json_schema"]["schema"]["properties"] == schema["properties"]
+    assert mock.requests[0]["messages"][0] == {"role": "system", "content": "You are terse."}
+
+
+async def test_json_schema_goes_into_the_system_message_otherwise(
+    mock: MockOpenAI, client: LiteLLMClient
+) -> None:
+    schema = {"type": "object", "properties": {"score": {"type": "number"}}}
+    mock.script(Text('{"score": 0.5}'), Text('{"score": 0.5}'))
+
+    await client.complete(ask(model=UNPRICED, output_schema=schema))
+    await client.complete(
+        ModelRequest(messages=[Message.user("Rate it.")], model=UNPRICED, output_schema=schema)
+    )
+
+    for body in mock.requests:
+        assert "response_format" not in body
+        system = body["messages"][0]
+        assert system["role"] == "system"
+        assert json.dumps(schema) in system["content"]
+    assert mock.requests[0]["messages"][0]["content"].startswith("You are terse.")
+
+
+async def test_a_missing_api_key_is_named_before_any_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+
+    async def no_network(**kwargs: Any) -> None:
+        raise AssertionError("litellm was called")
+
+    monkeypatch.setattr(_litellm(), "acompletion", no_network)
+
+    with pytest.raises(MissingCredentials, match="ANTHROPIC_API_KEY") as caught:
+        await LiteLLMClient().complete(ask(model="anthropic/claude-3-5-sonnet-20240620"))
+
+    assert caught.value.env_var == "ANTHROPIC_API_KEY"
+    assert "claude-3-5-sonnet" in str(caught.value)
+
+
+async def test_a_silent_server_is_a_timeout() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        port = silent.getsockname()[1]
+        client = LiteLLMClient(api_base=f"http://127.0.0.1:{port}/v1", api_key="test-key", timeout=0.2)
+        with pytest.raises(ModelTimeout) as caught:
+            await client.complete(ask())
+    assert caught.value.retryable
+    assert isinstance(caught.value, TimeoutError)
+
+
+async def test_a_refused_connection_is_a_retryable_provider_error() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as closed:
+        port = closed.getsockname()[1]
+    client = LiteLLMClient(api_base=f"http://127.0.0.1:{port}/v1", api_key="test-key")
+
+    with pytest.raises(ProviderError) as caught:
+        await client.complete(ask())
+
+    assert caught.value.retryable
+
+
+async def test_an_error_in_on_delta_is_not_translated(mock: MockOpenAI, client: LiteLLMClient) -> None:
+    mock.script(Text("one two three four"))
+
+    async def explode(text: str) -> None:
+        raise KeyError("from the sink")
+
+    with pytest.raises(KeyError, match="from the sink"):
+        await client.complete(ask(), on_delta=explode)
+
+
+async def test_cancelling_mid_stream_leaves_the_caller_working(
+    mock: MockOpenAI, client: LiteLLMClient
+) -> None:
+    mock.script(Text("one two three four"), Text("after"))
+    seen: list[str] = []
+    with anyio.CancelScope() as scope:
+
+        async def cancel_after_first(text: str) -> None:
+            seen.append(text)
+            scope.cancel()
+            await anyio.lowlevel.checkpoint()
+
+        await client.complete(ask(), on_delta=cancel_after_first)
+
+    assert scope.cancelled_caught
+    assert seen == ["one "]
+    assert (await client.complete(ask())).text == "after"
+
+
+@pytest.mark.parametrize(
+    ("make", "kind", "status", "retryable"),
+    [
+        (lambda lm: lm.AuthenticationError("bad key", "openai", "m"), ProviderError, 401, False),
+        (lambda lm: lm.ContextWindowExceededError("too long", "m", "openai"), ProviderError, 400, False),
+        (lambda lm: lm.Timeout("slow", "m", "openai"), ModelTimeout, None, True),
+        (lambda lm: lm.RateLimitError("slow down", "openai", "m"), RateLimited, 429, True),
+        (lambda lm: RuntimeError("something new"), ProviderError, None, True),
+    ],
+    ids=["auth", "context-window", "timeout", "rate-limit", "unknown"],
+)
+def test_map_litellm_error(make: Any, kind: type[ModelError], status: int | None, retryable: bool) -> None:
+    error = map_litellm_error(make(_litellm()), "openai/m")
+
+    assert type(error) is kind
+    assert error.status_code == status
+    assert error.retryable is retryable
+    assert error.model == "openai/m"
+    assert "'openai/m'" in str(error)
+
+
+def test_importing_the_adapter_does_not_import_litellm() -> None:
+    code = "import sys, jeeves.models.litellm; print('litellm' in sys.modules)"
+    run = [sys.executable, "-c", code]
+    result = subprocess.run(run, cwd=REPO, env=subprocess_env(), capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"
+
+
+@pytest.mark.live
+@pytest.mark.skipif(not os.environ.get("OPENAI_API_KEY"), reason="OPENAI_API_KEY is not set")
+async def test_live_openai_streams_and_prices() -> None:
+    deltas = Deltas()
+    response = await LiteLLMClient().complete(ask("Say hello in three words."), on_delta=deltas)
+    assert response.text and "".join(deltas.pieces) == response.text
+    assert response.usage.cost_usd > 0

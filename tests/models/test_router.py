@@ -1,0 +1,103 @@
+"""Per-role routing: most specific role path first, then `default`."""
+
+from __future__ import annotations
+
+import pytest
+
+from jeeves.errors import UserError
+from jeeves.models.base import Route, client_name
+from jeeves.models.router import Router, role_keys
+from jeeves.models.testing import FunctionModel, ScriptedModel
+
+
+def test_role_keys_go_from_most_to_least_specific() -> None:
+    assert list(role_keys(("supervisor", "coder", "critic"))) == [
+        "supervisor.coder.critic",
+        "coder.critic",
+        "critic",
+        "default",
+    ]
+    assert list(role_keys(())) == ["default"]
+
+
+def test_resolve_picks_the_most_specific_route() -> None:
+    router = Router({"critic": "m/critic", "coder.critic": "m/coder-critic", "default": "m/default"})
+
+    assert router.resolve(("supervisor", "coder", "critic")).model == "m/coder-critic"
+    assert router.resolve(("supervisor", "writer", "critic")).model == "m/critic"
+    assert router.resolve(("supervisor", "coder")).model == "m/default"
+    assert router.resolve(()).model == "m/default"
+
+
+def test_no_matching_route_names_what_was_looked_up() -> None:
+    router = Router({"critic": "m/critic"})
+
+    with pytest.raises(UserError, match=r"'coder\.actor'.*'actor'.*'default'.*routes: critic"):
+        router.resolve(("coder", "actor"))
+
+
+@pytest.mark.parametrize("key", ["Critic", "coder..critic", "a__b", "", "1st", "coder.Critic"])
+def test_bad_route_keys_are_user_errors(key: str) -> None:
+    with pytest.raises(UserError, match="(?i)route key"):
+        Router({key: "m/x"})
+
+
+def test_route_values_are_coerced() -> None:
+    scripted = ScriptedModel(["hi"], model_name="fake")
+    route = Route(model="m/x", retries=0)
+    router = Router({"actor": "m/actor", "critic": route, "default": scripted})
+
+    assert router.routes["actor"] == Route(model="m/actor")
+    assert router.routes["critic"] is route
+    assert router.routes["default"].client is scripted
+    assert router.routes["default"].model == "fake"
+
+
+@pytest.mark.parametrize("value", ["", "   ", 42, None])
+def test_bad_route_values_are_user_errors(value: object) -> None:
+    with pytest.raises(UserError, match="'actor'"):
+        Router({"actor": value})  # type: ignore[dict-item]
+
+
+def test_negative_retries_are_rejected() -> None:
+    with pytest.raises(ValueError, match="retries must be >= 0"):
+        Route(model="m/x", retries=-1)
+
+
+def test_override_returns_a_new_router() -> None:
+    router = Router({"actor": "m/a", "default": "m/d"})
+
+    changed = router.override({"actor": "m/b", "critic": "m/c"})
+
+    assert changed.resolve(("actor",)).model == "m/b"
+    assert changed.resolve(("critic",)).model == "m/c"
+    assert router.resolve(("actor",)).model == "m/a"
+    assert "critic" not in router.routes
+
+
+def test_client_for_prefers_the_routes_own_client() -> None:
+    own, shared = ScriptedModel([]), FunctionModel(lambda request: "x")
+    router = Router({"actor": own, "default": "m/d"}, client=shared)
+
+    assert router.client_for(router.resolve(("actor",))) is own
+    assert router.client_for(router.resolve(("critic",))) is shared
+
+
+def test_client_for_defaults_to_one_litellm_client() -> None:
+    from jeeves.models.litellm import LiteLLMClient
+
+    router = Router({"default": "m/d"})
+    client = router.client_for(router.resolve(()))
+
+    assert isinstance(client, LiteLLMClient)
+    assert router.client_for(router.resolve(())) is client
+    assert router.override({"actor": "m/a"}).client_for(Route(model="m/a")) is client
+
+
+def test_client_name() -> None:
+    assert client_name(ScriptedModel([], model_name="fake")) == "fake"
+    assert client_name(object()) == "object"
+
+
+def test_repr_shows_the_models() -> None:
+    assert repr(Router({"default": "m/d"})) == "Router({'default': 'm/d'})"
