@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from jeeves.agent import Agent
 from jeeves.architecture import Architecture, Output
-from jeeves.architectures import Supervisor
+from jeeves.architectures import ActorCritic, SelfRefine, Supervisor
 from jeeves.budget import Budget
 from jeeves.context import Context
+from jeeves.critics import CitationCritic, CodeCritic, LLMCritic, Verdict
 from jeeves.errors import (
     AgentError,
     BadResponse,
@@ -38,18 +39,22 @@ from jeeves.runner import RunResult, RunStream, run, stream
 from jeeves.tools import Tool, tool
 
 __all__ = [
+    "ActorCritic",
     "Agent",
     "AgentError",
     "Architecture",
     "BadResponse",
     "Budget",
     "BudgetExceeded",
+    "CitationCritic",
+    "CodeCritic",
     "Context",
     "CriticError",
     "Event",
     "FunctionModel",
     "JeevesError",
     "JournalError",
+    "LLMCritic",
     "MaxTurnsExceeded",
     "Message",
     "MissingCredentials",
@@ -68,11 +73,13 @@ __all__ = [
     "RunResult",
     "RunStream",
     "ScriptedModel",
+    "SelfRefine",
     "Supervisor",
     "Tool",
     "ToolCall",
     "Usage",
     "UserError",
+    "Verdict",
     "child_id",
     "event_from_json",
     "event_to_json",

@@ -133,7 +133,17 @@ class RunState:
 class Context:
     """One session's handle on the run. Architectures get one in `run(ctx, task)`."""
 
-    __slots__ = ("_route", "_started", "_state", "_steps", "parent_id", "role", "role_path", "session_id")
+    __slots__ = (
+        "_route",
+        "_route_as",
+        "_started",
+        "_state",
+        "_steps",
+        "parent_id",
+        "role",
+        "role_path",
+        "session_id",
+    )
 
     def __init__(
         self,
@@ -143,6 +153,7 @@ class Context:
         role: str,
         role_path: tuple[str, ...],
         parent_id: str | None,
+        route_as: tuple[str, ...] | None = None,
     ) -> None:
         self._state = state
         self.session_id = session_id
@@ -151,6 +162,7 @@ class Context:
         self.parent_id = parent_id
         self._steps = 0
         self._route: Route | None = None
+        self._route_as = route_as
         self._started: SessionStarted | None = None
 
     # -- events ------------------------------------------------------------------------
@@ -168,16 +180,28 @@ class Context:
         return self._started
 
     # -- children ----------------------------------------------------------------------
-    async def run(self, child: Architecture, task: str, *, role: str, index: int = 0) -> Output:
+    async def run(
+        self, child: Architecture, task: str, *, role: str, index: int = 0, share_route: bool = False
+    ) -> Output:
         """Run `child` as session `{self.session_id}__{role}_{index}` and return its Output.
 
         The child's events stream into the same run. If the child raises, `session.failed`
         is emitted and the exception propagates, tagged with the child's session id.
+
+        With `share_route=True` the child's model calls route as this session's would
+        (the router looks up this session's role path, not the child's), so children
+        that must use one model share it (SelfRefine's drafts and feedback). The route is
+        still resolved lazily, at the first live call, so a strict replay needs no router.
         """
         validate_name(role)
         sid = child_id(self.session_id, role, index)
         ctx = Context(
-            self._state, sid, role=role, role_path=(*self.role_path, role), parent_id=self.session_id
+            self._state,
+            sid,
+            role=role,
+            role_path=(*self.role_path, role),
+            parent_id=self.session_id,
+            route_as=(self._route_as or self.role_path) if share_route else None,
         )
         return await ctx.execute(child, task, index=index)
 
@@ -290,9 +314,12 @@ class Context:
 
     # -- routing -----------------------------------------------------------------------
     def route(self) -> Route:
-        """This session's route: the router's match for its role path (cached)."""
+        """This session's route: the router's match for its role path (cached).
+
+        A child run with `share_route=True` resolves its parent's role path instead.
+        """
         if self._route is None:
-            self._route = self._state.router.resolve(self.role_path)
+            self._route = self._state.router.resolve(self._route_as or self.role_path)
         return self._route
 
     # -- steps -------------------------------------------------------------------------

@@ -126,6 +126,9 @@ class OutputValidationError(AgentError):
 class CriticError(AgentError):
     """A critic failed and the architecture was told to raise (`on_critic_error="raise"`)."""
 
+    output: object = None
+    """The architecture's best output so far (an ActorCriticOutput), so raising loses no work."""
+
 
 class BudgetExceeded(JeevesError):
     """A limit of the run's shared budget was reached before a model call."""

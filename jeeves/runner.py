@@ -183,7 +183,8 @@ class RunStream:
             return await self._channel.get()
         except anyio.EndOfStream:
             if self._error is not None:
-                raise self._error from None
+                # Keep the error's own cause (a CriticError's critic failure); drop the EndOfStream context.
+                raise self._error from self._error.__cause__
             raise StopAsyncIteration from None
 
     async def result(self) -> RunResult:
@@ -205,7 +206,7 @@ def _collapse() -> Iterator[None]:
     except BaseExceptionGroup as group:
         while isinstance(group, BaseExceptionGroup) and len(group.exceptions) == 1:
             group = group.exceptions[0]
-        raise group from None
+        raise group from group.__cause__  # its own cause survives; the group context is dropped
 
 
 @asynccontextmanager

@@ -1,5 +1,17 @@
 """Architectures built from the kernel: critic loops and coordinators over any architecture."""
 
+from jeeves.architectures._loop import ActorCriticOutput, Round
+from jeeves.architectures.actor_critic import ActorCritic
+from jeeves.architectures.self_refine import SelfRefine, SelfRefineOutput
 from jeeves.architectures.supervisor import Delegation, Supervisor, SupervisorOutput
 
-__all__ = ["Delegation", "Supervisor", "SupervisorOutput"]
+__all__ = [
+    "ActorCritic",
+    "ActorCriticOutput",
+    "Delegation",
+    "Round",
+    "SelfRefine",
+    "SelfRefineOutput",
+    "Supervisor",
+    "SupervisorOutput",
+]

@@ -1,0 +1,271 @@
+"""The generate → critique → refine loop that ActorCritic and SelfRefine share.
+
+Rounds: round 0 is the first draft; rounds 1..max_rounds are refinements, so
+`max_rounds=1` allows exactly one refinement (two candidates at most). Every candidate
+is critiqued before the loop decides anything, so what it returns carries its verdict.
+
+Per round the loop's own session emits, in this order: `round.started`, then (from round
+1) `refinement`, the actor's child session, the critic's child session, and `critique`.
+Everything it emits is a function of its children's outputs, so a replay emits the same.
+
+Ranking: a candidate is better when `(approved, score)` is larger; a tie goes to the
+later one (it was written knowing more), but only a strictly better candidate counts as
+an improvement for `no_improvement`. The next refinement revises the best candidate, so
+a worse refinement is never built upon, nor returned.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Generic, Literal, NoReturn, TypeVar
+
+from pydantic import BaseModel, Field
+
+from jeeves.architecture import Architecture, Output
+from jeeves.architectures._templates import format_history, render
+from jeeves.context import Context
+from jeeves.critics import Critic, CriticSession, Review, Verdict
+from jeeves.errors import BudgetExceeded, CriticError, JournalError, ReplayDivergence, ScriptError, UserError
+from jeeves.events import CriticFailed, Critique, Refinement, RoundStarted
+from jeeves.journal import error_type_name
+
+__all__ = ["ActorCriticOutput", "LoopSettings", "Round", "check_settings", "run_loop"]
+
+OnCriticError = Literal["keep_draft", "raise"]
+# Errors that mean the program or the replay is wrong, not that the critic failed: never kept as a draft.
+_NOT_CRITIC_FAILURES = (UserError, ReplayDivergence, ScriptError, JournalError)
+
+
+class Round(BaseModel):
+    """One candidate and what its critic said."""
+
+    round: int
+    text: str
+    """The candidate's text."""
+    verdict: Verdict | None = None
+    """None when the critic failed (or the budget ran out) before judging it."""
+    passed: bool = False
+    """Approved: score at or above the threshold, no hard fail, not a fallback."""
+    critic_error: str | None = None
+
+    @property
+    def score(self) -> float | None:
+        return self.verdict.score if self.verdict else None
+
+    @property
+    def issues(self) -> list[str]:
+        return self.verdict.issues if self.verdict else []
+
+
+class ActorCriticOutput(Output):
+    """The best candidate (`value`, `text`), its verdict, and every round.
+
+    `stop_reason` is one of: approved, max_rounds, no_improvement, budget, critic_failed.
+    """
+
+    verdict: Verdict | None = None
+    """The returned candidate's verdict; None only when no candidate was ever judged."""
+    best_round: int = 0
+    rounds: list[Round] = Field(default_factory=list)
+    critic_error: str | None = None
+    """`ErrorType: message` when the critic failed."""
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    actor_role: str
+    critic_role: str
+    threshold: float
+    max_rounds: int
+    no_improvement: int | None
+    on_critic_error: OnCriticError
+    critic_template: str
+    refine_template: str
+    share_route: bool = False
+
+
+def check_settings(
+    threshold: object, max_rounds: object, no_improvement: object, on_critic_error: object
+) -> None:
+    """Raise UserError for loop options that cannot work."""
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 <= threshold <= 1:
+        raise UserError(f"threshold must be a score in [0, 1], got {threshold!r}.")
+    if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 0:
+        raise UserError(f"max_rounds must be an int >= 0 (the refinements allowed), got {max_rounds!r}.")
+    if no_improvement is not None and (
+        isinstance(no_improvement, bool) or not isinstance(no_improvement, int) or no_improvement < 1
+    ):
+        raise UserError(
+            f"no_improvement must be None or an int >= 1 (rounds without progress), got {no_improvement!r}."
+        )
+    if on_critic_error not in ("keep_draft", "raise"):
+        raise UserError(f"on_critic_error must be 'keep_draft' or 'raise', got {on_critic_error!r}.")
+
+
+def _key(round_: Round) -> tuple[bool, float]:
+    assert round_.verdict is not None
+    return (round_.passed, round_.verdict.score)
+
+
+OutputT = TypeVar("OutputT", bound=ActorCriticOutput)
+
+
+class _Loop(Generic[OutputT]):
+    def __init__(
+        self,
+        ctx: Context,
+        task: str,
+        actor: Architecture,
+        critic: Critic,
+        settings: LoopSettings,
+        output_type: type[OutputT],
+    ) -> None:
+        self.ctx, self.task, self.actor, self.critic, self.s = ctx, task, actor, critic, settings
+        self.output_type = output_type
+        self.rounds: list[Round] = []
+        self.outputs: list[Output] = []
+        self.best: int | None = None
+        self.stale = 0
+
+    async def run(self) -> OutputT:
+        ctx, s = self.ctx, self.s
+        for r in range(s.max_rounds + 1):
+            await ctx.emit(RoundStarted(session_id=ctx.session_id, round=r))
+            prompt = self.task
+            if r:
+                await ctx.emit(
+                    Refinement(session_id=ctx.session_id, round=r, based_on_round=self._best().round)
+                )
+                prompt = self._render(s.refine_template, r, self._best().text)
+            try:
+                candidate = await ctx.run(
+                    self.actor, prompt, role=s.actor_role, index=r, share_route=s.share_route
+                )
+            except BudgetExceeded:
+                if not self.rounds:
+                    raise
+                return self._finish("budget")
+            self.outputs.append(candidate)
+            self.rounds.append(Round(round=r, text=candidate.text))
+            try:
+                verdict = await self._review(r, candidate)
+            except BudgetExceeded:
+                return self._finish("budget")
+            except _NOT_CRITIC_FAILURES:
+                raise
+            except Exception as exc:
+                return await self._critic_failed(r, exc)
+            passed = verdict.approves(s.threshold)
+            await ctx.emit(
+                Critique(
+                    session_id=ctx.session_id,
+                    round=r,
+                    score=verdict.score,
+                    passed=passed,
+                    hard_fail=verdict.hard_fail,
+                    issues=verdict.issues,
+                    summary=verdict.summary,
+                    obtained=verdict.obtained,
+                    source=verdict.source,
+                )
+            )
+            self._record(r, verdict, passed)
+            if passed:
+                return self._finish("approved")
+            if r == s.max_rounds:
+                break
+            if s.no_improvement is not None and self.stale >= s.no_improvement:
+                return self._finish("no_improvement")
+        return self._finish("max_rounds")
+
+    def _best(self) -> Round:
+        assert self.best is not None
+        return self.rounds[self.best]
+
+    def _render(self, template: str, r: int, output: str) -> str:
+        """Fill a template; `issues` and `summary` are the best judged candidate's so far."""
+        verdict = self._best().verdict if self.best is not None else None
+        return render(
+            template,
+            task=self.task,
+            output=output,
+            verdict=verdict,
+            history=format_history([(x.round, x.text, x.verdict) for x in self.rounds if x.verdict]),
+            round=r,
+        )
+
+    async def _review(self, r: int, candidate: Output) -> Verdict:
+        prompt = self._render(self.s.critic_template, r, candidate.text)
+        review = Review(task=self.task, output=candidate.text, round=r, prompt=prompt)
+        session = CriticSession(self.critic, review)
+        result = await self.ctx.run(
+            session, prompt, role=self.s.critic_role, index=r, share_route=self.s.share_route
+        )
+        assert isinstance(result.value, Verdict)
+        return result.value
+
+    def _record(self, r: int, verdict: Verdict, passed: bool) -> None:
+        current = self.rounds[r] = self.rounds[r].model_copy(update={"verdict": verdict, "passed": passed})
+        if self.best is None:
+            self.best = r
+            return
+        if _key(current) > _key(self._best()):
+            self.best, self.stale = r, 0
+        else:
+            if _key(current) == _key(self._best()):
+                self.best = r
+            self.stale += 1
+
+    async def _critic_failed(self, r: int, exc: Exception) -> OutputT:
+        error = f"{error_type_name(exc)}: {exc}"
+        self.rounds[r] = self.rounds[r].model_copy(update={"critic_error": error})
+        action = self.s.on_critic_error
+        await self.ctx.emit(
+            CriticFailed(
+                session_id=self.ctx.session_id,
+                round=r,
+                error_type=error_type_name(exc),
+                message=str(exc),
+                action=action,
+            )
+        )
+        output = self._finish("critic_failed", critic_error=error)
+        if action == "raise":
+            _raise_critic_error(self.ctx, r, exc, output)
+        return output
+
+    def _finish(self, stop_reason: str, *, critic_error: str | None = None) -> OutputT:
+        # The best judged candidate; when none was judged yet, the one draft there is.
+        index = self.best if self.best is not None else len(self.rounds) - 1
+        chosen, output = self.rounds[index], self.outputs[index]
+        return self.output_type(
+            value=output.value,
+            text=output.text,
+            stop_reason=stop_reason,
+            verdict=chosen.verdict,
+            best_round=chosen.round,
+            rounds=list(self.rounds),
+            critic_error=critic_error,
+        )
+
+
+def _raise_critic_error(ctx: Context, r: int, exc: Exception, output: ActorCriticOutput) -> NoReturn:
+    error = CriticError(
+        f"The critic failed in round {r} of session {ctx.session_id!r}: {error_type_name(exc)}: {exc}. "
+        f"The best candidate so far is on this error's `output`; pass on_critic_error='keep_draft' "
+        f"to get it as the result instead."
+    )
+    error.output = output
+    raise error from exc
+
+
+async def run_loop(
+    ctx: Context,
+    task: str,
+    actor: Architecture,
+    critic: Critic,
+    settings: LoopSettings,
+    output_type: type[OutputT],
+) -> OutputT:
+    """Run the loop in `ctx` (the ActorCritic's or SelfRefine's own session)."""
+    return await _Loop(ctx, task, actor, critic, settings, output_type).run()

@@ -1,0 +1,110 @@
+"""SelfRefine: one model drafts, gives itself feedback, and refines (Madaan et al. 2023).
+
+Pattern:
+    The agent drafts (`{id}__draft_0`); the same model, with a feedback prompt, returns a
+    Verdict on it (`{id}__feedback_0`); until the feedback approves, the agent writes a
+    new attempt from a prompt holding every earlier attempt and the feedback on each
+    (`__draft_1`, `__feedback_1`, …). It stops on approval, after `no_improvement`
+    attempts without a better score, or after `max_rounds` refinements, and returns the
+    best attempt with its feedback.
+
+    One role, one model: the drafts and the feedback route as the SelfRefine's own
+    session does (its role: the agent's role by default, or the worker name a
+    Supervisor gives it), not by the `draft` / `feedback` child roles; an agent pinned
+    to a model (`Agent(model=...)`) takes its feedback from that model too.
+
+Strengths:
+    No second model or reviewer prompt to maintain; the full history lets the model see
+    what it already tried. Every step is journaled, so a run replays exactly.
+
+Weaknesses:
+    A model grading its own work is lenient and blind to its own misconceptions, so
+    approval means less than an independent critic's; the history grows with every round
+    (prompt cost). For code, prefer ActorCritic with CodeCritic.
+"""
+
+from __future__ import annotations
+
+from jeeves.architecture import Architecture
+from jeeves.architectures._loop import (
+    ActorCriticOutput,
+    LoopSettings,
+    OnCriticError,
+    check_settings,
+    run_loop,
+)
+from jeeves.architectures._templates import (
+    CRITIC_TEMPLATE,
+    FEEDBACK_INSTRUCTIONS,
+    SELF_REFINE_TEMPLATE,
+    check_template,
+)
+from jeeves.context import Context
+from jeeves.critics import VERDICT_FORMAT, LLMCritic
+from jeeves.errors import UserError
+from jeeves.ids import validate_name
+
+__all__ = ["SelfRefine", "SelfRefineOutput"]
+
+
+class SelfRefineOutput(ActorCriticOutput):
+    """The best attempt, its feedback verdict and every round (the same fields as ActorCritic's)."""
+
+
+class SelfRefine:
+    """Draft, self-feedback, refine with the whole history (module docstring).
+
+    Args:
+        agent: The agent that drafts (usually an `Agent`; its role names the route).
+        threshold: The feedback score that approves an attempt, in [0, 1].
+        max_rounds: Refinements allowed after the first draft.
+        no_improvement: Stop after this many attempts in a row without a better score
+            (None: run to `max_rounds`).
+        on_critic_error: When the feedback call fails: "keep_draft" returns the best
+            attempt so far (stop_reason `critic_failed`), "raise" raises CriticError.
+        feedback_instructions: The feedback system prompt; the verdict format is appended.
+        feedback_template: What the feedback call is shown (placeholders as in ActorCritic).
+        refine_template: The refine prompt; the default holds `{history}`, every attempt
+            with its feedback.
+        role: The role this SelfRefine routes by at the root of a run (default: the agent's role).
+    """
+
+    name = "self_refine"
+
+    def __init__(
+        self,
+        agent: Architecture,
+        *,
+        threshold: float = 0.8,
+        max_rounds: int = 3,
+        no_improvement: int | None = 1,
+        on_critic_error: OnCriticError = "keep_draft",
+        feedback_instructions: str = FEEDBACK_INSTRUCTIONS,
+        feedback_template: str = CRITIC_TEMPLATE,
+        refine_template: str = SELF_REFINE_TEMPLATE,
+        role: str | None = None,
+    ) -> None:
+        if not isinstance(agent, Architecture):
+            raise UserError(f"agent {agent!r} is not an architecture; pass a jeeves.Agent.")
+        check_settings(threshold, max_rounds, no_improvement, on_critic_error)
+        self.agent = agent
+        self.role = validate_name(role or getattr(agent, "role", None) or self.name)
+        self.feedback = LLMCritic(
+            feedback_instructions + "\n" + VERDICT_FORMAT,
+            name="feedback",
+            model=getattr(agent, "route", None),
+        )
+        self.settings = LoopSettings(
+            actor_role="draft",
+            critic_role="feedback",
+            threshold=float(threshold),
+            max_rounds=max_rounds,
+            no_improvement=no_improvement,
+            on_critic_error=on_critic_error,
+            critic_template=check_template(feedback_template, what="feedback_template"),
+            refine_template=check_template(refine_template, what="refine_template"),
+            share_route=True,
+        )
+
+    async def run(self, ctx: Context, task: str) -> SelfRefineOutput:
+        return await run_loop(ctx, task, self.agent, self.feedback, self.settings, SelfRefineOutput)

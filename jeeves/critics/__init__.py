@@ -1,0 +1,42 @@
+"""Critics and their verdicts: LLM, code (pytest), citation, Python-function and combined critics.
+
+A critic reviews one candidate and returns a `Verdict` (a score in [0, 1], issues, a
+summary, a hard-fail flag, its source and how it was obtained). ActorCritic and
+SelfRefine run each review in its own session; see docs/critics.md.
+"""
+
+from jeeves.critics.base import (
+    CombinedCritic,
+    Critic,
+    CriticFunction,
+    CriticSession,
+    FunctionCritic,
+    Review,
+    as_critic,
+)
+from jeeves.critics.citations import CitationCritic
+from jeeves.critics.code import CodeCritic, extract_code
+from jeeves.critics.llm import REVIEW_INSTRUCTIONS, VERDICT_FORMAT, LLMCritic
+from jeeves.critics.parse import parse_verdict
+from jeeves.critics.verdict import Obtained, Verdict, combine_verdicts, normalise_score
+
+__all__ = [
+    "REVIEW_INSTRUCTIONS",
+    "VERDICT_FORMAT",
+    "CitationCritic",
+    "CodeCritic",
+    "CombinedCritic",
+    "Critic",
+    "CriticFunction",
+    "CriticSession",
+    "FunctionCritic",
+    "LLMCritic",
+    "Obtained",
+    "Review",
+    "Verdict",
+    "as_critic",
+    "combine_verdicts",
+    "extract_code",
+    "normalise_score",
+    "parse_verdict",
+]

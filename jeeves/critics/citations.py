@@ -1,0 +1,167 @@
+"""The citation critic: every claim cites evidence the caller supplied, and only that.
+
+Deterministic, for answers grounded in retrieved evidence. Rules:
+
+- A citation is `[id]` or `[id1, id2]` (ids are letters, digits and `_ . : # / -`; a
+  Markdown link `[text](url)` is not a citation).
+- A *claim* is a sentence of three words or more, not a heading and not a lead-in ending
+  with `:`. A sentence that hedges (`insufficient evidence`, `not enough information`…,
+  see `HEDGES`) is exempt: saying the evidence does not settle it needs no citation.
+- A citation to an id the caller did not pass is a **hard fail**: the answer invented a
+  source. Its sentence also counts as unsupported.
+- score = max(0, 1 − `uncited_penalty` × unsupported claims); uncited sentences are
+  listed as issues. With the default penalty 0.2 one uncited claim scores 0.8.
+- An answer with no text is a hard fail with score 0; one whose every sentence hedges
+  scores 1.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING
+
+from jeeves.critics.base import Review
+from jeeves.critics.verdict import Verdict
+from jeeves.errors import UserError
+from jeeves.ids import validate_name
+
+if TYPE_CHECKING:
+    from jeeves.context import Context
+
+__all__ = ["HEDGES", "CitationCritic"]
+
+HEDGES: tuple[str, ...] = (
+    "insufficient evidence",
+    "not enough evidence",
+    "no evidence",
+    "not enough information",
+    "insufficient information",
+    "the evidence does not",
+    "the sources do not",
+    "cannot be determined",
+    "could not find",
+    "not stated",
+    "unclear from",
+    "i don't know",
+    "i do not know",
+)
+"""Phrases that mark a sentence as hedged (matched case-insensitively)."""
+
+_ID = r"[A-Za-z0-9][A-Za-z0-9_.:#/-]*"
+_CITATION = re.compile(rf"\[\s*({_ID}(?:\s*[,;]\s*{_ID})*)\s*\](?!\()")
+_ONLY_CITATIONS = re.compile(rf"^(?:\s*\[\s*{_ID}(?:\s*[,;]\s*{_ID})*\s*\])+[\s.]*$")
+_SPLIT = re.compile(r"(?<=[.!?])\s+")
+_MARKER = re.compile(r"^\s*(?:[-*•>]|\d+[.)])\s+")
+
+
+def _sentences(text: str) -> Iterator[str]:
+    """Sentences, line by line; a trailing `[id]` after the full stop stays with its sentence."""
+    for line in text.splitlines():
+        line = _MARKER.sub("", line).strip()
+        if not line or line.startswith(("#", "```")):
+            continue
+        pieces: list[str] = []
+        for piece in _SPLIT.split(line):
+            if pieces and _ONLY_CITATIONS.match(piece):
+                pieces[-1] = f"{pieces[-1]} {piece}"
+            else:
+                pieces.append(piece)
+        yield from pieces
+
+
+def _ids(sentence: str) -> list[str]:
+    return [i.strip() for group in _CITATION.findall(sentence) for i in re.split(r"[,;]", group)]
+
+
+def _clip(sentence: str) -> str:
+    return sentence if len(sentence) <= 160 else sentence[:157] + "..."
+
+
+class CitationCritic:
+    """Checks an answer's `[id]` citations against the evidence ids you pass (module docstring).
+
+    Args:
+        evidence_ids: The ids the answer may cite (a dict of id → text works too).
+        uncited_penalty: What each unsupported claim takes off the score, in (0, 1].
+        hedges: Phrases that exempt a sentence from needing a citation.
+        name: The source tag of its verdicts.
+    """
+
+    kind = "citation_critic"
+
+    def __init__(
+        self,
+        evidence_ids: Iterable[str],
+        *,
+        uncited_penalty: float = 0.2,
+        hedges: Sequence[str] = HEDGES,
+        name: str = "citations",
+    ) -> None:
+        if isinstance(evidence_ids, str):
+            raise UserError(
+                f"evidence_ids must be a collection of ids, not one string {evidence_ids!r}; wrap it in []."
+            )
+        self.evidence_ids = frozenset(evidence_ids)
+        bad = sorted(i for i in self.evidence_ids if not isinstance(i, str) or not re.fullmatch(_ID, i))
+        if bad:
+            raise UserError(
+                f"Evidence ids {bad!r} cannot be cited as [id]; use letters, digits and _ . : # / -."
+            )
+        if not 0 < uncited_penalty <= 1:
+            raise UserError(f"uncited_penalty must be in (0, 1], got {uncited_penalty!r}.")
+        self.uncited_penalty = uncited_penalty
+        self.hedges = tuple(h.lower() for h in hedges)
+        self.name = validate_name(name, what="critic")
+
+    async def review(self, ctx: Context, review: Review) -> Verdict:
+        async def live() -> Verdict:
+            return self.check(review.output)
+
+        request = {"output": review.output, "evidence_ids": sorted(self.evidence_ids)}
+        verdict, _ = await ctx.step("function", self.name, request, live, Verdict)
+        return verdict
+
+    def check(self, text: str) -> Verdict:
+        """The verdict on `text`, computed now (`review` journals this)."""
+        if not text.strip():
+            return self._verdict(0.0, ["the answer is empty"], "Nothing to check.", hard_fail=True)
+        issues: list[str] = []
+        claims = unsupported = 0
+        unknown_seen: set[str] = set()
+        for sentence in _sentences(text):
+            words = _CITATION.sub("", sentence).split()
+            if len(words) < 3 or sentence.rstrip().endswith(":") or self._hedged(sentence):
+                continue
+            claims += 1
+            ids = _ids(sentence)
+            unknown = [i for i in ids if i not in self.evidence_ids]
+            if unknown:
+                unsupported += 1
+                unknown_seen.update(unknown)
+                known = ", ".join(sorted(self.evidence_ids)) or "none"
+                issues.append(f"cites unknown evidence {unknown!r} (known: {known}): {_clip(sentence)!r}")
+            elif not ids:
+                unsupported += 1
+                issues.append(f"uncited claim: {_clip(sentence)!r}")
+        score = max(0.0, 1.0 - self.uncited_penalty * unsupported)
+        summary = (
+            f"{claims - unsupported}/{claims} claims cited with known evidence."
+            if claims
+            else "No claims that need a citation (every sentence hedges or is too short)."
+        )
+        return self._verdict(score, issues, summary, hard_fail=bool(unknown_seen))
+
+    def _hedged(self, sentence: str) -> bool:
+        lowered = sentence.lower()
+        return any(h in lowered for h in self.hedges)
+
+    def _verdict(self, score: float, issues: list[str], summary: str, *, hard_fail: bool) -> Verdict:
+        return Verdict(
+            score=score,
+            issues=issues,
+            summary=summary,
+            hard_fail=hard_fail,
+            source=self.name,
+            obtained="function",
+        )
