@@ -35,7 +35,8 @@ from jeeves.messages import Message, ModelRequest, ModelResponse, ToolCall, Usag
 from jeeves.models.base import ModelClient, Route
 from jeeves.models.router import Router
 from jeeves.models.testing import FunctionModel, ScriptedModel
-from jeeves.runner import RunResult, RunStream, run, stream
+from jeeves.replay import JSONLJournal, MemoryJournal, SQLiteJournal
+from jeeves.runner import RunResult, RunStream, replay, run, stream
 from jeeves.tools import Tool, tool
 
 __all__ = [
@@ -52,10 +53,12 @@ __all__ = [
     "CriticError",
     "Event",
     "FunctionModel",
+    "JSONLJournal",
     "JeevesError",
     "JournalError",
     "LLMCritic",
     "MaxTurnsExceeded",
+    "MemoryJournal",
     "Message",
     "MissingCredentials",
     "ModelClient",
@@ -72,6 +75,7 @@ __all__ = [
     "Router",
     "RunResult",
     "RunStream",
+    "SQLiteJournal",
     "ScriptedModel",
     "SelfRefine",
     "Supervisor",
@@ -83,6 +87,7 @@ __all__ = [
     "child_id",
     "event_from_json",
     "event_to_json",
+    "replay",
     "run",
     "stream",
     "tool",

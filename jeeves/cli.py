@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import anyio
 
 from jeeves.demo import run_demo
+from jeeves.history import replay_command, runs_command
 
 __all__ = ["main"]
 
@@ -24,6 +25,16 @@ def _build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     demo = commands.add_parser("demo", help="an offline run with scripted models, shown live")
     demo.add_argument("--json", action="store_true", help="print one JSON event per line")
+    runs = commands.add_parser("runs", help="list the runs a journal holds (status, rounds, cost)")
+    runs.add_argument("journal", help="a journal file: *.jsonl, or a SQLite file")
+    runs.add_argument("--json", action="store_true", help="print one JSON object per run")
+    replay = commands.add_parser("replay", help="replay a recorded run offline and print its event tree")
+    replay.add_argument("journal", help="a journal file: *.jsonl, or a SQLite file")
+    replay.add_argument("session", help="the run's root session id (see `jeeves runs`)")
+    replay.add_argument(
+        "--spec", metavar="MODULE:ATTR", help="the architecture (or a zero-argument factory) to replay with"
+    )
+    replay.add_argument("--json", action="store_true", help="print one JSON event per line")
     return parser
 
 
@@ -32,6 +43,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
     if args.command == "demo":
         return anyio.run(run_demo, bool(args.json))
+    if args.command == "runs":
+        return anyio.run(runs_command, args.journal, bool(args.json))
+    if args.command == "replay":
+        return anyio.run(replay_command, args.journal, args.session, args.spec, bool(args.json))
     raise AssertionError(f"unhandled command {args.command!r}")  # pragma: no cover - argparse rejects it
 
 

@@ -87,6 +87,8 @@ class RunState:
     """Per session: live calls only (what this run spent)."""
     roles: dict[str, str] = field(default_factory=dict)
     budget_announced: bool = False
+    source: dict[str, Any] | None = None
+    """How to rebuild the root architecture; stored in the root's session record."""
     _adapters: dict[Any, TypeAdapter[Any]] = field(default_factory=dict)
 
     def adapter(self, tp: Any) -> TypeAdapter[Any]:
@@ -130,6 +132,18 @@ class RunState:
         return {sid: tally.snapshot() for sid, tally in self.live_usage.items()}
 
 
+def _step_name(kind: str, name: str) -> str:
+    return f"{kind} {name!r}" if name else f"{kind} call"
+
+
+def _rounds(output: Output | None) -> int | None:
+    """The rounds an Output reports (an int, or a sequence of rounds), if it has a `rounds` field."""
+    rounds = getattr(output, "rounds", None)
+    if isinstance(rounds, int) and not isinstance(rounds, bool):
+        return rounds
+    return len(rounds) if isinstance(rounds, list | tuple) else None
+
+
 class Context:
     """One session's handle on the run. Architectures get one in `run(ctx, task)`."""
 
@@ -167,7 +181,12 @@ class Context:
 
     # -- events ------------------------------------------------------------------------
     async def emit(self, event: Event) -> None:
-        """Send an event into the run's stream; `seq` and `ts` are stamped here."""
+        """Send an event into the run's stream; `seq` and `ts` are stamped here.
+
+        In a strict replay every event is marked `replayed`: nothing in it ran live.
+        """
+        if self._state.mode == "replay":
+            event.replayed = True
         await self._state.channel.put(event)
 
     @property
@@ -296,6 +315,8 @@ class Context:
                     stop_reason=output.stop_reason if output else (error_type_name(error) if error else None),
                     output=output.text if output else (str(error) if error else None),
                     usage=self._state.tree_usage(self.session_id).model_dump(),
+                    rounds=_rounds(output),
+                    source=self._state.source if self.parent_id is None else None,
                 )
             )
 
@@ -368,8 +389,9 @@ class Context:
         if record is not None:
             if record.kind != kind or record.fingerprint != fp:
                 raise ReplayDivergence(
-                    f"Session {self.session_id!r} step {index} ({kind} {name!r}) differs from the recorded "
-                    f"{record.kind} step {record.name!r}; the request changed:\n{request_diff(record.request, request)}\n"
+                    f"Session {self.session_id!r} step {index} ({_step_name(kind, name)}) differs from the recorded "
+                    f"{_step_name(record.kind, record.name)}; the request changed:\n"
+                    f"{request_diff(record.request, request)}\n"
                     f"Replay with the code, prompts and task that recorded the run, or start a new session id.",
                     session_id=self.session_id,
                     step=index,
@@ -383,7 +405,7 @@ class Context:
             return StepResult(state.adapter(result_type).validate_python(record.result), True)
         if state.mode == "replay":
             raise ReplayDivergence(
-                f"Session {self.session_id!r} asked for step {index} ({kind} {name!r}), which the journal does not "
+                f"Session {self.session_id!r} asked for step {index} ({_step_name(kind, name)}), which the journal does not "
                 f"hold: the recorded run ended earlier or took another path. Replay with the code that recorded it.",
                 session_id=self.session_id,
                 step=index,

@@ -51,7 +51,7 @@ class StepRecord(BaseModel):
     index: int
     kind: Literal["model", "tool", "function"]
     name: str = ""
-    """The tool or critic name; the answering model for model steps."""
+    """The tool or critic name; empty for model steps (the answering model is in the result)."""
     fingerprint: str
     request: Any = None
     result: Any = None
@@ -77,6 +77,11 @@ class SessionRecord(BaseModel):
     stop_reason: str | None = None
     output: str | None = None
     usage: dict[str, Any] = Field(default_factory=dict)
+    rounds: int | None = None
+    """Rounds the session's output reports (critic loops), when it reports them."""
+    source: dict[str, Any] | None = None
+    """Root sessions only: how to rebuild the architecture for a replay, as the runner was told
+    (`{"kind": "import", "ref": "module:attr"}`; other kinds are registered by their loaders)."""
 
 
 class Journal(Protocol):

@@ -9,6 +9,7 @@ the session that failed: after the last event when iterating, or from `result()`
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
@@ -28,10 +29,13 @@ from jeeves.journal import Journal, JournalMode
 from jeeves.messages import Usage
 from jeeves.models.base import ModelClient, Route
 from jeeves.models.router import Router
+from jeeves.replay.api import attach, close_journal, offline_router, open_journal, plan_replay
 
-__all__ = ["RunResult", "RunStream", "run", "stream"]
+__all__ = ["RunResult", "RunStream", "replay", "run", "stream"]
 
 ModelLike = str | Route | ModelClient
+JournalLike = Journal | str | os.PathLike[str]
+ArchitectureRef = str | Mapping[str, Any]
 
 
 class RunResult(BaseModel):
@@ -86,17 +90,15 @@ def _state(
     model: ModelLike | None,
     models: Mapping[str, ModelLike] | None,
     budget: Budget | None,
-    journal: Journal | None,
     mode: JournalMode,
     tracer: Tracer | None,
     channel: EventChannel,
 ) -> RunState:
     return RunState(
-        router=build_router(router, model, models),
+        router=offline_router() if mode == "replay" else build_router(router, model, models),
         channel=channel,
         meter=BudgetMeter(budget),
         tracer=tracer if tracer is not None else default_tracer(),
-        journal=journal,
         mode=mode,
     )
 
@@ -114,11 +116,24 @@ def _result(state: RunState, root: Context, output: Output | None, stop_reason: 
     )
 
 
-async def _execute(state: RunState, root: Context, arch: Architecture, task: str) -> RunResult:
-    try:
-        output = await root.execute(arch, task)
-    except BudgetExceeded:
-        return _result(state, root, None, "budget")
+async def _execute(
+    state: RunState,
+    root: Context,
+    arch: Architecture,
+    task: str,
+    journal: JournalLike | None,
+    architecture_ref: ArchitectureRef | None,
+) -> RunResult:
+    async with attach(
+        journal, mode=state.mode, root_id=root.session_id, architecture_ref=architecture_ref
+    ) as attached:
+        state.journal, state.source = attached.journal, attached.source
+        try:
+            output = await root.execute(arch, task)
+        except BudgetExceeded:
+            await attached.verify(root.session_id, None)
+            return _result(state, root, None, "budget")
+        await attached.verify(root.session_id, output.text)
     return _result(state, root, output, output.stop_reason)
 
 
@@ -132,8 +147,9 @@ async def run(
     session_id: str | None = None,
     role: str | None = None,
     budget: Budget | None = None,
-    journal: Journal | None = None,
+    journal: JournalLike | None = None,
     mode: JournalMode = "record",
+    architecture_ref: ArchitectureRef | None = None,
     tracer: Tracer | None = None,
 ) -> RunResult:
     """Run `arch` on `task` and return its result.
@@ -144,8 +160,14 @@ async def run(
         session_id: The root session id; child ids derive from it. Generated when omitted.
         role: The root's role name (defaults to the architecture's `role` or name).
         budget: Limits shared by the whole tree.
-        journal: Records every step; a session id the journal already holds resumes.
-        mode: "record" (default; resumes too) or "replay" (strict: nothing runs live).
+        journal: Records every step; a session id the journal already holds resumes. A
+            journal object, or a path: `.jsonl` for a JSONL file, anything else SQLite.
+        mode: "record" (default; resumes too) or "replay" (strict: nothing runs live, no
+            model route is used, and the replay must use every recorded step).
+        architecture_ref: How to rebuild `arch` for `jeeves replay`: an import path
+            "module:attr" (an Architecture, or a zero-argument factory in that module), or
+            a source mapping a registered loader understands. Stored in the root session
+            record; a resumed run given none keeps the recorded one.
         tracer: Span hooks; defaults to the one `jeeves.telemetry.configure` installed.
     """
     channel = EventChannel()
@@ -155,13 +177,12 @@ async def run(
         model=model,
         models=models,
         budget=budget,
-        journal=journal,
         mode=mode,
         tracer=tracer,
         channel=channel,
     )
     root = _root_context(state, arch, session_id, role)
-    return await _execute(state, root, arch, task)
+    return await _execute(state, root, arch, task, journal, architecture_ref)
 
 
 class RunStream:
@@ -220,8 +241,9 @@ async def stream(
     session_id: str | None = None,
     role: str | None = None,
     budget: Budget | None = None,
-    journal: Journal | None = None,
+    journal: JournalLike | None = None,
     mode: JournalMode = "record",
+    architecture_ref: ArchitectureRef | None = None,
     tracer: Tracer | None = None,
     max_buffer: int = 256,
 ) -> AsyncIterator[RunStream]:
@@ -243,7 +265,6 @@ async def stream(
         model=model,
         models=models,
         budget=budget,
-        journal=journal,
         mode=mode,
         tracer=tracer,
         channel=channel,
@@ -253,7 +274,7 @@ async def stream(
 
     async def produce() -> None:
         try:
-            handle._result = await _execute(state, root, arch, task)
+            handle._result = await _execute(state, root, arch, task, journal, architecture_ref)
         except Exception as exc:
             handle._error = exc
         finally:
@@ -269,3 +290,42 @@ async def stream(
                 channel.close()
                 if not handle._done.is_set():  # left early: cancel the whole tree
                     group.cancel_scope.cancel()
+
+
+async def replay(
+    arch: Architecture | None,
+    journal: JournalLike,
+    session_id: str,
+    *,
+    tracer: Tracer | None = None,
+) -> RunResult:
+    """Replay recorded run `session_id` from `journal`, offline, and return its result.
+
+    Nothing runs live: every model call and tool call is served from the journal, and no
+    model route exists to reach. The events are those of the recording (marked
+    `replayed`); the result's usage is zero, since nothing was spent. A step the journal
+    lacks, a request that changed, a recorded step left unused or another final output
+    raises `ReplayDivergence` naming the session and step.
+
+    Args:
+        arch: The architecture that recorded the run, or None to rebuild it from the
+            source stored with the run (`architecture_ref=` when it was recorded).
+        journal: The journal object, or its path (`.jsonl`, or a SQLite file).
+        session_id: The run's root session id (`jeeves runs JOURNAL` lists them).
+        tracer: Span hooks, as for `jeeves.run`.
+    """
+    store = open_journal(journal, create=False)
+    try:
+        plan = await plan_replay(store, session_id, arch)
+        return await run(
+            plan.arch,
+            plan.task,
+            session_id=session_id,
+            role=plan.role,
+            journal=store,
+            mode="replay",
+            tracer=tracer,
+        )
+    finally:
+        if store is not journal:
+            await close_journal(store)

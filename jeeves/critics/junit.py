@@ -77,7 +77,9 @@ def read_report(workdir: Path, returncode: int | None) -> PytestReport:
         report.infrastructure_error = f"exit code {returncode}: {tail}"
         return report
     if not path.exists():
-        report.broken.append(_clip(f"the test run ended without a report (exit code {returncode}): {tail}".strip(" :")))
+        report.broken.append(
+            _clip(f"the test run ended without a report (exit code {returncode}): {tail}".strip(" :"))
+        )
         return report
     try:
         root = ET.parse(path).getroot()

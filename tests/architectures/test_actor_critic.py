@@ -6,7 +6,7 @@ import pytest
 from pydantic import BaseModel
 
 import jeeves
-from jeeves import ActorCritic, Agent, Budget, CodeCritic, LLMCritic, ScriptedModel, Verdict
+from jeeves import ActorCritic, Agent, Budget, CodeCritic, LLMCritic, Router, ScriptedModel, Verdict
 from jeeves.architectures import ActorCriticOutput
 from jeeves.errors import CriticError, ProviderError, UserError
 from jeeves.events import Event
@@ -328,3 +328,35 @@ async def test_the_actor_may_use_tools_and_be_any_architecture() -> None:
     result, events = await run_stream(ActorCritic(inner, lambda t, o: Verdict(score=1.0)), model)
     assert result.output == "uses lookup"
     assert "job__actor_0__critic_0" in {e.session_id for e in events}
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # litellm is asyncio-only
+async def test_actor_and_critic_reach_their_own_models_through_litellm() -> None:
+    from jeeves.models.litellm import LiteLLMClient
+    from tests.models.mock_openai import Text, serve
+
+    with serve() as server:
+        server.script(
+            Text("def add(a, b): return a - b", prompt_tokens=30, completion_tokens=10),
+            Text(verdict(0.2, "subtracts instead of adding"), prompt_tokens=60, completion_tokens=20),
+            Text("def add(a, b): return a + b", prompt_tokens=80, completion_tokens=10),
+            Text(verdict(0.95), prompt_tokens=60, completion_tokens=8),
+        )
+        client = LiteLLMClient(api_base=server.base_url, api_key="test-key")
+        router = Router({"actor": "openai/gpt-4o-mini", "critic": "openai/gpt-4o"}, client=client)
+        result, events = await run_stream(ActorCritic(ACTOR, LLMCritic()), None, router=router)
+        assert server.remaining() == 0 and not server.unexpected
+        sent = server.models
+    assert result.stop_reason == "approved"
+    assert sent == ["gpt-4o-mini", "gpt-4o", "gpt-4o-mini", "gpt-4o"]
+    started = {e.session_id: e.model for e in events if e.type == "session.started"}
+    assert started["job__actor_1"] == "openai/gpt-4o-mini" and started["job__critic_1"] == "openai/gpt-4o"
+    actor, critic = result.usage_by_role["actor"], result.usage_by_role["critic"]
+    assert (actor.model_calls, actor.input_tokens, critic.model_calls, critic.input_tokens) == (
+        2,
+        110,
+        2,
+        120,
+    )
+    assert 0 < actor.cost_usd < critic.cost_usd  # gpt-4o costs more per token than gpt-4o-mini
+    assert result.usage.cost_usd == pytest.approx(actor.cost_usd + critic.cost_usd)

@@ -1,0 +1,128 @@
+"""`jeeves runs` and `jeeves replay`: list the runs a journal holds, replay one as an event tree.
+
+Both are offline. `replay` rebuilds the run's architecture from `--spec module:attr` or
+from the source recorded with the run (`jeeves.run(..., architecture_ref=...)`), with the
+current directory importable as it is for `python -m`, then streams a strict replay and
+prints each event indented by its session's depth in the tree.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, TextIO
+
+from jeeves.errors import JeevesError, JournalError, ReplayDivergence
+from jeeves.events import Event, event_to_json
+from jeeves.journal import Journal
+from jeeves.replay.api import ReplayPlan, RunSummary, close_journal, list_runs, open_journal, plan_replay
+from jeeves.replay.source import resolve_ref
+from jeeves.runner import RunResult, stream
+
+__all__ = ["describe_event", "replay_command", "runs_command"]
+
+_SHOWN: dict[str, tuple[str, ...]] = {
+    "session.started": ("role", "architecture", "model", "task"),
+    "session.completed": ("stop_reason", "output"),
+    "session.failed": ("error_type", "message"),
+    "model.completed": ("model", "text", "tool_calls"),
+    "model.retrying": ("model", "next_model", "error_type"),
+    "tool.started": ("name", "arguments"),
+    "tool.completed": ("name", "result", "is_error"),
+}
+_COMMON = {"type", "session_id", "seq", "ts", "replayed"}
+
+
+def _excerpt(value: Any, width: int = 70) -> str:
+    if isinstance(value, list):
+        value = ", ".join(_excerpt(v.get("name", v) if isinstance(v, dict) else v, 30) for v in value)
+    text = " ".join(str(value).split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _blank(value: Any) -> bool:
+    return value is None or value is False or value == "" or value == []
+
+
+def describe_event(event: Event) -> str | None:
+    """One line for the tree: the event's type and its telling fields; None for model deltas."""
+    if event.type == "model.delta":
+        return None
+    data = event.model_dump(mode="json")
+    keys = _SHOWN.get(event.type) or tuple(k for k in data if k not in _COMMON)
+    fields = " ".join(f"{k}={_excerpt(data[k])}" for k in keys if not _blank(data.get(k)))
+    depth = event.session_id.count("__")
+    label = event.session_id.rsplit("__", 1)[-1]
+    return f"{'  ' * depth}{label}  {event.type}  {fields}".rstrip()
+
+
+def _fail(error: JeevesError, out: TextIO) -> int:
+    out.write(f"error: {error}\n")
+    return 2
+
+
+def _summary_line(run: RunSummary) -> str:
+    rounds = "-" if run.rounds is None else str(run.rounds)
+    cost = f"${run.usage.cost_usd:.4f}"
+    return f"{run.session_id:<24} {run.status:<10} {rounds:>6} {cost:>10}  {_excerpt(run.task, 50)}"
+
+
+async def runs_command(journal: str, as_json: bool = False) -> int:
+    """Print the root sessions `journal` holds: id, status, rounds, cost and the task."""
+    try:
+        runs = await list_runs(journal)
+    except JeevesError as exc:
+        return _fail(exc, sys.stderr)
+    if as_json:
+        for run in runs:
+            sys.stdout.write(run.model_dump_json() + "\n")
+        return 0
+    sys.stdout.write(f"{'SESSION':<24} {'STATUS':<10} {'ROUNDS':>6} {'COST':>10}  TASK\n")
+    for run in runs:
+        sys.stdout.write(_summary_line(run) + "\n")
+    return 0
+
+
+async def replay_command(
+    journal: str, session_id: str, spec: str | None = None, as_json: bool = False
+) -> int:
+    """Replay run `session_id` offline and print its events as a tree, then its output.
+
+    Exit codes: 0 replayed; 1 the recorded run failed and its replay failed the same way;
+    2 it could not be replayed (no such run, a damaged journal, a divergence).
+    """
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        store = open_journal(journal, create=False)
+    except JeevesError as exc:
+        return _fail(exc, sys.stderr)
+    plan: ReplayPlan | None = None
+    try:
+        plan = await plan_replay(store, session_id, resolve_ref(spec) if spec else None)
+        result = await _print_replay(plan, store, session_id, as_json, sys.stdout)
+    except Exception as exc:
+        if isinstance(exc, ReplayDivergence | JournalError) or plan is None or plan.record.status != "failed":
+            if isinstance(exc, JeevesError):
+                return _fail(exc, sys.stderr)
+            raise
+        sys.stderr.write(f"The recorded run failed, and its replay failed the same way: {exc}\n")
+        return 1
+    finally:
+        await close_journal(store)
+    if not as_json:
+        sys.stdout.write(f"\noutput: {result.text}\nstop reason: {result.stop_reason} (replayed offline)\n")
+    return 0
+
+
+async def _print_replay(
+    plan: ReplayPlan, store: Journal, session_id: str, as_json: bool, out: TextIO
+) -> RunResult:
+    async with stream(
+        plan.arch, plan.task, session_id=session_id, role=plan.role, journal=store, mode="replay"
+    ) as events:
+        async for event in events:
+            line = event_to_json(event) if as_json else describe_event(event)
+            if line is not None:
+                out.write(line + "\n")
+        return await events.result()

@@ -1,0 +1,268 @@
+"""Opening journals by path, listing recorded runs, and what the runner needs to replay.
+
+`jeeves.run(..., journal=...)` and `jeeves.replay(...)` (in `jeeves.runner`, which sits
+above this package) use `attach` to open a path, to keep a resumed run's source, and, in
+a strict replay, to check afterwards that the replay used every recorded step and ended
+with the recorded output.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar, overload
+
+from pydantic import BaseModel, Field
+
+from jeeves.architecture import Architecture
+from jeeves.errors import JournalError, ReplayDivergence, UserError
+from jeeves.journal import Journal, JournalMode, SessionRecord, StepRecord, request_diff
+from jeeves.messages import ModelRequest, ModelResponse, Usage
+from jeeves.models.base import DeltaSink
+from jeeves.models.router import Router
+from jeeves.replay.base import JournalStore
+from jeeves.replay.jsonl import JSONLJournal
+from jeeves.replay.source import load_architecture, source_of
+from jeeves.replay.sqlite import SQLiteJournal
+
+__all__ = [
+    "Attached",
+    "ReplayPlan",
+    "RunSummary",
+    "attach",
+    "close_journal",
+    "list_runs",
+    "offline_router",
+    "open_journal",
+    "plan_replay",
+]
+
+J = TypeVar("J", bound=Journal)
+JournalLike = Journal | str | os.PathLike[str]
+
+
+@overload
+def open_journal(target: str | os.PathLike[str], *, create: bool = True) -> JournalStore: ...
+@overload
+def open_journal(target: J, *, create: bool = True) -> J: ...
+def open_journal(target: Any, *, create: bool = True) -> Any:
+    """A journal for `target`: a path ending in `.jsonl` opens a JSONLJournal, any other path a
+    SQLiteJournal (the default file store); a journal object is returned as it is.
+
+    `create=False` refuses a missing file. The caller closes what it opened (`aclose()`).
+    """
+    if isinstance(target, str | os.PathLike):
+        path = Path(target)
+        return (
+            JSONLJournal(path, create=create)
+            if path.suffix == ".jsonl"
+            else SQLiteJournal(path, create=create)
+        )
+    if all(
+        callable(getattr(target, m, None)) for m in ("get_step", "put_step", "get_session", "put_session")
+    ):
+        return target
+    raise UserError(
+        f"journal={target!r} is neither a path nor a journal; pass 'runs.db', 'run.jsonl' or a "
+        f"jeeves.MemoryJournal()."
+    )
+
+
+async def close_journal(journal: Journal) -> None:
+    """Close a journal that `open_journal` opened (journals without `aclose` need nothing)."""
+    if isinstance(journal, JournalStore):
+        await journal.aclose()
+
+
+class _Unreachable:
+    """The only model client of a strict replay: reaching it is a bug, and it says so."""
+
+    model_name = "replay"
+
+    async def complete(self, request: ModelRequest, *, on_delta: DeltaSink | None = None) -> ModelResponse:
+        raise ReplayDivergence(
+            f"A strict replay reached a model for session {request.session_id!r}; replays serve every call "
+            f"from the journal. This is a jeeves bug: please report it.",
+            session_id=request.session_id,
+            step=-1,
+        )
+
+
+def offline_router() -> Router:
+    """The router of a strict replay: every role routes to a client that refuses to answer."""
+    unreachable = _Unreachable()
+    return Router({"default": unreachable}, client=unreachable)
+
+
+class RunSummary(BaseModel):
+    """One recorded run (a root session), as `jeeves runs` lists it."""
+
+    session_id: str
+    architecture: str
+    status: str
+    """running (still going, or crashed: resume it), completed or failed."""
+    stop_reason: str | None = None
+    rounds: int | None = None
+    usage: Usage = Field(default_factory=Usage)
+    """Tokens and USD of the whole tree, as recorded when the root last changed status."""
+    task: str = ""
+    output: str | None = None
+
+
+async def list_runs(journal: JournalStore | str | os.PathLike[str]) -> list[RunSummary]:
+    """The root sessions a journal holds, in the order they were first recorded."""
+    store = open_journal(journal, create=False)
+    try:
+        records = await store.sessions()
+    finally:
+        if store is not journal:
+            await store.aclose()
+    return [
+        RunSummary(
+            session_id=r.session_id,
+            architecture=r.architecture,
+            status=r.status,
+            stop_reason=r.stop_reason,
+            rounds=r.rounds,
+            usage=Usage.model_validate(r.usage),
+            task=r.task,
+            output=r.output,
+        )
+        for r in records
+        if r.parent_id is None
+    ]
+
+
+@dataclass
+class ReplayPlan:
+    """What a replay of one recorded run needs: the architecture, its task and its role."""
+
+    arch: Architecture
+    task: str
+    role: str
+    record: SessionRecord
+
+
+async def plan_replay(journal: Journal, session_id: str, arch: Architecture | None) -> ReplayPlan:
+    """Look up root session `session_id`; rebuild the architecture from its source if not given."""
+    record = await journal.get_session(session_id)
+    if record is None:
+        records = await journal.sessions() if isinstance(journal, JournalStore) else []
+        known = ", ".join(repr(r.session_id) for r in records if r.parent_id is None) or "none"
+        raise UserError(f"{journal!r} holds no run {session_id!r}; its runs are: {known}.")
+    if record.parent_id is not None:
+        root = session_id.split("__", 1)[0]
+        raise UserError(f"{session_id!r} is a child session; replay its run, {root!r}.")
+    if arch is None:
+        arch = load_architecture(record.source, session_id=session_id)
+    return ReplayPlan(arch=arch, task=record.task, role=record.role, record=record)
+
+
+@dataclass
+class _Served:
+    """Wraps a store during a strict replay: serves reads, refuses writes, notes what was read."""
+
+    store: Journal
+    steps: set[tuple[str, int]] = field(default_factory=set)
+    sessions: set[str] = field(default_factory=set)
+
+    async def get_step(self, session_id: str, index: int) -> StepRecord | None:
+        record = await self.store.get_step(session_id, index)
+        if record is not None:
+            self.steps.add((session_id, index))
+        return record
+
+    async def get_session(self, session_id: str) -> SessionRecord | None:
+        self.sessions.add(session_id)
+        return await self.store.get_session(session_id)
+
+    async def put_step(self, record: StepRecord) -> None:
+        raise JournalError(f"A strict replay tried to record step {record.index} of {record.session_id!r}.")
+
+    async def put_session(self, record: SessionRecord) -> None:
+        raise JournalError(f"A strict replay tried to record session {record.session_id!r}.")
+
+    def __repr__(self) -> str:
+        return repr(self.store)
+
+
+@dataclass
+class Attached:
+    """A run's journal, opened and prepared; `verify` checks a finished strict replay."""
+
+    journal: Journal | None = None
+    source: dict[str, Any] | None = None
+    served: _Served | None = None
+
+    async def verify(self, root_id: str, output: str | None) -> None:
+        """After a strict replay returned `output`: every recorded step of the tree was asked
+        for, and the root's recorded output is the one the replay produced."""
+        served = self.served
+        if served is None or not isinstance(served.store, JournalStore):
+            return
+        records = await served.store.sessions(root_id)
+        for record in records:
+            sid = record.session_id
+            if sid not in served.sessions:
+                raise ReplayDivergence(
+                    f"The recorded run has session {sid!r}, which the replay never started: the code took "
+                    f"another path. Replay with the code that recorded the run.",
+                    session_id=sid,
+                    step=-1,
+                )
+            for index in await served.store.step_indices(sid):
+                if (sid, index) not in served.steps:
+                    raise ReplayDivergence(
+                        f"The recorded run has step {index} of session {sid!r}, which the replay never asked "
+                        f"for: the code took a shorter path. Replay with the code that recorded the run.",
+                        session_id=sid,
+                        step=index,
+                    )
+        root = next((r for r in records if r.session_id == root_id), None)
+        if root is not None and root.status == "completed" and root.output != output:
+            raise ReplayDivergence(
+                f"Run {root_id!r} replayed every step but ended with another output:\n"
+                f"{request_diff(root.output, output)}\nThe architecture decides something outside its "
+                f"journaled steps (a clock, random numbers, the environment); route it through ctx.step.",
+                session_id=root_id,
+                step=-1,
+            )
+
+
+@asynccontextmanager
+async def attach(
+    journal: JournalLike | None,
+    *,
+    mode: JournalMode,
+    root_id: str,
+    architecture_ref: str | Mapping[str, Any] | None = None,
+) -> AsyncIterator[Attached]:
+    """Open `journal` for one run and close it afterwards if it was given as a path.
+
+    Recording: `architecture_ref` becomes the root's source; a resumed run given none keeps
+    the source it was recorded with. Replaying: the journal is only read, and writes raise.
+    """
+    if mode not in ("record", "replay", "resume"):
+        raise UserError(f"mode={mode!r} is not a journal mode; use 'record' (resumes too) or 'replay'.")
+    source = source_of(architecture_ref)
+    if journal is None:
+        if mode == "replay":
+            raise UserError("mode='replay' needs journal=: the journal the run was recorded in.")
+        yield Attached(source=source)
+        return
+    store = open_journal(journal, create=mode != "replay")
+    try:
+        if mode == "replay":
+            served = _Served(store)
+            yield Attached(journal=served, served=served)
+            return
+        if source is None:
+            recorded = await store.get_session(root_id)
+            source = recorded.source if recorded is not None else None
+        yield Attached(journal=store, source=source)
+    finally:
+        if store is not journal:
+            await close_journal(store)

@@ -1,0 +1,116 @@
+"""What every journal store shares: the `JournalStore` protocol and the record codec.
+
+A record is stored as one JSON object: the fields of a `StepRecord` or `SessionRecord`,
+plus `"type": "step" | "session"`. Every record carries the schema version it was written
+with (`v`); a store refuses a record from a newer version with a `JournalError` that says
+to upgrade, and never guesses at its meaning. Nothing is pickled: a journal holds data,
+never code, and a renamed class cannot break it.
+"""
+
+from __future__ import annotations
+
+import json
+from types import TracebackType
+from typing import Any, Protocol, Self, runtime_checkable
+
+from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError
+
+from jeeves.errors import JournalError, UserError
+from jeeves.journal import SCHEMA_VERSION, Journal, SessionRecord, StepRecord
+
+__all__ = ["JournalStore", "JournalWarning", "StoreBase", "decode_record", "encode_record", "in_tree"]
+
+Record = StepRecord | SessionRecord
+
+
+class JournalWarning(UserWarning):
+    """A journal was damaged in a way jeeves can recover from (a torn last line); it says what it kept."""
+
+
+@runtime_checkable
+class JournalStore(Journal, Protocol):
+    """A Journal that can also list what it holds and be closed (every store jeeves ships)."""
+
+    async def sessions(self, root: str | None = None) -> list[SessionRecord]:
+        """Every session record (only `root` and its subtree, when given), in the order the
+        sessions were first recorded."""
+        ...
+
+    async def step_indices(self, session_id: str) -> list[int]:
+        """The indices of the steps recorded for `session_id`, ascending."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release files and connections; the store is not used afterwards."""
+        ...
+
+
+def in_tree(session_id: str, root: str | None) -> bool:
+    """Whether `session_id` is `root` or below it (ids spell their path: `root__role_i…`)."""
+    return root is None or session_id == root or session_id.startswith(root + "__")
+
+
+def encode_record(record: Record) -> str:
+    """A record as one line of JSON (no newline). Raises if a value is not JSON-able."""
+    kind = "step" if isinstance(record, StepRecord) else "session"
+    try:
+        data = record.model_dump(mode="json")
+    except PydanticSerializationError as exc:
+        where = f"Step {record.index} of" if isinstance(record, StepRecord) else "The record of"
+        raise UserError(
+            f"{where} session {record.session_id!r} cannot be journaled: {exc}. Journals hold JSON; give "
+            f"ctx.step a JSON-able request and a result_type pydantic can serialise."
+        ) from exc
+    return json.dumps({"type": kind, **data}, ensure_ascii=False)
+
+
+def decode_record(data: Any, where: str) -> Record:
+    """A parsed JSON object back into its record; `where` names the file and line for errors."""
+    if not isinstance(data, dict) or data.get("type") not in ("step", "session"):
+        raise JournalError(f"{where}: not a jeeves journal record ({_excerpt(data)}). {_DAMAGED}")
+    version = data.get("v")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise JournalError(f"{where}: the record has no schema version (v={version!r}). {_DAMAGED}")
+    if version > SCHEMA_VERSION:
+        raise JournalError(
+            f"{where}: the record was written by a newer jeeves (journal schema v{version}; this jeeves "
+            f"reads up to v{SCHEMA_VERSION}). Upgrade jeeves to read this journal."
+        )
+    cls: type[Record] = StepRecord if data["type"] == "step" else SessionRecord
+    try:
+        return cls.model_validate({k: v for k, v in data.items() if k != "type"})
+    except ValidationError as exc:
+        raise JournalError(f"{where}: a malformed {data['type']} record: {exc}. {_DAMAGED}") from exc
+
+
+_DAMAGED = "The journal is damaged here; restore it from a backup or record into a new file."
+
+
+def _excerpt(data: Any) -> str:
+    text = json.dumps(data, default=str)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+class StoreBase:
+    """Closing shared by the stores: `aclose()`, `close()`, and both kinds of `with`."""
+
+    def close(self) -> None:
+        """Release files and connections (blocking; prefer `aclose()` inside async code)."""
+
+    async def aclose(self) -> None:
+        self.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()

@@ -1,0 +1,120 @@
+"""What every store does the same way: the JournalStore contract and the record codec."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from jeeves.errors import JournalError, UserError
+from jeeves.journal import SessionRecord, StepRecord
+from jeeves.replay import JournalStore
+from jeeves.replay.base import decode_record, encode_record
+from tests.replay.conftest import Stores
+
+pytestmark = pytest.mark.anyio
+
+
+def step(session_id: str = "r1", index: int = 0, **fields: Any) -> StepRecord:
+    return StepRecord(
+        session_id=session_id, index=index, kind="tool", name="add", fingerprint="f" * 64, **fields
+    )
+
+
+def session(session_id: str = "r1", **fields: Any) -> SessionRecord:
+    return SessionRecord(session_id=session_id, role="agent", architecture="agent", **fields)
+
+
+async def test_records_come_back_as_they_went_in(stores: Stores) -> None:
+    journal = stores.open()
+    assert isinstance(journal, JournalStore)
+    record = step(request={"a": [1, 2]}, result={"text": "3"}, events=[{"type": "model.delta", "text": "é"}])
+    await journal.put_step(record)
+    await journal.put_session(session(task="t", source={"kind": "import", "ref": "m:a"}))
+    assert await journal.get_step("r1", 0) == record
+    assert await journal.get_step("r1", 1) is None
+    assert await journal.get_step("r2", 0) is None
+    got = await journal.get_session("r1")
+    assert got is not None and got.source == {"kind": "import", "ref": "m:a"}
+    assert await journal.get_session("r2") is None
+
+
+async def test_records_outlive_the_store_object(stores: Stores) -> None:
+    journal = stores.open()
+    await journal.put_step(step(index=1))
+    await journal.put_session(session())
+    await journal.aclose()
+    again = stores.open()
+    assert await again.get_step("r1", 1) == step(index=1)
+    assert await again.step_indices("r1") == [1]
+
+
+async def test_sessions_keep_first_order_and_last_status(stores: Stores) -> None:
+    journal = stores.open()
+    await journal.put_session(session("r1"))
+    await journal.put_session(session("r2", parent_id=None))
+    await journal.put_session(session("r1__worker_0", parent_id="r1"))
+    await journal.put_session(session("r1", status="completed", output="done"))
+    await journal.aclose()
+    records = await stores.open().sessions()
+    assert [r.session_id for r in records] == ["r1", "r2", "r1__worker_0"]
+    assert (records[0].status, records[0].output) == ("completed", "done")
+
+
+async def test_sessions_of_one_tree(stores: Stores) -> None:
+    journal = stores.open()
+    for sid in ("r1", "r10", "r1__worker_0", "r10__worker_0", "r1__worker_0__critic_1", "x_r1__a_0"):
+        await journal.put_session(session(sid, parent_id=sid.rpartition("__")[0] or None))
+    assert [r.session_id for r in await journal.sessions("r1")] == [
+        "r1",
+        "r1__worker_0",
+        "r1__worker_0__critic_1",
+    ]
+    assert [r.session_id for r in await journal.sessions("r1__worker_0")] == [
+        "r1__worker_0",
+        "r1__worker_0__critic_1",
+    ]
+    assert len(await journal.sessions()) == 6
+
+
+async def test_step_indices_are_per_session_and_sorted(stores: Stores) -> None:
+    journal = stores.open()
+    for sid, index in [("r1", 2), ("r1", 0), ("r1__a_0", 5), ("r1", 1)]:
+        await journal.put_step(step(sid, index))
+    assert await journal.step_indices("r1") == [0, 1, 2]
+    assert await journal.step_indices("r1__a_0") == [5]
+    assert await journal.step_indices("nobody") == []
+
+
+async def test_a_value_that_is_not_json_fails_where_it_is_recorded(stores: Stores) -> None:
+    journal = stores.open()
+    with pytest.raises(UserError, match="Step 0 of session 'r1' cannot be journaled: .*JSON-able"):
+        await journal.put_step(step(index=0, result=object()))
+    assert await journal.get_step("r1", 0) is None
+
+
+def test_records_are_json_lines_with_type_and_version() -> None:
+    line = encode_record(step())
+    data = json.loads(line)
+    assert "\n" not in line
+    assert (data["type"], data["v"], data["session_id"]) == ("step", 1, "r1")
+    assert decode_record(data, "here") == step()
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ([1, 2], "here: not a jeeves journal record"),
+        ({"type": "other", "v": 1}, "here: not a jeeves journal record"),
+        ({"type": "step", "session_id": "r1"}, r"here: the record has no schema version \(v=None\)"),
+        (
+            {"type": "step", "v": 2},
+            r"here: the record was written by a newer jeeves \(journal schema v2; .*Upgrade jeeves",
+        ),
+        ({"type": "session", "v": 1, "session_id": "r1"}, "here: a malformed session record"),
+    ],
+)
+def test_bad_records_are_refused_with_where_and_why(data: Any, message: str) -> None:
+    with pytest.raises(JournalError, match=message):
+        decode_record(data, "here")

@@ -1,0 +1,133 @@
+"""JSONLJournal: one record a line, flushed per step; torn last lines and other damage."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+import jeeves
+from jeeves.errors import JournalError, UserError
+from jeeves.journal import StepRecord
+from jeeves.replay import JournalWarning, JSONLJournal, jsonl
+from jeeves.replay.base import encode_record
+from tests.replay import archs
+from tests.replay.test_base import session, step
+
+pytestmark = pytest.mark.anyio
+
+
+async def record_two(path: Path) -> None:
+    async with JSONLJournal(path) as journal:
+        await journal.put_session(session())
+        await journal.put_step(step(index=0))
+
+
+async def test_each_record_is_one_line_on_disk_before_put_returns(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "run.jsonl"
+    journal = JSONLJournal(path)
+    await journal.put_step(step(index=0))
+    await journal.put_session(session())
+    lines = path.read_text().splitlines()  # read while the journal is still open: flushed, not buffered
+    assert [json.loads(line)["type"] for line in lines] == ["step", "session"]
+    await journal.aclose()
+
+
+async def test_a_torn_last_line_is_ignored_with_a_warning_and_cut_on_the_next_write(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    await record_two(path)
+    whole = path.read_bytes()
+    path.write_bytes(whole + encode_half(step(index=1)))
+
+    journal = JSONLJournal(path)
+    with pytest.warns(
+        JournalWarning, match=r"run.jsonl:3: the last line is incomplete .* the 2 records before it are kept"
+    ):
+        assert await journal.get_step("r1", 1) is None
+    assert await journal.get_step("r1", 0) == step(index=0)
+    await journal.put_step(step(index=2))
+    await journal.aclose()
+
+    assert path.read_bytes().startswith(whole)
+    assert [json.loads(line)["index"] for line in path.read_text().splitlines()[2:]] == [2]
+    async with JSONLJournal(path) as again:  # no warning now: the file is whole again
+        assert await again.step_indices("r1") == [0, 2]
+
+
+def encode_half(record: StepRecord) -> bytes:
+    line = encode_record(record).encode()
+    return line[: len(line) // 2]
+
+
+async def test_a_whole_last_line_without_its_newline_is_kept(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    await record_two(path)
+    path.write_bytes(path.read_bytes().rstrip(b"\n"))
+    async with JSONLJournal(path) as journal:
+        assert await journal.get_step("r1", 0) == step(index=0)
+        await journal.put_step(step(index=1))
+    assert len(path.read_text().splitlines()) == 3
+
+
+async def test_damage_before_the_last_line_names_the_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    await record_two(path)
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([lines[0], lines[1][:20], lines[1]]) + "\n")
+    with pytest.raises(JournalError, match=r"run.jsonl:2: the line is not JSON .* damaged here"):
+        await JSONLJournal(path).get_step("r1", 0)
+
+
+async def test_a_record_from_a_newer_jeeves_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    await record_two(path)
+    newer = json.loads(path.read_text().splitlines()[1]) | {"v": 99}
+    with path.open("a") as file:
+        file.write(json.dumps(newer) + "\n")
+    with pytest.raises(
+        JournalError, match=r"run.jsonl:3: .*newer jeeves \(journal schema v99; this jeeves reads up to v1\)"
+    ):
+        await JSONLJournal(path).sessions()
+
+
+async def test_blank_lines_are_not_records(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    await record_two(path)
+    path.write_text(path.read_text().replace("\n", "\n\n"))
+    async with JSONLJournal(path) as journal:
+        assert len(await journal.sessions()) == 1
+
+
+async def test_a_missing_file_is_empty_when_recording_and_an_error_when_reading(tmp_path: Path) -> None:
+    path = tmp_path / "none.jsonl"
+    assert await JSONLJournal(path).get_step("r1", 0) is None
+    assert not path.exists()  # reading never creates the file
+    with pytest.raises(UserError, match="There is no journal at .*none.jsonl"):
+        await JSONLJournal(path, create=False).sessions()
+
+
+async def test_file_work_runs_off_the_event_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    threads: set[int] = set()
+    original = JSONLJournal._append
+
+    def spy(self: JSONLJournal, line: str) -> None:
+        threads.add(threading.get_ident())
+        original(self, line)
+
+    monkeypatch.setattr(JSONLJournal, "_append", spy)
+    async with JSONLJournal(tmp_path / "run.jsonl") as journal:
+        await jeeves.run(archs.build_agent(), "count these", model=archs.model(), journal=journal)
+    assert threads and threading.get_ident() not in threads
+
+
+async def test_fsync_mode_syncs_every_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    synced: list[int] = []
+    monkeypatch.setattr(jsonl.os, "fsync", synced.append)
+    async with JSONLJournal(tmp_path / "a.jsonl", fsync=True) as journal:
+        await journal.put_step(step(index=0))
+        await journal.put_step(step(index=1))
+    async with JSONLJournal(tmp_path / "b.jsonl") as journal:
+        await journal.put_step(step(index=0))
+    assert len(synced) == 2

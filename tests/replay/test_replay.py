@@ -1,0 +1,301 @@
+"""Record, replay, resume end to end: `jeeves.run(journal=...)`, `jeeves.replay`, a second run."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import pytest
+
+import jeeves
+from jeeves import Agent, Budget, FunctionModel, ScriptedModel
+from jeeves.architecture import Architecture
+from jeeves.errors import ProviderError, ReplayDivergence
+from jeeves.events import Event
+from jeeves.messages import ModelRequest
+from jeeves.replay import MemoryJournal
+from jeeves.testing import Reply
+from tests.replay import archs
+from tests.replay.conftest import Stores
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def armed() -> Iterator[None]:
+    archs.ARMED["tools"] = True
+    try:
+        yield
+    finally:
+        archs.ARMED["tools"] = False
+
+
+def per_session(events: list[Event]) -> dict[str, list[dict[str, Any]]]:
+    """Each session's events in order, without the fields a replay may change."""
+    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for event in events:
+        out[event.session_id].append(event.model_dump(mode="json", exclude={"ts", "seq", "replayed"}))
+    return dict(out)
+
+
+async def collect(arch: Architecture, task: str, **kwargs: Any) -> tuple[list[Event], jeeves.RunResult]:
+    async with jeeves.stream(arch, task, **kwargs) as events:
+        seen = [e async for e in events]
+        return seen, await events.result()
+
+
+@pytest.mark.parametrize("build", [archs.build_agent, archs.build_fanout], ids=["agent", "fanout"])
+async def test_replay_events_equal_the_recording_for_every_session(stores: Stores, build: Any) -> None:
+    journal = stores.open()
+    live, recorded = await collect(
+        build(), "count these", model=archs.model(), journal=journal, session_id="r1"
+    )
+    replayed, result = await collect(
+        build(), "count these", journal=stores.open(), session_id="r1", mode="replay"
+    )
+
+    assert per_session(replayed) == per_session(live)
+    assert len(per_session(live)) == (1 if build is archs.build_agent else 4)
+    assert {e.type for e in live} >= {"tool.started", "tool.completed", "model.delta", "model.completed"}
+    assert all(e.replayed for e in replayed) and not any(e.replayed for e in live)
+    assert result.text == recorded.text
+    # events report the usage of the calls they describe; the result counts what was spent
+    assert recorded.usage.model_calls > 0 and result.usage == jeeves.Usage()
+    completed = [e for e in replayed if e.type == "session.completed" and e.session_id == "r1"]
+    assert completed[0].usage == recorded.usage
+
+
+async def test_a_supervisor_with_a_parallel_actor_critic_replays_event_for_event(stores: Stores) -> None:
+    live, recorded = await collect(
+        archs.build_team(),
+        "add and count",
+        models=archs.team_models(),
+        journal=stores.open(),
+        session_id="t1",
+    )
+    replayed, result = await collect(
+        archs.build_team(), "add and count", journal=stores.open(), session_id="t1", mode="replay"
+    )
+
+    sessions = per_session(live)
+    assert {"t1__coder_0__actor_1", "t1__coder_0__critic_1", "t1__helper_0"} <= set(sessions)
+    assert {"critique", "delegation.started", "round.started", "tool.completed"} <= {e.type for e in live}
+    assert per_session(replayed) == sessions
+    assert result.text == recorded.text and "def add(a, b): return a + b" in result.text
+    assert result.usage.model_calls == 0 < recorded.usage.model_calls
+
+
+async def test_replay_reaches_no_model_and_no_tool(stores: Stores, armed: None) -> None:
+    archs.ARMED["tools"] = False
+    recorder = archs.model()
+    agent = Agent("You add and shout.", role="adder", tools=[archs.add, archs.shout], model=recorder)
+    recorded = await jeeves.run(agent, "count these", journal=stores.open(), session_id="r1")
+    calls = len(recorder.requests)
+    assert calls == 3
+
+    archs.ARMED["tools"] = True  # from here on, any tool call fails the test
+    result = await jeeves.replay(agent, stores.open(), "r1")  # the agent is pinned to `recorder`
+
+    assert len(recorder.requests) == calls
+    assert result.text == recorded.text
+    assert result.usage.model_calls == 0
+
+
+async def test_replay_rebuilds_the_architecture_from_its_recorded_reference(stores: Stores) -> None:
+    recorded = await jeeves.run(
+        archs.build_fanout(),
+        "count these",
+        model=archs.model(),
+        journal=stores.open(),
+        session_id="r1",
+        architecture_ref="tests.replay.archs:build_fanout",
+    )
+    result = await jeeves.replay(None, stores.open(), "r1")
+    assert result.text == recorded.text
+    assert set(result.usage_by_session) == set()
+
+
+async def test_a_changed_request_diverges_with_a_diff(stores: Stores) -> None:
+    await jeeves.run(
+        archs.build_agent(), "count these", model=archs.model(), journal=stores.open(), session_id="r1"
+    )
+    changed = Agent("You add and shout loudly.", role="adder", tools=[archs.add, archs.shout])
+
+    with pytest.raises(ReplayDivergence) as info:
+        await jeeves.replay(changed, stores.open(), "r1")
+
+    error = info.value
+    assert (error.session_id, error.step) == ("r1", 0)
+    assert '-   "content": "You add and shout."' in str(error)
+    assert '+   "content": "You add and shout loudly."' in str(error)
+
+
+async def test_a_step_the_journal_lacks_diverges(stores: Stores) -> None:
+    await jeeves.run(archs.Steps(2), "t", journal=stores.open(), session_id="r1")
+    with pytest.raises(
+        ReplayDivergence, match=r"step 2 \(function 'work'\), which the journal does not hold"
+    ) as info:
+        await jeeves.replay(archs.Steps(3), stores.open(), "r1")
+    assert (info.value.session_id, info.value.step) == ("r1", 2)
+
+
+async def test_a_recorded_step_left_unused_diverges(stores: Stores) -> None:
+    await jeeves.run(archs.Steps(3), "t", journal=stores.open(), session_id="r1")
+    with pytest.raises(
+        ReplayDivergence, match="step 2 of session 'r1', which the replay never asked for"
+    ) as info:
+        await jeeves.replay(archs.Steps(2), stores.open(), "r1")
+    assert (info.value.session_id, info.value.step) == ("r1", 2)
+
+
+class _Clock:
+    """Decides its output outside any journaled step: the replay cannot be trusted to match."""
+
+    name = "clock"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def run(self, ctx: jeeves.Context, task: str) -> jeeves.Output:
+        self.calls += 1
+        return jeeves.Output.of(f"call {self.calls}")
+
+
+async def test_another_final_output_diverges() -> None:
+    journal = MemoryJournal()
+    clock = _Clock()
+    await jeeves.run(clock, "t", journal=journal, session_id="r1")
+    with pytest.raises(ReplayDivergence, match=r"-\"call 1\"\n\+\"call 2\"") as info:
+        await jeeves.replay(clock, journal, "r1")
+    assert (info.value.session_id, info.value.step) == ("r1", -1)
+
+
+async def test_a_recorded_failure_replays_as_the_same_failure(stores: Stores) -> None:
+    failing = ScriptedModel([ProviderError("the provider is down", status_code=400)])
+    live: list[Event] = []
+    with pytest.raises(ProviderError):
+        async with jeeves.stream(
+            Agent("x"), "t", model=failing, journal=stores.open(), session_id="r1"
+        ) as events:
+            async for event in events:
+                live.append(event)
+
+    replayed: list[Event] = []
+    with pytest.raises(ProviderError, match="the provider is down") as info:
+        async with jeeves.stream(
+            Agent("x"), "t", journal=stores.open(), session_id="r1", mode="replay"
+        ) as events:
+            async for event in events:
+                replayed.append(event)
+    assert info.value.session_id == "r1"
+    assert per_session(replayed) == per_session(live)
+    assert live[-1].type == "session.failed"
+
+
+async def test_a_budget_stop_replays_without_spending(stores: Stores) -> None:
+    live, recorded = await collect(
+        archs.build_agent(),
+        "count these",
+        model=archs.model(),
+        budget=Budget(max_model_calls=1),
+        journal=stores.open(),
+        session_id="r1",
+    )
+    replayed, result = await collect(
+        archs.build_agent(), "count these", journal=stores.open(), session_id="r1", mode="replay"
+    )
+    assert recorded.stop_reason == result.stop_reason == "budget"
+    assert "budget.exceeded" in [e.type for e in replayed]
+    assert per_session(replayed) == per_session(live)
+
+
+async def test_resume_serves_recorded_steps_and_runs_the_rest_live(stores: Stores) -> None:
+    uninterrupted = await jeeves.run(
+        archs.build_fanout(), "count these", model=archs.model(), session_id="r0"
+    )
+
+    answered: list[ModelRequest] = []
+    stalled = anyio.Event()
+
+    async def stalls_after_four(request: ModelRequest) -> Reply:
+        if len(answered) == 4:
+            stalled.set()
+            await anyio.sleep_forever()  # the run is stopped while these calls are in flight
+        answered.append(request)
+        return archs.reply(request)
+
+    first = FunctionModel(stalls_after_four)
+    completed = 0
+    async with jeeves.stream(
+        archs.build_fanout(), "count these", model=first, journal=stores.open(), session_id="r1"
+    ) as events:
+        async for event in events:
+            completed += event.type == "model.completed"
+            if completed == 4:
+                await stalled.wait()
+                break  # leaving the block cancels the run, as a crash would stop it
+    in_flight = len(first.requests) - 4
+    assert in_flight > 0
+
+    second = archs.model()
+    resumed, result = await collect(
+        archs.build_fanout(), "count these", model=second, journal=stores.open(), session_id="r1"
+    )
+
+    served = [e for e in resumed if e.type == "model.completed" and e.replayed]
+    assert len(served) == 4
+    assert len(second.requests) == 9 - 4
+    done_before = {r.model_dump_json(include={"messages"}) for r in answered}
+    assert not done_before & {r.model_dump_json(include={"messages"}) for r in second.requests}
+    assert result.text == uninterrupted.text
+    assert result.usage.model_calls == 5
+
+
+async def test_running_a_finished_session_again_serves_everything(stores: Stores) -> None:
+    recorded = await jeeves.run(
+        archs.build_agent(), "count these", model=archs.model(), journal=stores.open(), session_id="r1"
+    )
+    again = await jeeves.run(
+        archs.build_agent(),
+        "count these",
+        model=FunctionModel(_never),
+        journal=stores.open(),
+        session_id="r1",
+    )
+    assert again.text == recorded.text
+    assert again.usage.model_calls == 0
+
+
+def _never(request: object) -> str:
+    raise AssertionError("a resumed run called the model for a recorded step")
+
+
+async def test_a_resumed_run_keeps_its_recorded_reference(stores: Stores) -> None:
+    ref = "tests.replay.archs:build_agent"
+    await jeeves.run(
+        archs.build_agent(),
+        "count these",
+        model=archs.model(),
+        journal=stores.open(),
+        session_id="r1",
+        architecture_ref=ref,
+    )
+    await jeeves.run(
+        archs.build_agent(), "count these", model=archs.model(), journal=stores.open(), session_id="r1"
+    )
+    record = await stores.open().get_session("r1")
+    assert record is not None and record.source == {"kind": "import", "ref": ref}
+
+
+async def test_journal_paths_open_the_matching_store(tmp_path: Any) -> None:
+    for name in ("runs.jsonl", "runs.db"):
+        path = tmp_path / name
+        recorded = await jeeves.run(
+            archs.build_agent(), "count these", model=archs.model(), journal=path, session_id="r1"
+        )
+        result = await jeeves.replay(archs.build_agent(), str(path), "r1")
+        assert result.text == recorded.text
+    assert (tmp_path / "runs.jsonl").read_text().startswith('{"type": "session"')
+    assert (tmp_path / "runs.db").read_bytes().startswith(b"SQLite format 3")

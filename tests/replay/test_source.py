@@ -1,0 +1,81 @@
+"""Rebuilding a recorded run's architecture from the source stored with it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pytest
+
+from jeeves import Agent
+from jeeves.errors import UserError
+from jeeves.replay import register_loader, resolve_ref
+from jeeves.replay.source import _LOADERS, load_architecture, source_of
+from tests.replay import archs
+
+AGENT = archs.build_agent()
+
+
+def test_a_reference_names_an_architecture_a_factory_or_a_class() -> None:
+    assert resolve_ref("tests.replay.test_source:AGENT") is AGENT
+    assert isinstance(resolve_ref("tests.replay.archs:build_agent"), Agent)
+    assert isinstance(resolve_ref("tests.replay.archs:Fanout"), archs.Fanout)
+
+
+@pytest.mark.parametrize(
+    ("ref", "message"),
+    [
+        ("tests.replay.archs", "is not an import path; write 'package.module:attribute'"),
+        ("__main__:build", "points into __main__, which another process cannot import"),
+        ("tests.replay.nowhere:build", "Cannot import 'tests.replay.nowhere'"),
+        ("tests.replay.archs:missing", "has no attribute 'missing'"),
+        ("tests.replay.archs:not_an_architecture", "is 42: not an architecture, nor a factory"),
+        ("os:getcwd", "nor a factory function or class defined in 'os'"),
+        ("tests.replay.archs:model", r"gave FunctionModel\(.*\), which is not an architecture"),
+    ],
+)
+def test_bad_references_say_what_to_fix(ref: str, message: str) -> None:
+    with pytest.raises(UserError, match=message):
+        resolve_ref(ref)
+
+
+def test_sources_are_checked_when_a_run_is_recorded() -> None:
+    assert source_of(None) is None
+    assert source_of("tests.replay.archs:build_agent") == {
+        "kind": "import",
+        "ref": "tests.replay.archs:build_agent",
+    }
+    with pytest.raises(UserError, match="has no attribute 'typo'"):
+        source_of("tests.replay.archs:typo")
+    with pytest.raises(UserError, match=r"not a source jeeves can rebuild.*\['import'"):
+        source_of({"kind": "yaml", "text": "..."})
+
+
+@pytest.fixture
+def spec_loader() -> Iterator[list[Mapping[str, Any]]]:
+    seen: list[Mapping[str, Any]] = []
+
+    def load(source: Mapping[str, Any]) -> Agent:
+        seen.append(source)
+        return Agent(str(source["instructions"]))
+
+    register_loader("spec", load)
+    try:
+        yield seen
+    finally:
+        _LOADERS.pop("spec")
+
+
+def test_other_kinds_of_source_come_from_registered_loaders(spec_loader: list[Mapping[str, Any]]) -> None:
+    source = source_of({"kind": "spec", "instructions": "Be brief."})
+    assert source == {"kind": "spec", "instructions": "Be brief."}
+    agent = load_architecture(source, session_id="r1")
+    assert isinstance(agent, Agent) and agent.instructions == "Be brief."
+    assert spec_loader == [source]
+
+
+def test_a_run_without_a_source_asks_for_the_architecture() -> None:
+    with pytest.raises(UserError, match=r"does not say how to rebuild the architecture of run 'r1'; pass it"):
+        load_architecture(None, session_id="r1")
+    with pytest.raises(UserError, match=r"recorded from a 'spec' source, which this process cannot rebuild"):
+        load_architecture({"kind": "spec"}, session_id="r1")

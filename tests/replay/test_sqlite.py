@@ -1,0 +1,136 @@
+"""SQLiteJournal: many runs in one WAL-mode file, versioned, queried off the event loop."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+import jeeves
+from jeeves.errors import JournalError, UserError
+from jeeves.replay import SQLiteJournal, list_runs
+from tests.replay import archs
+from tests.replay.test_base import session, step
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_one_file_holds_many_runs_in_wal_mode(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    async with SQLiteJournal(path) as journal:
+        for sid in ("job-1", "job-2", "job-3"):
+            await jeeves.run(
+                archs.build_agent(), f"task {sid}", model=archs.model(), journal=journal, session_id=sid
+            )
+    assert [r.session_id for r in await list_runs(path)] == ["job-1", "job-2", "job-3"]
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    for sid in ("job-1", "job-3"):
+        assert (await jeeves.replay(archs.build_agent(), path, sid)).text.startswith(f"task {sid}")
+
+
+async def test_two_store_objects_on_one_file_see_each_others_writes(tmp_path: Path) -> None:
+    async with SQLiteJournal(tmp_path / "runs.db") as a, SQLiteJournal(tmp_path / "runs.db") as b:
+        await a.put_step(step("r1", 0))
+        assert await b.get_step("r1", 0) == step("r1", 0)
+        await b.put_step(step("r1", 1))
+        assert await a.get_step("r1", 1) == step(
+            "r1", 1
+        )  # a cached session sees writes through this object only…
+        await b.put_session(session("r1", status="completed"))
+        record = await a.get_session("r1")
+        assert record is not None and record.status == "completed"
+
+
+async def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    async with SQLiteJournal(path) as journal:
+        await journal.put_session(session())
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE jeeves_journal SET value = '7' WHERE key = 'schema_version'")
+    with pytest.raises(
+        JournalError, match=r"runs.db was written by a newer jeeves \(journal schema v7; .*Upgrade"
+    ):
+        await SQLiteJournal(path).get_session("r1")
+
+
+async def test_a_newer_record_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    async with SQLiteJournal(path) as journal:
+        await journal.put_step(step())
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE steps SET record = replace(record, '\"v\": 1', '\"v\": 3')")
+    with pytest.raises(
+        JournalError, match=r"runs.db \(session 'r1' step 0\): the record was written by a newer"
+    ):
+        async with SQLiteJournal(path) as journal:
+            await journal.get_step("r1", 0)
+
+
+async def test_files_that_are_not_journals_are_refused(tmp_path: Path) -> None:
+    other = tmp_path / "app.db"
+    with sqlite3.connect(other) as conn:
+        conn.execute("CREATE TABLE users (id INTEGER)")
+    with pytest.raises(
+        JournalError, match=r"app.db is a SQLite database but not a jeeves journal \(tables: \['users'\]\)"
+    ):
+        await SQLiteJournal(other).sessions()
+    text = tmp_path / "notes.db"
+    text.write_text("not a database, just some text " * 10)
+    with pytest.raises(JournalError, match="notes.db is not a jeeves journal or is damaged"):
+        await SQLiteJournal(text).sessions()
+
+
+async def test_a_damaged_row_names_the_file_and_record(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    async with SQLiteJournal(path) as journal:
+        await journal.put_session(session())
+    with sqlite3.connect(path) as conn:
+        conn.execute('UPDATE sessions SET record = \'{"type": "sess\'')
+    with pytest.raises(JournalError, match=r"runs.db \(session 'r1'\): the record is not JSON"):
+        async with SQLiteJournal(path) as journal:
+            await journal.sessions()
+
+
+async def test_a_missing_file_is_created_only_when_recording(tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "runs.db"
+    with pytest.raises(UserError, match="There is no journal at .*runs.db"):
+        await SQLiteJournal(path, create=False).sessions()
+    assert not path.exists()
+    async with SQLiteJournal(path) as journal:
+        assert await journal.sessions() == []
+    assert path.exists()
+
+
+async def test_database_work_runs_off_the_event_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    threads: set[int] = set()
+    original = SQLiteJournal._locked
+
+    def spy(self: SQLiteJournal, fn: object, *args: object) -> object:
+        threads.add(threading.get_ident())
+        return original(self, fn, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SQLiteJournal, "_locked", spy)
+    async with SQLiteJournal(tmp_path / "runs.db") as journal:
+        await jeeves.run(
+            archs.build_fanout(), "count these", model=archs.model(), journal=journal, session_id="r1"
+        )
+        await jeeves.replay(archs.build_fanout(), journal, "r1")
+    assert threads and threading.get_ident() not in threads
+
+
+async def test_a_replay_reads_each_session_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "runs.db"
+    await jeeves.run(archs.build_agent(), "count these", model=archs.model(), journal=path, session_id="r1")
+    reads: list[str] = []
+    original = SQLiteJournal._session_steps
+
+    def spy(self: SQLiteJournal, conn: sqlite3.Connection, session_id: str) -> dict[int, str]:
+        reads.append(session_id)
+        return original(self, conn, session_id)
+
+    monkeypatch.setattr(SQLiteJournal, "_session_steps", spy)
+    await jeeves.replay(archs.build_agent(), path, "r1")
+    assert reads == ["r1"]

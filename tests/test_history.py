@@ -1,0 +1,150 @@
+"""`jeeves runs` and `jeeves replay` (jeeves/history.py), through the CLI entry point."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+import jeeves
+from jeeves.cli import main
+from jeeves.errors import ProviderError
+from tests.conftest import subprocess_env
+from tests.replay import archs
+
+FANOUT = "tests.replay.archs:build_fanout"
+
+
+def record(path: Path, session_id: str, **kwargs: Any) -> jeeves.RunResult:
+    async def go() -> jeeves.RunResult:
+        return await jeeves.run(
+            archs.build_fanout(),
+            "count these",
+            model=archs.model(),
+            journal=path,
+            session_id=session_id,
+            **kwargs,
+        )
+
+    return anyio.run(go)
+
+
+def test_runs_lists_each_run_with_status_rounds_cost_and_task(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "runs.db"
+    record(path, "job-1")
+    record(path, "job-2")
+    assert main(["runs", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["SESSION", "STATUS", "ROUNDS", "COST", "TASK"]
+    assert lines[1].split() == ["job-1", "completed", "-", "$0.0000", "count", "these"]
+    assert [line.split()[0] for line in lines[1:]] == ["job-1", "job-2"]
+
+    assert main(["runs", str(path), "--json"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["session_id"], r["status"], r["usage"]["model_calls"]) for r in rows] == [
+        ("job-1", "completed", 9),
+        ("job-2", "completed", 9),
+    ]
+
+
+def test_replay_prints_the_event_tree_and_the_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "runs.jsonl"
+    recorded = record(path, "job-1", architecture_ref=FANOUT)
+    assert main(["replay", str(path), "job-1"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].startswith("job-1  session.started  role=fanout architecture=fanout task=count these")
+    assert (
+        "  worker_0  session.started  role=worker architecture=agent model=fixture-model task=count these part 0"
+        in lines
+    )
+    assert any(line.startswith("  worker_2  tool.completed  name=add result=") for line in lines)
+    assert not any("model.delta" in line for line in lines)
+    assert f"output: {recorded.text}" in lines
+    assert "stop reason: completed (replayed offline)" in lines
+
+
+def test_replay_json_prints_events_marked_replayed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "runs.db"
+    record(path, "job-1")
+    assert main(["replay", str(path), "job-1", "--spec", FANOUT, "--json"]) == 0
+    events = [jeeves.event_from_json(line) for line in capsys.readouterr().out.splitlines()]
+    assert events[-1].type == "session.completed" and events[-1].session_id == "job-1"
+    assert all(e.replayed for e in events)
+    assert {e.session_id for e in events} == {
+        "job-1",
+        "job-1__worker_0",
+        "job-1__worker_1",
+        "job-1__worker_2",
+    }
+
+
+def test_replay_failures_exit_2_with_the_reason(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "runs.db"
+    record(path, "job-1")
+    assert main(["replay", str(path), "job-1"]) == 2
+    assert "does not say how to rebuild the architecture of run 'job-1'" in capsys.readouterr().err
+    assert main(["replay", str(path), "job-1", "--spec", "tests.replay.archs:build_agent"]) == 2
+    assert "error: Session 'job-1' step 0 (model call) differs" in capsys.readouterr().err
+    assert main(["replay", str(path), "nobody", "--spec", FANOUT]) == 2
+    assert "holds no run 'nobody'; its runs are: 'job-1'" in capsys.readouterr().err
+    assert main(["runs", str(tmp_path / "typo.db")]) == 2
+    assert "There is no journal at" in capsys.readouterr().err
+
+
+def test_replaying_a_failed_run_fails_the_same_way_with_exit_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "runs.jsonl"
+
+    async def go() -> None:
+        model = jeeves.ScriptedModel([ProviderError("the provider is down", status_code=400)])
+        with pytest.raises(ProviderError):
+            await jeeves.run(
+                archs.build_agent(),
+                "t",
+                model=model,
+                journal=path,
+                session_id="job-1",
+                architecture_ref="tests.replay.archs:build_agent",
+            )
+
+    anyio.run(go)
+    assert main(["replay", str(path), "job-1"]) == 1
+    captured = capsys.readouterr()
+    assert "session.failed  error_type=ProviderError message=the provider is down" in captured.out
+    assert "its replay failed the same way: the provider is down" in captured.err
+
+
+def test_the_command_imports_the_architecture_from_the_current_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "my_arch.py").write_text(
+        "from tests.replay.archs import Fanout\n\n\ndef build():\n    return Fanout()\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    path = tmp_path / "runs.db"
+    recorded = record(path, "job-1", architecture_ref="my_arch:build")
+    out = subprocess.run(
+        [sys.executable, "-m", "jeeves", "replay", "runs.db", "job-1"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=subprocess_env(),
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[-2:] == [
+        f"output: {recorded.text}",
+        "stop reason: completed (replayed offline)",
+    ]
