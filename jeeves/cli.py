@@ -35,6 +35,13 @@ def _build_parser() -> argparse.ArgumentParser:
         "--spec", metavar="MODULE:ATTR", help="the architecture (or a zero-argument factory) to replay with"
     )
     replay.add_argument("--json", action="store_true", help="print one JSON event per line")
+    serve = commands.add_parser("serve", help="serve runs over HTTP: a live viewer, SSE and AG-UI")
+    serve.add_argument("--host", default="127.0.0.1", help="interface to bind (default: 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
+    serve.add_argument("--token", default=None, help="require this bearer token (default: $JEEVES_TOKEN)")
+    serve.add_argument(
+        "--cors", action="append", default=[], metavar="ORIGIN", help="allow this browser origin (repeatable)"
+    )
     return parser
 
 
@@ -47,6 +54,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return anyio.run(runs_command, args.journal, bool(args.json))
     if args.command == "replay":
         return anyio.run(replay_command, args.journal, args.session, args.spec, bool(args.json))
+    if args.command == "serve":
+        from jeeves.server.serve import serve_demo  # the server's imports load only for `serve`
+
+        return serve_demo(host=args.host, port=args.port, token=args.token, cors=args.cors)
     raise AssertionError(f"unhandled command {args.command!r}")  # pragma: no cover - argparse rejects it
 
 

@@ -447,7 +447,7 @@ class Context:
         async def live() -> _ModelStep:
             chosen = route or self.route()
             await self._check_budget(emitted)
-            return await self._call_live(chosen, request, emitted)
+            return await self._call_live(chosen, request, emitted, index)
 
         step, replayed = await self._journaled(
             "model", "", index, request.fingerprint_payload, live, _ModelStep, emitted
@@ -486,7 +486,9 @@ class Context:
                 await self.emit(event)
             raise
 
-    async def _call_live(self, route: Route, request: ModelRequest, emitted: list[Event]) -> _ModelStep:
+    async def _call_live(
+        self, route: Route, request: ModelRequest, emitted: list[Event], index: int
+    ) -> _ModelStep:
         state = self._state
         client = state.router.client_for(route)
         live_request = request  # built for this call by its caller: route settings are filled in place
@@ -495,7 +497,7 @@ class Context:
             live_request.params = {**route.params, **request.params}
 
         async def on_delta(text: str) -> None:
-            event = ModelDelta(session_id=self.session_id, text=text)
+            event = ModelDelta(session_id=self.session_id, text=text, step=index)
             emitted.append(event)
             await self.emit(event)
 

@@ -1,16 +1,16 @@
-"""`jeeves demo`: an offline run with scripted models, printed live as it happens."""
+"""`jeeves demo`: an offline run with scripted models, shown live as a session tree."""
 
 from __future__ import annotations
 
 import sys
 
 from jeeves.agent import Agent
-from jeeves.events import event_to_json
 from jeeves.models.testing import Reply, ScriptedModel, call
 from jeeves.runner import stream
+from jeeves.terminal import follow
 from jeeves.tools import tool
 
-__all__ = ["run_demo"]
+__all__ = ["demo_agent", "run_demo"]
 
 
 @tool
@@ -31,21 +31,18 @@ def demo_model() -> ScriptedModel:
     )
 
 
+def demo_agent() -> Agent:
+    """The demo's agent, pinned to a fresh scripted model (a scripted model serves one run)."""
+    return Agent(
+        "You count words with the word_count tool.", role="counter", tools=[word_count], model=demo_model()
+    )
+
+
 async def run_demo(as_json: bool = False) -> int:
-    agent = Agent("You count words with the word_count tool.", role="counter", tools=[word_count])
     out = sys.stdout
-    async with stream(
-        agent, "How many words in 'the quick brown fox'?", model=demo_model(), session_id="demo"
-    ) as events:
-        async for event in events:
-            if as_json:
-                out.write(event_to_json(event) + "\n")
-            elif event.type == "model.delta":
-                out.write(event.text)
-            else:
-                out.write(f"\n[{event.seq:>3}] {event.type:<18} {event.session_id}")
-            out.flush()
+    async with stream(demo_agent(), "How many words in 'the quick brown fox'?", session_id="demo") as events:
+        await follow(events, as_json=as_json, file=out)
         result = await events.result()
     if not as_json:
-        out.write(f"\n\nresult: {result.output}\nstop reason: {result.stop_reason}; usage: {result.usage}\n")
+        out.write(f"\nresult: {result.output}\nstop reason: {result.stop_reason}; usage: {result.usage}\n")
     return 0

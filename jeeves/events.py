@@ -103,6 +103,8 @@ class ModelDelta(BaseEvent):
 
     type: Literal["model.delta"] = "model.delta"
     text: str
+    step: int = 0
+    """The journal step index of the call streaming it (the `step` of its `model.completed`)."""
 
 
 class ModelCompleted(BaseEvent):

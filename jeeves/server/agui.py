@@ -1,0 +1,363 @@
+"""jeeves events → AG-UI 1.0 events (the `ag-ui-protocol` package's types; its encoder writes them).
+
+A run is one AG-UI run; every session below the root is one AG-UI subagent run:
+
+- the root's work carries no `subagent_run_id`; a child's carries its session id;
+- `SUBAGENT_STARTED.parent_subagent_run_id` is the parent session id, left out when the
+  parent is the root (the root is the run itself, not a subagent);
+- `parent_tool_call_id` is the delegate tool call that spawned the child, learned from
+  `delegation.started` (so a Supervisor emits it before it runs the worker);
+- model text becomes TEXT_MESSAGE_START/CONTENT/END, tool calls TOOL_CALL_START/ARGS/END
+  and TOOL_CALL_RESULT, and every other jeeves fact (critiques, rounds, delegations,
+  budget, retries) a CUSTOM event named after the jeeves event type, its JSON as value.
+
+Ids are derived, never drawn: message `{session}/step-{n}` (`.{attempt}` after a retry),
+tool call `{session}/{call id}` (scripted and some provider ids repeat across sessions,
+and AG-UI ids are run-wide), tool result message `{session}/{call id}/result`. Session ids
+never contain `/`, so these cannot collide. The full table is in docs/streaming.md.
+
+The mapper is a fold over one run's events in seq order; `finish` closes whatever is still
+open (a cancelled run's subagents, a failed call's half-streamed message) and emits the
+terminal RUN_FINISHED or RUN_ERROR, so a client always sees a well-formed run.
+"""
+
+from __future__ import annotations
+
+from ag_ui.core import (
+    PROTOCOL_VERSION,
+    BaseEvent,
+    CustomEvent,
+    RunAgentInput,
+    RunErrorEvent,
+    RunFinishedCancelledOutcome,
+    RunFinishedEvent,
+    RunStartedEvent,
+    SubagentErrorEvent,
+    SubagentFinishedEvent,
+    SubagentStartedEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+    TokenUsage,
+    ToolCallArgsEvent,
+    ToolCallEndEvent,
+    ToolCallResultEvent,
+    ToolCallStartEvent,
+)
+from ag_ui.encoder import EventEncoder
+
+from jeeves.errors import UserError
+from jeeves.events import (
+    DelegationCompleted,
+    DelegationStarted,
+    Event,
+    ModelCompleted,
+    ModelDelta,
+    ModelRetrying,
+    SessionCompleted,
+    SessionFailed,
+    SessionStarted,
+    ToolCompleted,
+    ToolStarted,
+)
+from jeeves.journal import error_type_name
+from jeeves.messages import Usage
+from jeeves.server.runs import RunRecord
+
+__all__ = ["AguiFormat", "AguiMapper", "task_from_input"]
+
+
+def task_from_input(data: RunAgentInput) -> str:
+    """The task of an AG-UI run: the text of the last user message."""
+    for message in reversed(data.messages):
+        if getattr(message, "role", None) != "user":
+            continue
+        content = getattr(message, "content", "")
+        if isinstance(content, str):
+            return content
+        return "".join(
+            str(getattr(part, "text", "")) for part in content if getattr(part, "type", "") == "text"
+        )
+    raise UserError(
+        "The AG-UI input has no user message; put the task in a message with role 'user'. "
+        f"Got roles {[getattr(m, 'role', '?') for m in data.messages]!r}."
+    )
+
+
+class AguiMapper:
+    """Folds one run's jeeves events into AG-UI events."""
+
+    def __init__(self, data: RunAgentInput, root_session_id: str) -> None:
+        self._input = data
+        self._root = root_session_id
+        self._open_sessions: dict[str, None] = {}
+        """Child sessions started and not yet finished, in start order."""
+        self._messages: dict[tuple[str, int], str] = {}
+        """Open text messages by (session, step)."""
+        self._attempts: dict[str, int] = {}
+        self._step_messages: dict[tuple[str, int], str] = {}
+        """The message each (session, step) produced, for tool calls' parent_message_id."""
+        self._call_messages: dict[str, str] = {}
+        self._tool_calls: set[str] = set()
+        self._tool_results: set[str] = set()
+        self._delegations: dict[str, str] = {}
+        """Child session id → the AG-UI id of the delegate call that spawned it."""
+        self._usage: dict[str, Usage] = {}
+        self._roles: dict[str, str] = {}
+
+    # -- run brackets --------------------------------------------------------------------
+    def start(self) -> RunStartedEvent:
+        """RUN_STARTED, echoing the input."""
+        return RunStartedEvent(
+            thread_id=self._input.thread_id,
+            run_id=self._input.run_id,
+            protocol_version=PROTOCOL_VERSION,
+            input=self._input,
+        )
+
+    def finish(self, record: RunRecord) -> list[BaseEvent]:
+        """Close what is open, then RUN_FINISHED (completed or cancelled) or RUN_ERROR."""
+        out: list[BaseEvent] = [self._end_message(sid, mid) for (sid, _), mid in self._messages.items()]
+        self._messages.clear()
+        reason = "cancelled" if record.status == "cancelled" else "failed"
+        for sid in reversed(self._open_sessions):
+            out.append(
+                SubagentErrorEvent(
+                    subagent_run_id=sid,
+                    message=f"Session {sid!r} ended unfinished: the run {reason}.",
+                    code=reason,
+                )
+            )
+        self._open_sessions.clear()
+        ids = {"thread_id": self._input.thread_id, "run_id": self._input.run_id}
+        if record.status == "completed" and record.result is not None:
+            result = record.result
+            out.append(
+                RunFinishedEvent(
+                    **ids,
+                    result=result.text,
+                    usage=[
+                        TokenUsage(
+                            model=model,
+                            input_tokens=u.input_tokens,
+                            output_tokens=u.output_tokens,
+                            total_tokens=u.total_tokens,
+                        )
+                        for model, u in self._usage.items()
+                    ],
+                    metadata={
+                        "jeeves": {"stop_reason": result.stop_reason, "usage": result.usage.model_dump()}
+                    },
+                )
+            )
+        elif record.status == "cancelled":
+            out.append(RunFinishedEvent(**ids, outcome=RunFinishedCancelledOutcome()))
+        else:
+            error = record.error
+            out.append(
+                RunErrorEvent(
+                    message=str(error) if error else "The run failed.",
+                    code=error_type_name(error) if error else None,
+                )
+            )
+        return out
+
+    # -- events --------------------------------------------------------------------------
+    def map(self, event: Event) -> list[BaseEvent]:
+        """The AG-UI events for one jeeves event (several, or none)."""
+        sid = event.session_id
+        if isinstance(event, SessionStarted):
+            self._roles[sid] = event.role
+            if sid != self._root:
+                return [self._subagent_started(event)]
+        if isinstance(event, SessionCompleted | SessionFailed) and sid != self._root:
+            return self._subagent_ended(event)
+        if isinstance(event, ModelDelta):
+            return self._delta(event)
+        if isinstance(event, ModelCompleted):
+            return self._model_completed(event)
+        if isinstance(event, ToolStarted):
+            return self._open_call(sid, event.tool_call_id, event.name, event.arguments, None)
+        if isinstance(event, ToolCompleted):
+            return self._result(sid, event.tool_call_id, event.name, event.result, event.is_error)
+        out: list[BaseEvent] = []
+        if isinstance(event, ModelRetrying):
+            out += self._close_messages(sid)
+            self._attempts[sid] = self._attempts.get(sid, 0) + 1
+        elif isinstance(event, DelegationStarted):
+            self._delegations[event.child_session_id] = self._call_id(sid, event.tool_call_id)
+        out.append(self._custom(event))
+        if isinstance(event, DelegationCompleted) and event.tool_call_id:
+            out += self._result(sid, event.tool_call_id, event.worker, event.output, event.is_error)
+        return out
+
+    def _attribution(self, session_id: str) -> str | None:
+        return None if session_id == self._root else session_id
+
+    def _custom(self, event: Event) -> CustomEvent:
+        return CustomEvent(
+            name=event.type,
+            value=event.model_dump(mode="json"),
+            subagent_run_id=self._attribution(event.session_id),
+            timestamp=int(event.ts * 1000),
+        )
+
+    def _subagent_started(self, event: SessionStarted) -> SubagentStartedEvent:
+        sid = event.session_id
+        self._open_sessions[sid] = None
+        parent = event.parent_id if event.parent_id != self._root else None
+        call = self._delegations.get(sid)
+        model = f" on {event.model}" if event.model else ""
+        return SubagentStartedEvent(
+            subagent_run_id=sid,
+            name=event.role,
+            description=f"{event.architecture}{model}",
+            parent_subagent_run_id=parent,
+            parent_tool_call_id=call,
+            parent_message_id=self._call_messages.get(call) if call else None,
+            timestamp=int(event.ts * 1000),
+            metadata={"jeeves": event.model_dump(mode="json", include=_SESSION_FIELDS)},
+        )
+
+    def _subagent_ended(self, event: SessionCompleted | SessionFailed) -> list[BaseEvent]:
+        sid = event.session_id
+        out = self._close_messages(sid)
+        self._open_sessions.pop(sid, None)
+        ts = int(event.ts * 1000)
+        if isinstance(event, SessionFailed):
+            out.append(
+                SubagentErrorEvent(
+                    subagent_run_id=sid, message=event.message, code=event.error_type, timestamp=ts
+                )
+            )
+            return out
+        meta = {"jeeves": {"stop_reason": event.stop_reason, "usage": event.usage.model_dump()}}
+        out.append(
+            SubagentFinishedEvent(subagent_run_id=sid, result=event.output, timestamp=ts, metadata=meta)
+        )
+        return out
+
+    # -- text ----------------------------------------------------------------------------
+    def _message_id(self, session_id: str, step: int) -> str:
+        attempt = self._attempts.get(session_id, 0)
+        return f"{session_id}/step-{step}" + (f".{attempt}" if attempt else "")
+
+    def _start_message(self, event: ModelDelta | ModelCompleted) -> list[BaseEvent]:
+        key = (event.session_id, event.step)
+        if key in self._messages:
+            return []
+        mid = self._messages[key] = self._step_messages[key] = self._message_id(*key)
+        return [
+            TextMessageStartEvent(
+                message_id=mid,
+                role="assistant",
+                name=self._roles.get(event.session_id),
+                subagent_run_id=self._attribution(event.session_id),
+                timestamp=int(event.ts * 1000),
+            )
+        ]
+
+    def _end_message(self, session_id: str, message_id: str) -> TextMessageEndEvent:
+        return TextMessageEndEvent(message_id=message_id, subagent_run_id=self._attribution(session_id))
+
+    def _close_messages(self, session_id: str) -> list[BaseEvent]:
+        keys = [k for k in self._messages if k[0] == session_id]
+        return [self._end_message(session_id, self._messages.pop(k)) for k in keys]
+
+    def _delta(self, event: ModelDelta) -> list[BaseEvent]:
+        out = self._start_message(event)
+        mid = self._messages[(event.session_id, event.step)]
+        out.append(
+            TextMessageContentEvent(
+                message_id=mid,
+                delta=event.text,
+                subagent_run_id=self._attribution(event.session_id),
+                timestamp=int(event.ts * 1000),
+            )
+        )
+        return out
+
+    def _model_completed(self, event: ModelCompleted) -> list[BaseEvent]:
+        sid, key = event.session_id, (event.session_id, event.step)
+        self._usage[event.model] = self._usage.get(event.model, Usage()) + event.usage
+        out: list[BaseEvent] = []
+        if key not in self._messages and event.text:  # not streamed: the whole text at once
+            out += self._start_message(event)
+            out.append(
+                TextMessageContentEvent(
+                    message_id=self._messages[key], delta=event.text, subagent_run_id=self._attribution(sid)
+                )
+            )
+        if key in self._messages:
+            out.append(self._end_message(sid, self._messages.pop(key)))
+        self._attempts.pop(sid, None)
+        parent = self._step_messages.get(key)
+        for call in event.tool_calls:
+            out += self._open_call(sid, call.id, call.name, call.arguments, parent)
+        return out
+
+    # -- tools ---------------------------------------------------------------------------
+    def _call_id(self, session_id: str, tool_call_id: str) -> str:
+        return f"{session_id}/{tool_call_id}"
+
+    def _open_call(
+        self, session_id: str, tool_call_id: str, name: str, arguments: str, parent: str | None
+    ) -> list[BaseEvent]:
+        cid = self._call_id(session_id, tool_call_id)
+        if cid in self._tool_calls:
+            return []
+        self._tool_calls.add(cid)
+        if parent is not None:
+            self._call_messages[cid] = parent
+        who = self._attribution(session_id)
+        return [
+            ToolCallStartEvent(
+                tool_call_id=cid, tool_call_name=name, parent_message_id=parent, subagent_run_id=who
+            ),
+            ToolCallArgsEvent(tool_call_id=cid, delta=arguments, subagent_run_id=who),
+            ToolCallEndEvent(tool_call_id=cid, subagent_run_id=who),
+        ]
+
+    def _result(
+        self, session_id: str, tool_call_id: str, name: str, content: str, is_error: bool
+    ) -> list[BaseEvent]:
+        cid = self._call_id(session_id, tool_call_id)
+        if cid in self._tool_results:
+            return []
+        out = self._open_call(session_id, tool_call_id, name, "", None)
+        self._tool_results.add(cid)
+        out.append(
+            ToolCallResultEvent(
+                message_id=f"{cid}/result",
+                tool_call_id=cid,
+                content=content,
+                role="tool",
+                subagent_run_id=self._attribution(session_id),
+                metadata={"jeeves": {"is_error": True}} if is_error else None,
+            )
+        )
+        return out
+
+
+_SESSION_FIELDS = {"session_id", "parent_id", "role", "role_path", "architecture", "model", "index", "task"}
+
+
+class AguiFormat:
+    """The AG-UI stream of a followed run (a `StreamFormat`), written by the package's encoder."""
+
+    def __init__(self, data: RunAgentInput, root_session_id: str, *, accept: str | None = None) -> None:
+        self._mapper = AguiMapper(data, root_session_id)
+        self._encoder = EventEncoder(accept=accept)  # type: ignore[arg-type]
+        self.media_type: str = self._encoder.get_content_type()
+
+    def _encode(self, events: list[BaseEvent]) -> list[str]:
+        return [self._encoder.encode(e) for e in events]
+
+    def opening(self) -> list[str]:
+        return self._encode([self._mapper.start()])
+
+    def event(self, event: Event) -> list[str]:
+        return self._encode(self._mapper.map(event))
+
+    def closing(self, record: RunRecord) -> list[str]:
+        return self._encode(self._mapper.finish(record))

@@ -1,0 +1,264 @@
+"""The Starlette app: start runs, follow them as jeeves SSE or AG-UI, watch them in a page.
+
+Routes (all JSON errors are `{"error": message}`):
+
+- `GET /` the live viewer page (public: it holds no data; it asks for the token).
+- `GET /architectures` the names runs can be started with.
+- `GET /runs`, `GET /runs/{id}` what the server holds: status, output, usage.
+- `POST /runs` `{architecture, task, session_id?}` → 201 `{session_id, events}`.
+- `GET /runs/{id}/events` the run's jeeves events as SSE (`Last-Event-ID` resumes).
+- `DELETE /runs/{id}` cancel a run.
+- `POST /agui`, `POST /agui/{architecture}` an AG-UI RunAgentInput → AG-UI events (SSE).
+
+Safe by default: `serve` binds 127.0.0.1; with `token=` every route but the page needs
+`Authorization: Bearer <token>` (or `?access_token=`, for EventSource, which cannot send
+headers), compared in constant time; no CORS headers unless `cors_origins` is given; and
+nothing that leaves the server carries configuration: routes, params and provider keys
+stay in the process (summaries hold the task, status, output and usage only).
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from ag_ui.core import RunAgentInput
+from pydantic import BaseModel, ConfigDict, ValidationError
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from jeeves.budget import Budget
+from jeeves.errors import UserError
+from jeeves.server.agui import AguiFormat, task_from_input
+from jeeves.server.catalog import ArchitectureLike, Catalog, RouterLike, UnknownArchitecture
+from jeeves.server.runs import RunRecord, RunRegistry
+from jeeves.server.sse import BadLastEventId, EventStreamResponse, JeevesFormat, follow_run, last_event_id
+from jeeves.server.viewer import viewer_routes
+
+__all__ = ["create_app"]
+
+
+class StartRun(BaseModel):
+    """The body of `POST /runs`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    architecture: str
+    task: str
+    session_id: str | None = None
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+class BearerAuth:
+    """ASGI middleware: every HTTP request outside `public` must carry the token."""
+
+    def __init__(self, app: ASGIApp, *, token: str, public: Sequence[str]) -> None:
+        self.app = app
+        self._token = token.encode()
+        self._public = tuple(public)
+
+    def _given(self, scope: Scope) -> bytes:
+        for name, value in scope.get("headers", []):
+            if name == b"authorization" and value[:7].lower() == b"bearer ":
+                return bytes(value[7:].strip())
+        request = Request(scope)
+        return request.query_params.get("access_token", "").encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        public = path == "/" or any(path.startswith(p) for p in self._public)
+        if scope["type"] != "http" or public or hmac.compare_digest(self._given(scope), self._token):
+            await self.app(scope, receive, send)
+            return
+        response = JSONResponse(
+            {"error": "Missing or wrong bearer token; send `Authorization: Bearer <token>`."},
+            status_code=401,
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+        await response(scope, receive, send)
+
+
+class _Api:
+    def __init__(self, catalog: Catalog, registry: RunRegistry, budget: Budget | None, keepalive_s: float):
+        self.catalog = catalog
+        self.runs = registry
+        self.budget = budget
+        self.keepalive_s = keepalive_s
+
+    def start(self, name: str, task: str, session_id: str | None) -> RunRecord:
+        """Start a named run (shared by `POST /runs` and the AG-UI endpoint)."""
+        if session_id is not None and self.runs.get(session_id) is not None:
+            raise _Conflict(f"A run with session_id {session_id!r} already exists; use another session_id.")
+        arch, router = self.catalog.build(name)
+        return self.runs.start(
+            arch, task, name=name, session_id=session_id, router=router, budget=self.budget
+        )
+
+    async def architectures(self, request: Request) -> Response:
+        return JSONResponse({"architectures": list(self.catalog.names)})
+
+    async def list_runs(self, request: Request) -> Response:
+        return JSONResponse({"runs": [r.summary() for r in self.runs.runs()]})
+
+    async def create_run(self, request: Request) -> Response:
+        body = StartRun.model_validate(await _json(request))
+        record = self.start(body.architecture, body.task, body.session_id)
+        sid = record.session_id
+        return JSONResponse({"session_id": sid, "events": f"/runs/{sid}/events"}, status_code=201)
+
+    def _record(self, request: Request) -> RunRecord:
+        sid = request.path_params["session_id"]
+        record = self.runs.get(sid)
+        if record is None:
+            raise _NotFound(f"No run {sid!r} here: it never ran on this server, or it ended and was dropped.")
+        return record
+
+    async def get_run(self, request: Request) -> Response:
+        return JSONResponse(self._record(request).summary())
+
+    async def cancel_run(self, request: Request) -> Response:
+        record = self._record(request)
+        cancelled = record.cancel()
+        return JSONResponse({"session_id": record.session_id, "cancelled": cancelled}, status_code=202)
+
+    async def events(self, request: Request) -> Response:
+        record = self._record(request)
+        after = last_event_id(request)
+        return EventStreamResponse(
+            follow_run(self.runs, record, after, JeevesFormat(), keepalive_s=self.keepalive_s)
+        )
+
+    async def agui(self, request: Request) -> Response:
+        data = RunAgentInput.model_validate(await _json(request))
+        props = data.forwarded_props if isinstance(data.forwarded_props, Mapping) else {}
+        name = (
+            request.path_params.get("architecture")
+            or props.get("architecture")
+            or self.catalog.default_name()
+        )
+        if not isinstance(name, str):
+            raise UserError(
+                f"Say which architecture to run: POST /agui/{{name}} or forwardedProps.architecture; "
+                f"this server has: {', '.join(self.catalog.names)}."
+            )
+        session_id = props.get("session_id") or data.run_id
+        record = self.start(name, task_from_input(data), str(session_id))
+        fmt = AguiFormat(data, record.session_id, accept=request.headers.get("accept"))
+        body = follow_run(self.runs, record, 0, fmt, keepalive_s=self.keepalive_s)
+        return EventStreamResponse(body, headers={"Content-Type": fmt.media_type})
+
+
+class _NotFound(UserError):
+    pass
+
+
+class _Conflict(UserError):
+    pass
+
+
+async def _json(request: Request) -> Any:
+    try:
+        return await request.json()
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise _BadJson(f"The request body is not JSON: {exc}.") from exc
+
+
+class _BadJson(UserError):
+    pass
+
+
+async def _user_error(request: Request, exc: Exception) -> Response:
+    if isinstance(exc, ValidationError):
+        return _error(422, f"Invalid request body: {exc}")
+    statuses: dict[type[Exception], int] = {
+        _NotFound: 404,
+        UnknownArchitecture: 404,
+        _Conflict: 409,
+        _BadJson: 400,
+        BadLastEventId: 400,
+    }
+    status = statuses.get(type(exc), 422)
+    return _error(status, str(exc))
+
+
+def create_app(
+    architectures: Mapping[str, ArchitectureLike],
+    *,
+    router: RouterLike = None,
+    token: str | None = None,
+    cors_origins: Sequence[str] = (),
+    retention_s: float = 600.0,
+    cancel_on_disconnect: bool = False,
+    keepalive_s: float = 15.0,
+    budget: Budget | None = None,
+) -> Starlette:
+    """The jeeves server as an ASGI app; serve it with uvicorn (or `jeeves serve`).
+
+    Args:
+        architectures: What runs can be started, by name: architectures, or factories
+            called once per run (fresh scripted models, say).
+        router: The router every run uses, or a factory called once per run.
+        token: When set, every route but the viewer page needs it as a bearer token.
+        cors_origins: Origins allowed to call the API from a browser; none by default.
+        retention_s: How long a finished run's events stay available for reconnects.
+        cancel_on_disconnect: Cancel a run when its last follower disconnects before it
+            ended; by default runs continue and can be re-attached.
+        keepalive_s: Idle seconds between SSE keep-alive comments.
+        budget: Limits applied to each run.
+
+    The app's `state.runs` is its `RunRegistry`; the registry's task group lives as long
+    as the app's lifespan, and leaving it cancels every run still going.
+    """
+    if token is not None and not token:
+        raise UserError("token must be a non-empty string, or None for no authentication.")
+    catalog = Catalog(architectures, router)
+    registry = RunRegistry(retention_s=retention_s, cancel_on_disconnect=cancel_on_disconnect)
+    api = _Api(catalog, registry, budget, keepalive_s)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with registry:
+            yield
+
+    routes = [
+        *viewer_routes(),
+        Route("/architectures", api.architectures, methods=["GET"]),
+        Route("/runs", api.list_runs, methods=["GET"]),
+        Route("/runs", api.create_run, methods=["POST"]),
+        Route("/runs/{session_id}", api.get_run, methods=["GET"]),
+        Route("/runs/{session_id}", api.cancel_run, methods=["DELETE"]),
+        Route("/runs/{session_id}/events", api.events, methods=["GET"]),
+        Route("/agui", api.agui, methods=["POST"]),
+        Route("/agui/{architecture}", api.agui, methods=["POST"]),
+    ]
+    middleware: list[Middleware] = []
+    if cors_origins:
+        middleware.append(
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(cors_origins),
+                allow_methods=["GET", "POST", "DELETE"],
+                allow_headers=["Authorization", "Content-Type", "Last-Event-ID", "Accept"],
+            )
+        )
+    if token is not None:
+        middleware.append(Middleware(BearerAuth, token=token, public=["/static/"]))
+    app = Starlette(
+        routes=routes,
+        middleware=middleware,
+        lifespan=lifespan,
+        exception_handlers={UserError: _user_error, ValidationError: _user_error},
+    )
+    app.state.runs = registry
+    return app

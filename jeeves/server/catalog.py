@@ -1,0 +1,68 @@
+"""What a server can run: named architectures, and the router each run gets.
+
+Entries are architectures or zero-argument factories. A factory is called once per run,
+which is what stateful pieces need: a `ScriptedModel` is consumed by the run it serves,
+so an offline demo builds a fresh one (in the factory, or in a router factory) each time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from jeeves.architecture import Architecture
+from jeeves.errors import UserError
+from jeeves.models.router import Router
+
+__all__ = ["ArchitectureLike", "Catalog", "RouterLike", "UnknownArchitecture"]
+
+ArchitectureLike = Architecture | Callable[[], Architecture]
+"""An architecture, or a factory called once per run."""
+RouterLike = Router | Callable[[], Router] | None
+"""A router, a factory called once per run, or None (an empty router: agents pin models)."""
+
+
+class UnknownArchitecture(UserError, LookupError):
+    """A run asked for an architecture name the server does not have."""
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Named architectures plus the router runs use; `build(name)` gives one run's pieces."""
+
+    architectures: Mapping[str, ArchitectureLike]
+    router: RouterLike = None
+    _names: tuple[str, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        for name, entry in self.architectures.items():
+            if not isinstance(name, str) or not name or "/" in name:
+                raise UserError(f"Architecture name {name!r} must be a non-empty string without '/'.")
+            if not callable(entry) and not isinstance(entry, Architecture):
+                raise UserError(
+                    f"Architecture {name!r} is {entry!r}; give an architecture (an Agent, a Supervisor…) "
+                    f"or a function that returns one."
+                )
+        object.__setattr__(self, "_names", tuple(self.architectures))
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self._names
+
+    def build(self, name: str) -> tuple[Architecture, Router | None]:
+        """A fresh (architecture, router) for one run of `name`."""
+        entry = self.architectures.get(name)
+        if entry is None:
+            known = ", ".join(self._names) or "none"
+            raise UnknownArchitecture(f"Unknown architecture {name!r}; this server has: {known}.")
+        arch = entry() if isinstance(entry, type) or not isinstance(entry, Architecture) else entry
+        if not isinstance(arch, Architecture):
+            raise UserError(f"The factory for architecture {name!r} returned {arch!r}, not an architecture.")
+        router = (
+            self.router() if callable(self.router) and not isinstance(self.router, Router) else self.router
+        )
+        return arch, router
+
+    def default_name(self) -> str | None:
+        """The only architecture's name, when there is exactly one."""
+        return self._names[0] if len(self._names) == 1 else None

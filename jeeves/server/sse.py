@@ -1,0 +1,157 @@
+"""Server-sent events: the wire format, a response that notices disconnects, jeeves' own stream.
+
+`EventStreamResponse` differs from Starlette's `StreamingResponse` in two ways that matter
+for long-lived streams: it always watches for the client's disconnect while it waits for
+the next chunk (not only when the next send fails), and it always closes its body
+iterator, shielded, before it returns. So a follower that goes away is counted out at
+once, and `cancel_on_disconnect` does not wait for the next keep-alive or for the garbage
+collector.
+
+The jeeves stream (`GET /runs/{id}/events`): every message has `id:` = the event's `seq`
+and `data:` = one jeeves event as JSON. A client reconnecting with `Last-Event-ID: N`
+receives every event with a seq above N, exactly once. Comments (`: keep-alive`) are sent
+while nothing happens, so proxies keep the connection open. When the run has ended and
+the client has everything, one last message `event: end` carries the run's status; an
+`EventSource` should close on it (it would reconnect otherwise).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Protocol
+
+import anyio
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from jeeves.errors import UserError
+from jeeves.events import Event, event_to_json
+from jeeves.server.runs import RunRecord, RunRegistry
+
+__all__ = [
+    "KEEPALIVE",
+    "BadLastEventId",
+    "EventStreamResponse",
+    "JeevesFormat",
+    "StreamFormat",
+    "follow_run",
+    "last_event_id",
+    "sse_message",
+]
+
+KEEPALIVE = ": keep-alive\n\n"
+"""An SSE comment: ignored by clients, keeps idle connections open."""
+
+
+def sse_message(data: str, *, id: int | None = None, event: str | None = None) -> str:
+    """One SSE message; multi-line data is split over several `data:` lines."""
+    head = ""
+    if event is not None:
+        head += f"event: {event}\n"
+    if id is not None:
+        head += f"id: {id}\n"
+    return head + "".join(f"data: {line}\n" for line in data.split("\n")) + "\n"
+
+
+class BadLastEventId(UserError):
+    """`Last-Event-ID` is not a seq."""
+
+
+def last_event_id(request: Request) -> int:
+    """The seq a client has already seen: `Last-Event-ID`, else `?last_event_id=`, else 0."""
+    raw = request.headers.get("last-event-id") or request.query_params.get("last_event_id") or "0"
+    try:
+        seq = int(raw)
+    except ValueError:
+        seq = -1
+    if seq < 0:
+        raise BadLastEventId(f"Last-Event-ID must be an event seq (an integer >= 0), got {raw!r}.")
+    return seq
+
+
+class EventStreamResponse(Response):
+    """A `text/event-stream` response over an async iterator of SSE text."""
+
+    media_type = "text/event-stream"
+
+    def __init__(self, body: AsyncIterator[str], *, headers: dict[str, str] | None = None) -> None:
+        self.body_iterator = body
+        self.status_code = 200
+        self.background = None
+        self.init_headers({"Cache-Control": "no-store", "X-Accel-Buffering": "no", **(headers or {})})
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        try:
+            async with anyio.create_task_group() as group:
+
+                async def watch_disconnect() -> None:
+                    while (await receive())["type"] != "http.disconnect":
+                        pass
+                    group.cancel_scope.cancel()
+
+                group.start_soon(watch_disconnect)
+                try:
+                    async for chunk in self.body_iterator:
+                        await send({"type": "http.response.body", "body": chunk.encode(), "more_body": True})
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+                except OSError:  # the client went away while we were sending (ASGI 2.4 servers)
+                    pass
+                group.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self.body_iterator.aclose()  # type: ignore[attr-defined]
+
+
+class StreamFormat(Protocol):
+    """How a followed run is written: the opening, each event, the closing (as SSE text)."""
+
+    def opening(self) -> list[str]: ...
+
+    def event(self, event: Event) -> list[str]: ...
+
+    def closing(self, record: RunRecord) -> list[str]: ...
+
+
+class JeevesFormat:
+    """jeeves' own stream: `id:` = seq, `data:` = the event's JSON; `event: end` last."""
+
+    def opening(self) -> list[str]:
+        return []
+
+    def event(self, event: Event) -> list[str]:
+        return [sse_message(event_to_json(event), id=event.seq)]
+
+    def closing(self, record: RunRecord) -> list[str]:
+        summary = record.summary()
+        keep = ("session_id", "status", "stop_reason", "error", "last_seq")
+        return [sse_message(json.dumps({k: summary[k] for k in keep if k in summary}), event="end")]
+
+
+async def follow_run(
+    registry: RunRegistry, record: RunRecord, after: int, fmt: StreamFormat, *, keepalive_s: float
+) -> AsyncIterator[str]:
+    """SSE text for a follower of `record` that has seen events up to `after`.
+
+    Counted as a follower while it runs (see `RunRegistry.following`); yields a keep-alive
+    comment whenever `keepalive_s` pass without an event; ends after the run's last event
+    and `fmt.closing`.
+    """
+    with registry.following(record):
+        for chunk in fmt.opening():
+            yield chunk
+        seen = after
+        while True:
+            if not await record.wait_after(seen, keepalive_s):
+                yield KEEPALIVE
+                continue
+            for event in record.events_after(seen):
+                seen = event.seq
+                for chunk in fmt.event(event):
+                    yield chunk
+            if record.finished and record.last_seq <= seen:
+                for chunk in fmt.closing(record):
+                    yield chunk
+                return

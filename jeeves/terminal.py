@@ -1,0 +1,218 @@
+"""The live terminal view of a run: a rich tree of sessions, or one JSON event per line.
+
+`SessionTree` folds events into nodes (one per session, built from `session.started`
+alone, so nothing parses ids): role, architecture, model, status, the latest round and
+critic score, tokens and USD, and the tail of the streamed text. `follow` draws it with
+`rich.live.Live` while the run goes, with a spinner on every active node, and leaves the
+final tree on screen; on a non-terminal output only the final tree is printed.
+
+Redrawing is driven by a ticker task in the same thread as the consumer (no refresh
+thread), so a frame never sees a half-applied event.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterable
+from dataclasses import dataclass, field
+from typing import IO
+
+import anyio
+from rich.console import Console, RenderableType
+from rich.live import Live
+from rich.spinner import Spinner
+from rich.text import Text
+from rich.tree import Tree
+
+from jeeves.events import (
+    Critique,
+    Event,
+    ModelCompleted,
+    ModelDelta,
+    RoundStarted,
+    SessionCompleted,
+    SessionFailed,
+    SessionStarted,
+    ToolStarted,
+    event_to_json,
+)
+from jeeves.messages import Usage
+
+__all__ = ["SessionNode", "SessionTree", "follow"]
+
+_TAIL = 70
+
+
+@dataclass
+class SessionNode:
+    """What the view knows about one session."""
+
+    session_id: str
+    parent_id: str | None
+    role: str
+    architecture: str
+    model: str | None
+    index: int = 0
+    status: str = "running"
+    """running, completed, failed; cancelled when the run ended with the session open."""
+    round: int | None = None
+    score: float | None = None
+    passed: bool | None = None
+    usage: Usage = field(default_factory=Usage)
+    """This session's own model calls."""
+    text: str = ""
+    """The tail of the text it streamed (one line)."""
+    stop_reason: str = ""
+    children: list[str] = field(default_factory=list)
+
+
+class SessionTree:
+    """A run's sessions as a tree, updated one event at a time (`apply`); rich-renderable."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, SessionNode] = {}
+        self.roots: list[str] = []
+
+    def apply(self, event: Event) -> None:
+        """Fold one event in. Events of sessions never started are ignored."""
+        if isinstance(event, SessionStarted):
+            self._start(event)
+            return
+        node = self.nodes.get(event.session_id)
+        if node is None:
+            return
+        if isinstance(event, ModelDelta):
+            node.text = _tail(node.text + event.text)
+        elif isinstance(event, ModelCompleted):
+            node.usage = node.usage + event.usage
+            node.model = node.model or event.model
+            if event.text:
+                node.text = _tail(event.text)
+        elif isinstance(event, ToolStarted):
+            node.text = _tail(f"→ {event.name}({event.arguments})")
+        elif isinstance(event, RoundStarted):
+            node.round = event.round
+        elif isinstance(event, Critique):
+            self._critique(node, event)
+        elif isinstance(event, SessionCompleted):
+            node.status, node.stop_reason = "completed", event.stop_reason
+        elif isinstance(event, SessionFailed):
+            node.status, node.stop_reason = "failed", event.error_type
+
+    def _start(self, event: SessionStarted) -> None:
+        node = SessionNode(
+            event.session_id, event.parent_id, event.role, event.architecture, event.model, event.index
+        )
+        self.nodes[event.session_id] = node
+        parent = self.nodes.get(event.parent_id) if event.parent_id else None
+        if parent is None:
+            self.roots.append(event.session_id)
+        else:
+            parent.children.append(event.session_id)
+
+    def _critique(self, node: SessionNode, event: Critique) -> None:
+        node.round, node.score, node.passed = event.round, event.score, event.passed
+        for child_id in node.children:
+            child = self.nodes[child_id]
+            if child.role == "critic" and child.index == event.round:
+                child.score, child.passed = event.score, event.passed
+
+    def mark_unfinished(self, status: str = "cancelled") -> None:
+        """Mark sessions still running (the run ended without them finishing)."""
+        for node in self.nodes.values():
+            if node.status == "running":
+                node.status = status
+
+    def tree_usage(self, session_id: str) -> Usage:
+        """A session's usage with everything below it."""
+        node = self.nodes[session_id]
+        total = node.usage
+        for child in node.children:
+            total = total + self.tree_usage(child)
+        return total
+
+    # -- rendering -----------------------------------------------------------------------
+    def __rich__(self) -> RenderableType:
+        top = Tree(Text("jeeves", style="bold"), guide_style="dim")
+        for root in self.roots:
+            self._render(top, root)
+        return top
+
+    def _render(self, parent: Tree, session_id: str) -> None:
+        branch = parent.add(self._label(self.nodes[session_id]))
+        for child in self.nodes[session_id].children:
+            self._render(branch, child)
+
+    def _label(self, node: SessionNode) -> RenderableType:
+        line = Text()
+        line.append(node.role, style="bold cyan")
+        line.append(f" {node.architecture}", style="magenta")
+        if node.model:
+            line.append(f" · {node.model}", style="dim")
+        if node.round is not None:
+            line.append(f" · round {node.round}")
+        if node.score is not None:
+            mark = " ✓" if node.passed else " ✗"
+            line.append(f" · score {node.score:.2f}{mark}", style="green" if node.passed else "yellow")
+        usage = self.tree_usage(node.session_id)
+        if usage.total_tokens:
+            line.append(f" · {usage.total_tokens:,} tok · ${usage.cost_usd:.4f}", style="dim")
+        if node.status == "running":
+            if node.text:
+                line.append(f"\n{node.text}", style="italic dim")
+            return Spinner("dots", text=line, style="cyan")
+        style = {"completed": "green", "failed": "red"}.get(node.status, "yellow")
+        line.append(f" · {node.stop_reason or node.status}", style=style)
+        return Text.assemble(("✓ " if node.status == "completed" else "✗ ", style), line)
+
+
+def _tail(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _TAIL else "…" + flat[-(_TAIL - 1) :]
+
+
+async def follow(
+    events: AsyncIterable[Event],
+    *,
+    as_json: bool = False,
+    file: IO[str] | None = None,
+    console: Console | None = None,
+    refresh_per_second: float = 10.0,
+) -> SessionTree:
+    """Show a run's events as they come: a live tree, or (`as_json`) one JSON event per line.
+
+    Returns the final tree. An error the event stream raises (the run failed) propagates
+    after the tree is drawn with the sessions it left open marked failed.
+    """
+    tree = SessionTree()
+    if as_json:
+        out = file or sys.stdout
+        async for event in events:
+            tree.apply(event)
+            out.write(event_to_json(event) + "\n")
+            out.flush()
+        return tree
+    console = console or Console(file=file)
+    error: Exception | None = None
+    with Live(tree, console=console, auto_refresh=False, vertical_overflow="ellipsis") as live:
+
+        async def tick() -> None:
+            while True:
+                live.refresh()
+                await anyio.sleep(1 / refresh_per_second)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(tick)
+            try:
+                async for event in events:
+                    tree.apply(event)
+            except Exception as exc:
+                error = exc
+            group.cancel_scope.cancel()
+        if error is not None:
+            tree.mark_unfinished("failed")
+        live.vertical_overflow = "visible"
+        live.refresh()
+    if error is not None:
+        raise error
+    return tree

@@ -1,0 +1,196 @@
+"""The HTTP API in-process (httpx ASGITransport), on asyncio and trio: runs, SSE, auth, CORS."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from starlette.applications import Starlette
+
+from jeeves import Router, event_from_json
+from jeeves.server import create_app
+from tests.server.conftest import Blocked, asgi_client, messages
+from tests.server.nested import nested, nested_router
+
+pytestmark = pytest.mark.anyio
+
+
+def nested_app(**kwargs: Any) -> Starlette:
+    return create_app({"nested": nested, "blocked": Blocked()}, router=nested_router, **kwargs)
+
+
+async def start(client: httpx.AsyncClient, architecture: str = "nested", **extra: object) -> str:
+    response = await client.post("/runs", json={"architecture": architecture, "task": "Add.", **extra})
+    assert response.status_code == 201, response.text
+    return str(response.json()["session_id"])
+
+
+async def test_post_runs_then_stream_every_event_with_seq_as_id() -> None:
+    async with asgi_client(nested_app()) as client:
+        sid = await start(client, session_id="job-1")
+        assert sid == "job-1"
+        response = await client.get(f"/runs/{sid}/events")
+    assert response.headers["content-type"].startswith("text/event-stream")
+    got = messages(response.text)
+    *events, end = got
+    parsed = [event_from_json(m.data) for m in events]
+    assert [m.id for m in events] == [str(e.seq) for e in parsed]
+    assert [e.seq for e in parsed] == list(range(1, len(parsed) + 1))
+    assert parsed[0].type == "session.started" and parsed[0].session_id == "job-1"
+    assert parsed[-1].type == "session.completed" and parsed[-1].session_id == "job-1"
+    sessions = {e.session_id for e in parsed if e.type == "session.started"}
+    assert {"job-1__coder_0", "job-1__writer_0", "job-1__coder_0__critic_1"} <= sessions
+    assert end.event == "end"
+    assert end.json() == {
+        "session_id": "job-1",
+        "status": "completed",
+        "stop_reason": "completed",
+        "last_seq": len(parsed),
+    }
+
+
+async def test_last_event_id_resumes_with_every_later_event_exactly_once() -> None:
+    async with asgi_client(nested_app()) as client:
+        sid = await start(client)
+        full = [m for m in messages((await client.get(f"/runs/{sid}/events")).text) if m.event is None]
+        cut = int(full[9].id or 0)
+        resumed = messages(
+            (await client.get(f"/runs/{sid}/events", headers={"Last-Event-ID": str(cut)})).text
+        )
+        by_query = messages((await client.get(f"/runs/{sid}/events?last_event_id={cut}")).text)
+        at_end = messages(
+            (await client.get(f"/runs/{sid}/events", headers={"Last-Event-ID": full[-1].id or ""})).text
+        )
+        bad = await client.get(f"/runs/{sid}/events", headers={"Last-Event-ID": "soon"})
+    later = [m for m in resumed if m.event is None]
+    assert [m.data for m in later] == [m.data for m in full[10:]]
+    assert [m.data for m in by_query if m.event is None] == [m.data for m in full[10:]]
+    assert [m.event for m in at_end] == ["end"]
+    assert bad.status_code == 400 and "'soon'" in bad.json()["error"]
+
+
+async def test_run_summaries_show_status_and_output_but_no_configuration() -> None:
+    async with asgi_client(nested_app()) as client:
+        sid = await start(client)
+        await client.get(f"/runs/{sid}/events")  # wait for the end
+        one = (await client.get(f"/runs/{sid}")).json()
+        listed = (await client.get("/runs")).json()["runs"]
+        names = (await client.get("/architectures")).json()
+    assert one["status"] == "completed" and one["output"] == "Done: add is written and documented."
+    assert one["usage"]["model_calls"] == 8
+    assert listed == [one]
+    assert names == {"architectures": ["nested", "blocked"]}
+    assert "router" not in str(one) and "scripted" not in str(one)
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "status", "needle"),
+    [
+        (
+            "POST",
+            "/runs",
+            {"architecture": "nope", "task": "x"},
+            404,
+            "'nope'; this server has: nested, blocked",
+        ),
+        ("POST", "/runs", {"architecture": "nested"}, 422, "task"),
+        ("POST", "/runs", {"architecture": "nested", "task": "x", "session_id": "a__b"}, 422, "'a__b'"),
+        ("POST", "/runs", {"architecture": "nested", "task": "x", "extra": 1}, 422, "extra"),
+        ("GET", "/runs/missing", None, 404, "'missing'"),
+        ("GET", "/runs/missing/events", None, 404, "'missing'"),
+        ("DELETE", "/runs/missing", None, 404, "'missing'"),
+    ],
+)
+async def test_bad_requests_get_clear_errors(
+    method: str, path: str, body: object, status: int, needle: str
+) -> None:
+    async with asgi_client(nested_app()) as client:
+        response = await client.request(method, path, json=body)
+    assert response.status_code == status, response.text
+    assert needle in response.json()["error"]
+
+
+async def test_a_body_that_is_not_json_is_a_400() -> None:
+    async with asgi_client(nested_app()) as client:
+        response = await client.post("/runs", content=b"{nope", headers={"Content-Type": "application/json"})
+    assert response.status_code == 400 and "not JSON" in response.json()["error"]
+
+
+async def test_a_session_id_already_held_is_a_conflict() -> None:
+    async with asgi_client(nested_app()) as client:
+        await start(client, session_id="same")
+        again = await client.post("/runs", json={"architecture": "nested", "task": "x", "session_id": "same"})
+    assert again.status_code == 409 and "'same'" in again.json()["error"]
+
+
+async def test_delete_cancels_a_run_and_its_stream_ends_cancelled() -> None:
+    app = nested_app()
+    async with asgi_client(app) as client:
+        sid = await start(client, "blocked")
+        record = app.state.runs.get(sid)
+        with anyio.fail_after(10):
+            await record.wait_after(0, 10)  # its first event
+        cancelled = await client.delete(f"/runs/{sid}")
+        got = messages((await client.get(f"/runs/{sid}/events")).text)
+        again = await client.delete(f"/runs/{sid}")
+        assert app.state.runs.running() == []
+    assert cancelled.status_code == 202 and cancelled.json() == {"session_id": sid, "cancelled": True}
+    assert again.json()["cancelled"] is False
+    assert [m.event for m in got] == [None, None, "end"]  # session.started, round.started, end
+    assert got[-1].json()["status"] == "cancelled"
+
+
+async def test_a_failed_run_ends_its_stream_with_the_error() -> None:
+    app = create_app({"nested": nested}, router=Router())  # no routes: the first model call fails
+    async with asgi_client(app) as client:
+        sid = await start(client)
+        got = messages((await client.get(f"/runs/{sid}/events")).text)
+    end = got[-1].json()
+    assert end["status"] == "failed" and end["error"]["type"] == "UserError"
+    assert "No model route" in end["error"]["message"]
+    assert event_from_json(got[-2].data).type == "session.failed"
+
+
+async def test_a_token_guards_everything_but_the_page() -> None:
+    app = nested_app(token="s3cret")
+    async with asgi_client(app) as client:
+        page = await client.get("/")
+        script = await client.get("/static/viewer.js")
+        anonymous = await client.get("/runs")
+        wrong = await client.get("/runs", headers={"Authorization": "Bearer s3crets"})
+        right = await client.get("/runs", headers={"Authorization": "Bearer s3cret"})
+        query = await client.get("/architectures?access_token=s3cret")
+        post = await client.post("/runs", json={"architecture": "nested", "task": "x"})
+    assert page.status_code == 200 and script.status_code == 200
+    assert anonymous.status_code == 401 and anonymous.headers["www-authenticate"] == "Bearer"
+    assert wrong.status_code == 401 and post.status_code == 401
+    assert right.status_code == 200 and query.status_code == 200
+
+
+async def test_no_cors_headers_unless_origins_are_configured() -> None:
+    preflight = {"Origin": "http://ui.example", "Access-Control-Request-Method": "POST"}
+    async with asgi_client(nested_app()) as client:
+        closed = await client.get("/runs", headers={"Origin": "http://ui.example"})
+        closed_preflight = await client.options("/runs", headers=preflight)
+    async with asgi_client(nested_app(cors_origins=["http://ui.example"])) as client:
+        opened = await client.get("/runs", headers={"Origin": "http://ui.example"})
+        other = await client.get("/runs", headers={"Origin": "http://evil.example"})
+        opened_preflight = await client.options("/runs", headers=preflight)
+    assert "access-control-allow-origin" not in closed.headers
+    assert "access-control-allow-origin" not in closed_preflight.headers
+    assert opened.headers["access-control-allow-origin"] == "http://ui.example"
+    assert "access-control-allow-origin" not in other.headers
+    assert opened_preflight.status_code == 200
+
+
+async def test_the_viewer_page_and_its_assets_are_served() -> None:
+    async with asgi_client(nested_app()) as client:
+        page = await client.get("/")
+        css = await client.get("/static/viewer.css")
+        missing = await client.get("/static/secrets.txt")
+    assert page.headers["content-type"].startswith("text/html")
+    assert '<script src="/static/viewer.js">' in page.text
+    assert css.headers["content-type"].startswith("text/css")
+    assert missing.status_code == 404
