@@ -5,12 +5,6 @@ that stamped `seq` 5 and 6 can enqueue 6 first. Here stamping and enqueueing are
 synchronous step, and producers that find the buffer full queue up in arrival order and
 are stamped as they move into the buffer. So the consumer always sees `seq` strictly
 increasing, with any number of concurrent children.
-
-A producer that gets `YIELD_AFTER` events ahead of the reader yields once (a
-checkpoint) after enqueueing. A producer that never waits (an instant model, a replay)
-would otherwise run a whole run ahead of its reader and hold every event of it in the
-buffer: with a thousand runs at once that is every event of every run in memory. A
-producer that awaits I/O lets the reader drain while it waits and never pays this.
 """
 
 from __future__ import annotations
@@ -19,14 +13,10 @@ import time
 from collections import deque
 
 import anyio
-from anyio.lowlevel import checkpoint
 
 from jeeves.events import Event
 
-__all__ = ["YIELD_AFTER", "EventChannel"]
-
-YIELD_AFTER = 16
-"""Unread events after which `put` yields to the reader once (see the module docstring)."""
+__all__ = ["EventChannel"]
 
 
 class EventChannel:
@@ -62,8 +52,6 @@ class EventChannel:
             self._stamp(event)
             self._buffer.append(event)
             self._wake_reader()
-            if len(self._buffer) >= YIELD_AFTER:
-                await checkpoint()
             return
         entry = (anyio.Event(), event)
         self._blocked.append(entry)
