@@ -15,7 +15,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import common  # noqa: E402
+import common
 
 Messages = list[dict[str, Any]]
 
@@ -37,7 +37,9 @@ async def actor_critic() -> int:
     prompt = common.TASK
     best, best_score = "", -1.0
     for _ in range(3):
-        draft = await model("actor", [{"role": "system", "content": "You write code."}, {"role": "user", "content": prompt}])
+        draft = await model(
+            "actor", [{"role": "system", "content": "You write code."}, {"role": "user", "content": prompt}]
+        )
         review = [
             {"role": "system", "content": "You review code."},
             {"role": "user", "content": common.critique_prompt(common.TASK, draft)},
@@ -54,11 +56,15 @@ async def actor_critic() -> int:
 
 async def supervisor() -> int:
     """(b): the supervisor delegates once, the worker answers, the supervisor sums up."""
-    messages: Messages = [{"role": "system", "content": "You coordinate."}, {"role": "user", "content": common.TASK}]
+    messages: Messages = [
+        {"role": "system", "content": "You coordinate."},
+        {"role": "user", "content": common.TASK},
+    ]
     call = await model("supervisor", messages)
     messages.append({"role": "assistant", "tool_calls": [call]})
     result = await model(
-        "worker", [{"role": "system", "content": "You write code."}, {"role": "user", "content": call["instructions"]}]
+        "worker",
+        [{"role": "system", "content": "You write code."}, {"role": "user", "content": call["instructions"]}],
     )
     messages.append({"role": "tool", "content": result})
     final = await model("supervisor", messages)

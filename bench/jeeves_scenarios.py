@@ -139,6 +139,10 @@ if __name__ == "__main__":
         common.main(
             loops,
             versions,
-            notes={"a": "ActorCritic, events streamed", "b": "Supervisor, events streamed", "e": "3-level nested run"},
+            notes={
+                "a": "ActorCritic, events streamed",
+                "b": "Supervisor, events streamed",
+                "e": "3-level nested run",
+            },
             errors=errors,
         )

@@ -64,7 +64,8 @@ def _concurrency_table(fw: dict[str, Any], n: int) -> list[str]:
         c, d = data.get("c"), data.get("d")
         rows.append(
             f"| {NAMES.get(key, key)} | {_f(c['wall_ms'], 1) if c else '–'} | {_f(c['rss_peak_mb'], 1) if c else '–'} | "
-            f"{_f(c['rss_growth_mb'], 1) if c else '–'} | {_f(c['traced_peak_mb'], 2) if c else '–'} | "
+            f"{_f(c['rss_growth_mb'], 1) if c else '–'} | {_f(c['traced_peak_mb'], 2) if c else '–'}"
+            f"{' ¹' if c and c.get('traced_skipped') else ''} | "
             f"{_f(d['median_ms'], 1) if d else '–'} |"
         )
     return rows
@@ -149,6 +150,10 @@ def render(data: dict[str, Any]) -> str:
         "",
         f"Versions: {_versions(fw)}.",
         "",
+        f"Load average (1, 5, 15 min) before the run {meta.get('load_before')}, after {meta.get('load_after')}: "
+        "this machine has 2 cores and is shared, so a load above 1 means other processes took CPU "
+        "during the run: times are then upper bounds and rates lower bounds.",
+        "",
         "Every framework makes the same model calls to a zero-latency fake model that streams its "
         "text word by word (bench/common.py). (a) ActorCritic: the critic rejects two drafts and "
         "approves the third, 6 model calls. (b) Supervisor: one delegation to one worker, 3 calls. "
@@ -171,11 +176,22 @@ def render(data: dict[str, Any]) -> str:
         f"of {s['import_repeats']} fresh interpreters, interpreter start-up excluded.",
         "",
     ]
+    skipped = [
+        f"{NAMES.get(k, k)}: {d['c']['traced_skipped']}"
+        for k, d in fw.items()
+        if (d.get("c") or {}).get("traced_skipped")
+    ]
+    if skipped:
+        out += ["¹ tracemalloc batch skipped: " + "; ".join(skipped) + ".", ""]
     j = fw.get("jeeves", {})
     extra = _jeeves_only(j)
     if extra:
         out += ["## jeeves only", "", *extra, ""]
-    notes = [f"- {NAMES.get(k, k)}: " + "; ".join(f"({s}) {n}" for s, n in d.get("notes", {}).items()) for k, d in fw.items() if d.get("notes")]
+    notes = [
+        f"- {NAMES.get(k, k)}: " + "; ".join(f"({s}) {n}" for s, n in d.get("notes", {}).items())
+        for k, d in fw.items()
+        if d.get("notes")
+    ]
     if notes:
         out += ["## How each framework runs the scenarios", "", *notes, ""]
     errors = _errors(fw)

@@ -48,7 +48,9 @@ FRAMEWORKS = [
     Framework("floor", BENCH / "floor.py", None),
     Framework("jeeves", BENCH / "jeeves_scenarios.py", "jeeves"),
     *(
-        Framework(key, BENCH / "peers" / f"peer_{key}.py", module, BENCH / "peers" / f"requirements-{key}.txt")
+        Framework(
+            key, BENCH / "peers" / f"peer_{key}.py", module, BENCH / "peers" / f"requirements-{key}.txt"
+        )
         for key, module in (
             ("jeevesagent", "jeevesagent"),
             ("pydantic_ai", "pydantic_ai"),
@@ -67,6 +69,7 @@ class Settings:
     n: int
     import_repeats: int
     timeout_s: float
+    traced_budget_s: float = 30.0
 
 
 FULL = Settings(runs=500, budget_s=3.0, warmup=20, n=1000, import_repeats=7, timeout_s=300)
@@ -119,10 +122,23 @@ def bench_framework(fw: Framework, python: Path | str, s: Settings, log: Any) ->
     """Every scenario of one framework; each failure is recorded, the rest still run."""
     out: dict[str, Any] = {"status": "ok", "errors": {}}
     script = str(fw.script)
-    loops = ["--mode", "loops", "--runs", str(s.runs), "--budget-s", str(s.budget_s), "--warmup", str(s.warmup)]
-    parts: list[tuple[str, list[str]]] = [("loops", loops), ("c", ["--mode", "concurrent", "--n", str(s.n)])]
+    loops = [
+        "--mode",
+        "loops",
+        "--runs",
+        str(s.runs),
+        "--budget-s",
+        str(s.budget_s),
+        "--warmup",
+        str(s.warmup),
+    ]
+    parts: list[tuple[str, list[str]]] = [
+        ("loops", loops),
+        ("c", ["--mode", "concurrent", "--n", str(s.n), "--traced-budget-s", str(s.traced_budget_s)]),
+    ]
     if fw.key == "jeeves":
-        parts += [("f", ["--mode", "replay", "--runs", str(max(20, s.runs // 5))]), ("g", ["--mode", "sse"])]
+        few = str(max(2, s.runs // 10))
+        parts += [("f", ["--mode", "replay", "--runs", few]), ("g", ["--mode", "sse", "--runs", few])]
     for name, args in parts:
         log(f"  {fw.key}: {name}")
         try:
@@ -155,7 +171,9 @@ def prepare_venvs(frameworks: list[Framework], log: Any) -> dict[str, Path | str
         if fw.requirements is None:
             pythons[fw.key] = sys.executable
     with ThreadPoolExecutor(max_workers=4) as pool:
-        futures = {fw.key: pool.submit(venvs.ensure_venv, fw.key, fw.requirements) for fw in peers if fw.requirements}
+        futures = {
+            fw.key: pool.submit(venvs.ensure_venv, fw.key, fw.requirements) for fw in peers if fw.requirements
+        }
         for key, future in futures.items():
             try:
                 pythons[key] = future.result()
@@ -191,21 +209,31 @@ def _git_commit() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", default="", help="comma-separated frameworks (floor,jeeves,jeevesagent,...)")
+    parser.add_argument(
+        "--only", default="", help="comma-separated frameworks (floor,jeeves,jeevesagent,...)"
+    )
     parser.add_argument("--quick", action="store_true", help="tiny N: checks the harness, measures nothing")
     parser.add_argument("--out", type=Path, default=BENCH / "results")
     parser.add_argument("--no-chart", action="store_true")
     parser.add_argument("--n", type=int, default=None, help="concurrent runs in (c) (default 1000)")
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="trace (c)'s memory however long the plain batch took (slow peers: many minutes)",
+    )
     args = parser.parse_args(argv)
     settings = QUICK if args.quick else FULL
     if args.n:
         settings = Settings(**{**settings.__dict__, "n": args.n})
+    if args.full:
+        settings = Settings(**{**settings.__dict__, "traced_budget_s": 1e9, "timeout_s": 3600})
     chosen = [fw for fw in FRAMEWORKS if not args.only or fw.key in args.only.split(",")]
     started = time.perf_counter()
 
     def log(message: str) -> None:
         print(f"[{time.perf_counter() - started:6.1f}s] {message}", file=sys.stderr, flush=True)
 
+    load_before = [round(x, 2) for x in os.getloadavg()]
     pythons = prepare_venvs(chosen, log)
     results: dict[str, Any] = {}
     for fw in chosen:
@@ -224,6 +252,8 @@ def main(argv: list[str] | None = None) -> int:
             "quick": args.quick,
             "settings": settings.__dict__,
             "duration_s": 0.0,
+            "load_before": load_before,
+            "load_after": [round(x, 2) for x in os.getloadavg()],
         },
         "frameworks": results,
     }

@@ -51,6 +51,8 @@ def ensure_venv(name: str, requirements: Path, *, timeout_s: float = 420) -> Pat
                 raise InstallFailed(f"{' '.join(step[-3:])} timed out after {timeout_s:.0f} s") from None
             if done.returncode != 0:
                 lines = [ln for ln in log.read_text().splitlines() if not ln.startswith("WARNING: Location")]
-                raise InstallFailed(f"`{' '.join(step[-4:])}` exited {done.returncode}:\n" + "\n".join(lines[-12:]))
+                raise InstallFailed(
+                    f"`{' '.join(step[-4:])}` exited {done.returncode}:\n" + "\n".join(lines[-12:])
+                )
     stamp_file.write_text(_stamp(requirements))
     return python

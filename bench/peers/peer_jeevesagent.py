@@ -17,11 +17,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import common  # noqa: E402
-from jeevesagent import Agent  # noqa: E402
-from jeevesagent.architecture import ActorCritic, Supervisor  # noqa: E402
-from jeevesagent.core.types import ToolCall  # noqa: E402
-from jeevesagent.model.scripted import ScriptedModel, ScriptedTurn  # noqa: E402
+import common
+from jeevesagent import Agent
+from jeevesagent.architecture import ActorCritic, Supervisor
+from jeevesagent.core.types import ToolCall
+from jeevesagent.model.scripted import ScriptedModel, ScriptedTurn
 
 
 class RoleModel(ScriptedModel):

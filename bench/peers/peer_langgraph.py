@@ -17,9 +17,9 @@ from typing import Annotated, Any, TypedDict
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import common  # noqa: E402
-from langchain_core.language_models.chat_models import BaseChatModel  # noqa: E402
-from langchain_core.messages import (  # noqa: E402
+import common
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import (
     AIMessage,
     AIMessageChunk,
     BaseMessage,
@@ -27,9 +27,9 @@ from langchain_core.messages import (  # noqa: E402
     SystemMessage,
     ToolMessage,
 )
-from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult  # noqa: E402
-from langgraph.graph import END, START, StateGraph  # noqa: E402
-from langgraph.graph.message import add_messages  # noqa: E402
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
 
 
 class FakeChat(BaseChatModel):
@@ -54,7 +54,9 @@ class FakeChat(BaseChatModel):
             return AIMessage(content=reply)
         return AIMessage(content="", tool_calls=[{"name": "delegate", "args": reply, "id": "call_1"}])
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
         return ChatResult(generations=[ChatGeneration(message=self._reply(messages))])
 
     async def _agenerate(
@@ -106,7 +108,10 @@ async def generate(state: ReflectState) -> dict[str, Any]:
 
 
 async def reflect(state: ReflectState) -> dict[str, Any]:
-    review = [SystemMessage("You review code."), HumanMessage(common.critique_prompt(common.TASK, state["draft"]))]
+    review = [
+        SystemMessage("You review code."),
+        HumanMessage(common.critique_prompt(common.TASK, state["draft"])),
+    ]
     verdict = common.verdict_for(str((await critic_model.ainvoke(review)).content))
     update: dict[str, Any] = {"verdict": verdict}
     if verdict["score"] >= state["best_score"]:
@@ -147,7 +152,9 @@ async def supervise(state: TeamState) -> dict[str, Any]:
 
 async def work(state: TeamState) -> dict[str, Any]:
     call = state["messages"][-1].tool_calls[0]  # type: ignore[attr-defined]
-    reply = await worker_model.ainvoke([SystemMessage("You write code."), HumanMessage(call["args"]["instructions"])])
+    reply = await worker_model.ainvoke(
+        [SystemMessage("You write code."), HumanMessage(call["args"]["instructions"])]
+    )
     return {"messages": [ToolMessage(content=str(reply.content), tool_call_id=call["id"])]}
 
 

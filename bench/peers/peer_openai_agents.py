@@ -19,9 +19,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import common  # noqa: E402
-from agents import Agent, Model, ModelResponse, Runner, Usage, function_tool, set_tracing_disabled  # noqa: E402
-from openai.types.responses import (  # noqa: E402
+import common
+from agents import Agent, Model, ModelResponse, Runner, Usage, function_tool, set_tracing_disabled
+from openai.types.responses import (
     Response,
     ResponseCompletedEvent,
     ResponseCreatedEvent,
@@ -30,7 +30,7 @@ from openai.types.responses import (  # noqa: E402
     ResponseOutputText,
     ResponseTextDeltaEvent,
 )
-from pydantic import BaseModel  # noqa: E402
+from pydantic import BaseModel
 
 set_tracing_disabled(True)
 
@@ -70,17 +70,29 @@ class FakeModel(Model):
             reply = common.supervisor_reply(has_result)
             if not isinstance(reply, str):
                 call = ResponseFunctionToolCall(
-                    id="fc_1", call_id="call_1", type="function_call", name="delegate", arguments=json.dumps(reply)
+                    id="fc_1",
+                    call_id="call_1",
+                    type="function_call",
+                    name="delegate",
+                    arguments=json.dumps(reply),
                 )
                 return [call]
             text = reply
         content = ResponseOutputText(text=text, type="output_text", annotations=[], logprobs=[])
-        return [ResponseOutputMessage(id="msg_1", type="message", role="assistant", status="completed", content=[content])]
+        return [
+            ResponseOutputMessage(
+                id="msg_1", type="message", role="assistant", status="completed", content=[content]
+            )
+        ]
 
-    async def get_response(self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any) -> ModelResponse:
+    async def get_response(
+        self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any
+    ) -> ModelResponse:
         return ModelResponse(output=self._output(input), usage=Usage(), response_id=None)
 
-    async def stream_response(self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+    async def stream_response(
+        self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any
+    ) -> AsyncIterator[Any]:
         output = self._output(input)
         response = Response(
             id="resp_1",
@@ -137,7 +149,9 @@ async def delegate(worker: str, instructions: str) -> str:
     return str(output)
 
 
-supervisor_agent = Agent(name="supervisor", instructions="You coordinate.", model=FakeModel("supervisor"), tools=[delegate])
+supervisor_agent = Agent(
+    name="supervisor", instructions="You coordinate.", model=FakeModel("supervisor"), tools=[delegate]
+)
 
 
 async def actor_critic() -> int:
@@ -169,5 +183,8 @@ if __name__ == "__main__":
     common.main(
         {"a": (actor_critic, common.CALLS_A), "b": (supervisor, common.CALLS_B)},
         {"openai-agents": version("openai-agents")},
-        notes={"a": "two Agents in a loop, custom Model, tracing off", "b": "delegate function tool, worker streamed inside it"},
+        notes={
+            "a": "two Agents in a loop, custom Model, tracing off",
+            "b": "delegate function tool, worker streamed inside it",
+        },
     )

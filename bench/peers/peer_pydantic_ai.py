@@ -18,11 +18,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import common  # noqa: E402
-from pydantic import BaseModel  # noqa: E402
-from pydantic_ai import Agent, PromptedOutput  # noqa: E402
-from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart, UserPromptPart  # noqa: E402
-from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel  # noqa: E402
+import common
+from pydantic import BaseModel
+from pydantic_ai import Agent, PromptedOutput
+from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart, UserPromptPart
+from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 
 
 class Verdict(BaseModel):
@@ -67,7 +67,9 @@ async def supervisor_fn(messages: list[ModelMessage], info: AgentInfo) -> AsyncI
 
 actor = Agent(FunctionModel(stream_function=actor_fn), instructions="You write code.")
 critic = Agent(
-    FunctionModel(stream_function=critic_fn), instructions="You review code.", output_type=PromptedOutput(Verdict)
+    FunctionModel(stream_function=critic_fn),
+    instructions="You review code.",
+    output_type=PromptedOutput(Verdict),
 )
 worker = Agent(FunctionModel(stream_function=worker_fn), instructions="You write code.")
 supervisor_agent = Agent(FunctionModel(stream_function=supervisor_fn), instructions="You coordinate.")
@@ -126,5 +128,8 @@ if __name__ == "__main__":
     common.main(
         {"a": (actor_critic, common.CALLS_A), "b": (supervisor, common.CALLS_B)},
         {"pydantic-ai-slim": version("pydantic-ai-slim")},
-        notes={"a": "two Agents in a loop, FunctionModel", "b": "agent delegation through a tool; worker streamed inside it"},
+        notes={
+            "a": "two Agents in a loop, FunctionModel",
+            "b": "agent delegation through a tool; worker streamed inside it",
+        },
     )
