@@ -8,20 +8,25 @@ The team:
     lead (Supervisor)
     ├── research (Agent)                      looks things up
     └── engineering (Supervisor)
-        └── coder (Agent)                     writes the code
+        └── coder (ActorCritic)
+            ├── actor (Agent)                 writes the code
+            └── critic (LLMCritic)            reviews it until it is right
 
 The lead sends research and engineering off in the same reply, so they run at once;
-engineering delegates to its coder and forwards the code verbatim; the lead writes the
-answer. Every session id is derived from the root id (`example__engineering_0__coder_0`),
-so the offline script below keys its replies on them.
+engineering delegates to its reviewed coder and forwards the approved code verbatim; the
+lead writes the answer. Every session id is derived from the root id
+(`example__engineering_0__coder_0__critic_1`), so the offline script below keys its
+replies on them.
 
 `--live` routes every role to `$JEEVES_MODEL` (default `openai/gpt-4o-mini`; set the
-provider's API key), with the coder on `$JEEVES_CODER_MODEL` when that is set.
+provider's API key), and the coder's critic to `$JEEVES_CRITIC_MODEL` when that is set
+(the route key `coder.critic`: another model reviewing is the point of a critic).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from typing import TextIO
@@ -29,11 +34,15 @@ from typing import TextIO
 import anyio
 
 import jeeves
-from jeeves import Agent, Router, ScriptedModel, Supervisor
+from jeeves import ActorCritic, Agent, LLMCritic, Router, ScriptedModel, Supervisor
 from jeeves.testing import Reply, call
 
 TASK = "Write a Python function slugify(title) and tell me how it treats accented letters."
 
+BUGGY = (
+    "import re\n\n\ndef slugify(title: str) -> str:\n"
+    '    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")\n'
+)
 CODE = (
     "import re\nimport unicodedata\n\n\ndef slugify(title: str) -> str:\n"
     '    ascii_title = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode()\n'
@@ -46,19 +55,25 @@ def team() -> Supervisor:
         "You research Python techniques and answer in two or three sentences.",
         description="Looks up how to do something in Python and explains it briefly.",
     )
-    coder = Agent(
-        "You write small, correct, typed Python functions. Reply with the code only.",
-        description="Writes Python code.",
+    coder = ActorCritic(
+        Agent("You write small, correct, typed Python functions. Reply with the code only."),
+        LLMCritic(),
+        max_rounds=2,
     )
     engineering = Supervisor(
         {"coder": coder},
         instructions=(
-            "You lead engineering. Delegate the code to the coder, then forward the coder's "
-            "output if it is right; otherwise delegate again with what to fix."
+            "You lead engineering. Delegate the code to the coder, whose work is reviewed, then "
+            "forward the coder's output if it is right; otherwise delegate again with what to fix."
         ),
         description="Builds and checks code; returns the finished code.",
     )
     return Supervisor({"research": research, "engineering": engineering})
+
+
+def verdict(score: float, summary: str, *issues: str) -> str:
+    """A critic's reply in the JSON form LLMCritic asks for."""
+    return json.dumps({"score": score, "issues": list(issues), "summary": summary})
 
 
 def offline_model() -> ScriptedModel:
@@ -85,7 +100,14 @@ def offline_model() -> ScriptedModel:
                 Reply(tool_calls=[call("delegate", {"worker": "coder", "instructions": "Write slugify."})]),
                 Reply(tool_calls=[call("forward", {"worker": "coder"})]),
             ],
-            f"{eng}__coder_0": [CODE],
+            f"{eng}__coder_0__actor_0": [BUGGY],
+            f"{eng}__coder_0__critic_0": [
+                verdict(
+                    0.3, "Wrong for accented titles.", "'Crème' becomes 'cr-me': apply NFKD, drop accents."
+                )
+            ],
+            f"{eng}__coder_0__actor_1": [CODE],
+            f"{eng}__coder_0__critic_1": [verdict(1.0, "Correct.")],
         },
         model_name="scripted",
     )
@@ -93,8 +115,8 @@ def offline_model() -> ScriptedModel:
 
 def live_router() -> Router:
     routes: dict[str, str] = {"default": os.environ.get("JEEVES_MODEL", "openai/gpt-4o-mini")}
-    if os.environ.get("JEEVES_CODER_MODEL"):
-        routes["coder"] = os.environ["JEEVES_CODER_MODEL"]
+    if os.environ.get("JEEVES_CRITIC_MODEL"):
+        routes["coder.critic"] = os.environ["JEEVES_CRITIC_MODEL"]
     return Router(routes)
 
 
@@ -114,6 +136,8 @@ async def main(live: bool = False, out: TextIO = sys.stdout) -> jeeves.RunResult
             elif event.type == "delegation.completed":
                 status = "failed" if event.is_error else "done"
                 print(f"{pad}  ← {event.worker} {status} ({event.usage.model_calls} model calls)", file=out)
+            elif event.type == "critique":
+                print(f"{pad}  ✎ round {event.round}: score {event.score:.1f} {event.summary}", file=out)
             elif event.type == "session.completed":
                 print(f"{pad}■ {event.session_id} {event.stop_reason}", file=out)
         result = await events.result()

@@ -6,12 +6,13 @@ Run an architecture with `await jeeves.run(arch, task)` or follow it live with
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from jeeves.agent import Agent
 from jeeves.architecture import Architecture, Output
-from jeeves.architectures import ActorCritic, SelfRefine, Supervisor
 from jeeves.budget import Budget
 from jeeves.context import Context
-from jeeves.critics import CitationCritic, CodeCritic, LLMCritic, Verdict
 from jeeves.errors import (
     AgentError,
     BadResponse,
@@ -38,6 +39,35 @@ from jeeves.models.testing import FunctionModel, ScriptedModel
 from jeeves.replay import JSONLJournal, MemoryJournal, SQLiteJournal
 from jeeves.runner import RunResult, RunStream, replay, run, stream
 from jeeves.tools import Tool, tool
+
+if TYPE_CHECKING:
+    from jeeves.architectures import ActorCritic, SelfRefine, Supervisor
+    from jeeves.critics import CitationCritic, CodeCritic, LLMCritic, Verdict
+
+# Imported on first use, so `import jeeves` pays for the kernel only.
+_LAZY = {
+    "ActorCritic": "jeeves.architectures",
+    "SelfRefine": "jeeves.architectures",
+    "Supervisor": "jeeves.architectures",
+    "CitationCritic": "jeeves.critics",
+    "CodeCritic": "jeeves.critics",
+    "LLMCritic": "jeeves.critics",
+    "Verdict": "jeeves.critics",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'jeeves' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "ActorCritic",

@@ -230,6 +230,7 @@ class Agent:
                 return ToolOutcome(text=f"Unknown tool {call.name!r}; the tools are: {known}.", is_error=True)
             with tracer.tool_call(ctx.started, call.name, call.id, call.arguments) as span:
                 outcome = await found.invoke(call.arguments)
+                span.set_attribute("gen_ai.tool.call.result", outcome.text)
                 if outcome.is_error:
                     span.set_attribute("error.type", "tool_error")
                 return outcome

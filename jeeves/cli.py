@@ -25,6 +25,9 @@ def _build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     demo = commands.add_parser("demo", help="an offline run with scripted models, shown live")
     demo.add_argument("--json", action="store_true", help="print one JSON event per line")
+    demo.add_argument(
+        "--trace", action="store_true", help="print OpenTelemetry spans to stderr (needs jeeves[otel])"
+    )
     runs = commands.add_parser("runs", help="list the runs a journal holds (status, rounds, cost)")
     runs.add_argument("journal", help="a journal file: *.jsonl, or a SQLite file")
     runs.add_argument("--json", action="store_true", help="print one JSON object per run")
@@ -49,6 +52,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `jeeves` console script; returns the exit code."""
     args = _build_parser().parse_args(argv)
     if args.command == "demo":
+        if args.trace:
+            from jeeves.telemetry import configure
+
+            configure(console=True)
         return anyio.run(run_demo, bool(args.json))
     if args.command == "runs":
         return anyio.run(runs_command, args.journal, bool(args.json))

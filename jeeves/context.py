@@ -148,6 +148,7 @@ class Context:
     """One session's handle on the run. Architectures get one in `run(ctx, task)`."""
 
     __slots__ = (
+        "_replayed",
         "_route",
         "_route_as",
         "_started",
@@ -175,6 +176,7 @@ class Context:
         self.role_path = role_path
         self.parent_id = parent_id
         self._steps = 0
+        self._replayed = 0
         self._route: Route | None = None
         self._route_as = route_as
         self._started: SessionStarted | None = None
@@ -228,7 +230,11 @@ class Context:
         """Run `arch` as this context's session (the runner calls this for the root)."""
         state = self._state
         state.roles[self.session_id] = self.role
-        model = await self._session_model(arch)
+        setup_error: Exception | None = None
+        try:
+            model = await self._session_model(arch)
+        except Exception as exc:  # no route, a replay missing this session: fail as this session, below
+            model, setup_error = None, exc
         started = SessionStarted(
             session_id=self.session_id,
             parent_id=self.parent_id,
@@ -244,6 +250,8 @@ class Context:
         await self._record_session(started, "running")
         with state.tracer.session(started) as span:
             try:
+                if setup_error is not None:
+                    raise setup_error
                 output = await arch.run(self, task)
                 if not isinstance(output, Output):
                     raise UserError(
@@ -265,11 +273,15 @@ class Context:
                 )
                 await self._record_session(started, "failed", error=exc)
                 raise
+            finally:
+                if self._replayed:
+                    span.set_attribute("jeeves.replayed_steps", self._replayed)
             usage = state.tree_usage(self.session_id)
             span.set_attribute("jeeves.stop_reason", output.stop_reason)
             score = getattr(output.value, "score", None)
             if isinstance(score, int | float) and not isinstance(score, bool):
                 span.set_attribute("jeeves.critic.score", float(score))
+                span.set_attribute("jeeves.round", index)
         await self.emit(
             SessionCompleted(
                 session_id=self.session_id, output=output.text, stop_reason=output.stop_reason, usage=usage
@@ -396,6 +408,7 @@ class Context:
                     session_id=self.session_id,
                     step=index,
                 )
+            self._replayed += 1
             for data in record.events:
                 event = EVENT_ADAPTER.validate_python(data)
                 event.replayed = True

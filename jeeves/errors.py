@@ -40,6 +40,7 @@ __all__ = [
     "ModelError",
     "ModelTimeout",
     "OutputValidationError",
+    "PROGRAM_ERRORS",
     "ProviderError",
     "RateLimited",
     "ReplayDivergence",
@@ -163,6 +164,13 @@ class UnexpectedModelCall(ScriptError):
 
 class UnconsumedSteps(ScriptError):
     """The script still holds steps that no model call consumed."""
+
+
+PROGRAM_ERRORS: tuple[type[JeevesError], ...] = (UserError, ReplayDivergence, JournalError, ScriptError)
+"""Errors that say the program, its configuration or its journal is wrong, not that a step
+failed at its task: a role with no route, a diverging replay, a damaged journal, an exhausted
+test script. Critic loops never keep them as a draft and a Supervisor never turns them into a
+tool result the model could talk its way around: they end the run."""
 
 
 def tag_session(exc: BaseException, session_id: str) -> None:

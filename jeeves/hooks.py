@@ -4,6 +4,16 @@
 the OpenTelemetry implementation. Spans nest through context variables, which anyio copies
 into every task it starts, so parallel workers' spans hang under the span of the session
 that started them.
+
+The context opens a model-call span only around a call that runs live, and the agent a
+tool span only around a tool that runs live: a step served from a journal opens none.
+Besides what the hook arguments carry, the kernel sets these on open spans:
+
+- session: `jeeves.stop_reason`; `jeeves.critic.score` and `jeeves.round` (the session's
+  index) when the output has a numeric `score`; `jeeves.replayed_steps` when steps were
+  served from a journal;
+- tool: `gen_ai.tool.call.result` (the tool's output, which is content: a tracer that
+  does not capture content drops it) and `error.type` when the tool reported an error.
 """
 
 from __future__ import annotations

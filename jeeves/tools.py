@@ -22,7 +22,7 @@ from jeeves.messages import ToolSpec
 
 __all__ = ["Tool", "ToolOutcome", "tool"]
 
-_ANY = TypeAdapter(Any)
+_ANY: TypeAdapter[Any] = TypeAdapter(Any, config=ConfigDict(defer_build=True))
 
 
 class ToolOutcome(BaseModel):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
+import pytest
+
 import jeeves
 
 
@@ -17,10 +19,21 @@ def test_all_is_sorted_unique_and_importable() -> None:
 def test_all_lists_every_public_top_level_name() -> None:
     public = {
         name
-        for name, value in vars(jeeves).items()
-        if not name.startswith("_") and not isinstance(value, type(jeeves)) and name != "annotations"
+        for name in dir(jeeves)
+        if not name.startswith("_")
+        and not isinstance(getattr(jeeves, name), type(jeeves))
+        and name not in {"annotations", "importlib", "TYPE_CHECKING", "Any"}
     }
     assert public == set(jeeves.__all__)
+
+
+def test_lazy_names_resolve_to_their_modules() -> None:
+    from jeeves.architectures import ActorCritic
+    from jeeves.critics import Verdict
+
+    assert jeeves.ActorCritic is ActorCritic and jeeves.Verdict is Verdict
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        _ = jeeves.Nope  # type: ignore[attr-defined]
 
 
 def test_front_door_stays_small() -> None:

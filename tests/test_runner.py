@@ -173,3 +173,21 @@ def test_same_ids_in_two_fresh_processes() -> None:
     assert all(r.returncode == 0 for r in runs), runs[0].stderr
     assert runs[0].stdout == runs[1].stdout
     assert "fixed__worker_2" in runs[0].stdout
+
+
+async def test_a_child_without_a_route_is_announced_and_fails_as_itself() -> None:
+    class Parent:
+        name = "parent"
+
+        async def run(self, ctx: jeeves.Context, task: str) -> jeeves.Output:
+            return await ctx.run(Agent("x"), task, role="orphan")
+
+    router = jeeves.Router({"parent": ScriptedModel([])})
+    async with jeeves.stream(Parent(), "t", router=router, session_id="p") as events:
+        seen = []
+        with pytest.raises(UserError) as info:
+            async for event in events:
+                seen.append((event.type, event.session_id))
+    assert info.value.session_id == "p__orphan_0"
+    assert ("session.started", "p__orphan_0") in seen
+    assert ("session.failed", "p__orphan_0") in seen

@@ -1,4 +1,4 @@
-"""Architectures built from the kernel: critic loops and coordinators over any architecture."""
+"""Architectures that compose others: critic loops (ActorCritic, SelfRefine) and a coordinator (Supervisor)."""
 
 from jeeves.architectures._loop import ActorCriticOutput, Round
 from jeeves.architectures.actor_critic import ActorCritic

@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from jeeves.architecture import Architecture, Output
 from jeeves.concurrency import run_all
 from jeeves.context import Context
-from jeeves.errors import BudgetExceeded, JournalError, ReplayDivergence, ScriptError, UserError
+from jeeves.errors import PROGRAM_ERRORS, BudgetExceeded
 from jeeves.events import (
     DelegationCompleted,
     DelegationRejected,
@@ -45,13 +45,13 @@ from jeeves.journal import error_type_name
 from jeeves.messages import ToolCall, Usage
 from jeeves.tools import ToolOutcome
 
-__all__ = ["NOT_A_WORKER_FAILURE", "Delegation", "Ledger", "run_turn", "worker_prompt"]
+__all__ = ["Delegation", "Ledger", "run_turn", "worker_prompt"]
 
 
 class Delegation(BaseModel):
     """One delegation a Supervisor made: who did what, what came back, what it cost."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(defer_build=True, arbitrary_types_allowed=True)
 
     worker: str
     session_id: str
@@ -96,12 +96,6 @@ class Ledger:
     def best(self) -> Delegation | None:
         """The latest delegation (in allocation order) that returned an output."""
         return next((r for r in reversed(self.records) if r.output is not None), None)
-
-
-NOT_A_WORKER_FAILURE = (UserError, ReplayDivergence, JournalError, ScriptError)
-"""Errors that say the program, its config or its journal is wrong, not that a worker failed at
-its task (a worker with no model route, a diverging replay, an exhausted test script). They
-end the run instead of becoming a tool result the coordinator could talk its way around."""
 
 
 @dataclass
@@ -202,9 +196,10 @@ async def _delegate(
     """Run one worker and fill in its record; failures become the record's error text."""
     arguments = json.dumps({"worker": record.worker, "instructions": record.instructions})
     with ctx.tracer.tool_call(ctx.started, "delegate", record.tool_call_id, arguments) as span:
+        span.set_attribute("jeeves.worker", record.worker)
         try:
             output = await ctx.run(worker, task, role=record.worker, index=record.index)
-        except NOT_A_WORKER_FAILURE as exc:
+        except PROGRAM_ERRORS as exc:
             span.record_error(exc)
             raise
         except Exception as exc:  # cancellation is a BaseException and still tears the turn down

@@ -19,25 +19,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Generic, Literal, NoReturn, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from jeeves.architecture import Architecture, Output
-from jeeves.architectures._templates import format_history, render
+from jeeves.architectures._templates import check_template, format_history, render
 from jeeves.context import Context
 from jeeves.critics import Critic, CriticSession, Review, Verdict
-from jeeves.errors import BudgetExceeded, CriticError, JournalError, ReplayDivergence, ScriptError, UserError
+from jeeves.errors import PROGRAM_ERRORS, BudgetExceeded, CriticError, UserError
 from jeeves.events import CriticFailed, Critique, Refinement, RoundStarted
 from jeeves.journal import error_type_name
 
-__all__ = ["ActorCriticOutput", "LoopSettings", "Round", "check_settings", "run_loop"]
+__all__ = ["ActorCriticOutput", "CriticLoop", "LoopSettings", "Round"]
 
 OnCriticError = Literal["keep_draft", "raise"]
-# Errors that mean the program or the replay is wrong, not that the critic failed: never kept as a draft.
-_NOT_CRITIC_FAILURES = (UserError, ReplayDivergence, ScriptError, JournalError)
 
 
 class Round(BaseModel):
     """One candidate and what its critic said."""
+
+    model_config = ConfigDict(defer_build=True)
 
     round: int
     text: str
@@ -73,6 +73,8 @@ class ActorCriticOutput(Output):
 
 @dataclass(frozen=True)
 class LoopSettings:
+    """What an ActorCritic or a SelfRefine configures; build with `checked`."""
+
     actor_role: str
     critic_role: str
     threshold: float
@@ -83,11 +85,41 @@ class LoopSettings:
     refine_template: str
     share_route: bool = False
 
+    @classmethod
+    def checked(
+        cls,
+        roles: tuple[str, str],
+        templates: dict[str, str],
+        *,
+        threshold: float,
+        max_rounds: int,
+        no_improvement: int | None,
+        on_critic_error: OnCriticError,
+        share_route: bool = False,
+    ) -> LoopSettings:
+        """Settings from user options, or a UserError naming the option that cannot work.
 
-def check_settings(
-    threshold: object, max_rounds: object, no_improvement: object, on_critic_error: object
-) -> None:
-    """Raise UserError for loop options that cannot work."""
+        `roles` is (actor role, critic role); `templates` maps each template's parameter
+        name to its text, critic template first, then refine template.
+        """
+        _check_numbers(threshold, max_rounds, no_improvement)
+        if on_critic_error not in ("keep_draft", "raise"):
+            raise UserError(f"on_critic_error must be 'keep_draft' or 'raise', got {on_critic_error!r}.")
+        critic_template, refine_template = (check_template(t, what=name) for name, t in templates.items())
+        return cls(
+            roles[0],
+            roles[1],
+            float(threshold),
+            max_rounds,
+            no_improvement,
+            on_critic_error,
+            critic_template,
+            refine_template,
+            share_route,
+        )
+
+
+def _check_numbers(threshold: object, max_rounds: object, no_improvement: object) -> None:
     if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 <= threshold <= 1:
         raise UserError(f"threshold must be a score in [0, 1], got {threshold!r}.")
     if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 0:
@@ -98,8 +130,6 @@ def check_settings(
         raise UserError(
             f"no_improvement must be None or an int >= 1 (rounds without progress), got {no_improvement!r}."
         )
-    if on_critic_error not in ("keep_draft", "raise"):
-        raise UserError(f"on_critic_error must be 'keep_draft' or 'raise', got {on_critic_error!r}.")
 
 
 def _key(round_: Round) -> tuple[bool, float]:
@@ -110,7 +140,9 @@ def _key(round_: Round) -> tuple[bool, float]:
 OutputT = TypeVar("OutputT", bound=ActorCriticOutput)
 
 
-class _Loop(Generic[OutputT]):
+class CriticLoop(Generic[OutputT]):
+    """One run of the loop in `ctx` (the ActorCritic's or SelfRefine's own session): `await loop.run()`."""
+
     def __init__(
         self,
         ctx: Context,
@@ -151,7 +183,7 @@ class _Loop(Generic[OutputT]):
                 verdict = await self._review(r, candidate)
             except BudgetExceeded:
                 return self._finish("budget")
-            except _NOT_CRITIC_FAILURES:
+            except PROGRAM_ERRORS:
                 raise
             except Exception as exc:
                 return await self._critic_failed(r, exc)
@@ -257,15 +289,3 @@ def _raise_critic_error(ctx: Context, r: int, exc: Exception, output: ActorCriti
     )
     error.output = output
     raise error from exc
-
-
-async def run_loop(
-    ctx: Context,
-    task: str,
-    actor: Architecture,
-    critic: Critic,
-    settings: LoopSettings,
-    output_type: type[OutputT],
-) -> OutputT:
-    """Run the loop in `ctx` (the ActorCritic's or SelfRefine's own session)."""
-    return await _Loop(ctx, task, actor, critic, settings, output_type).run()

@@ -28,14 +28,8 @@ from typing import TypeAlias
 
 from jeeves.agent import Agent
 from jeeves.architecture import Architecture
-from jeeves.architectures._loop import (
-    ActorCriticOutput,
-    LoopSettings,
-    OnCriticError,
-    check_settings,
-    run_loop,
-)
-from jeeves.architectures._templates import ACTOR_REFINE_TEMPLATE, CRITIC_TEMPLATE, check_template
+from jeeves.architectures._loop import ActorCriticOutput, CriticLoop, LoopSettings, OnCriticError
+from jeeves.architectures._templates import ACTOR_REFINE_TEMPLATE, CRITIC_TEMPLATE
 from jeeves.context import Context
 from jeeves.critics import (
     VERDICT_FORMAT,
@@ -115,6 +109,7 @@ class ActorCritic:
         refine_template: What the actor is asked when it revises.
         weights: Score weights by critic name, for a list of critics (default: minimum).
         role: The role routing uses when this ActorCritic is the root of a run.
+        description: What it does, for a Supervisor's model (defaults to the actor's).
 
     Returns an `ActorCriticOutput`: the best candidate's value and text, its verdict, every
     round, `best_round` and `stop_reason` (approved, max_rounds, no_improvement, budget,
@@ -137,23 +132,24 @@ class ActorCritic:
         refine_template: str = ACTOR_REFINE_TEMPLATE,
         weights: Mapping[str, float] | None = None,
         role: str = "actor_critic",
+        description: str = "",
     ) -> None:
         if not isinstance(actor, Architecture):
             raise UserError(f"actor {actor!r} is not an architecture; pass an Agent or another architecture.")
-        check_settings(threshold, max_rounds, no_improvement, on_critic_error)
         self.actor = actor
         self.critic = build_critic(critic, weights)
         self.role = validate_name(role)
-        self.settings = LoopSettings(
-            actor_role="actor",
-            critic_role="critic",
-            threshold=float(threshold),
+        self.description = (
+            description or getattr(actor, "description", "") or "Drafts, has the draft reviewed, revises."
+        )
+        self.settings = LoopSettings.checked(
+            ("actor", "critic"),
+            {"critic_template": critic_template, "refine_template": refine_template},
+            threshold=threshold,
             max_rounds=max_rounds,
             no_improvement=no_improvement,
             on_critic_error=on_critic_error,
-            critic_template=check_template(critic_template, what="critic_template"),
-            refine_template=check_template(refine_template, what="refine_template"),
         )
 
     async def run(self, ctx: Context, task: str) -> ActorCriticOutput:
-        return await run_loop(ctx, task, self.actor, self.critic, self.settings, ActorCriticOutput)
+        return await CriticLoop(ctx, task, self.actor, self.critic, self.settings, ActorCriticOutput).run()

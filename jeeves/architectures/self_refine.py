@@ -26,19 +26,8 @@ Weaknesses:
 from __future__ import annotations
 
 from jeeves.architecture import Architecture
-from jeeves.architectures._loop import (
-    ActorCriticOutput,
-    LoopSettings,
-    OnCriticError,
-    check_settings,
-    run_loop,
-)
-from jeeves.architectures._templates import (
-    CRITIC_TEMPLATE,
-    FEEDBACK_INSTRUCTIONS,
-    SELF_REFINE_TEMPLATE,
-    check_template,
-)
+from jeeves.architectures._loop import ActorCriticOutput, CriticLoop, LoopSettings, OnCriticError
+from jeeves.architectures._templates import CRITIC_TEMPLATE, FEEDBACK_INSTRUCTIONS, SELF_REFINE_TEMPLATE
 from jeeves.context import Context
 from jeeves.critics import VERDICT_FORMAT, LLMCritic
 from jeeves.errors import UserError
@@ -67,6 +56,7 @@ class SelfRefine:
         refine_template: The refine prompt; the default holds `{history}`, every attempt
             with its feedback.
         role: The role this SelfRefine routes by at the root of a run (default: the agent's role).
+        description: What it does, for a Supervisor's model (defaults to the agent's).
     """
 
     name = "self_refine"
@@ -83,28 +73,29 @@ class SelfRefine:
         feedback_template: str = CRITIC_TEMPLATE,
         refine_template: str = SELF_REFINE_TEMPLATE,
         role: str | None = None,
+        description: str = "",
     ) -> None:
         if not isinstance(agent, Architecture):
             raise UserError(f"agent {agent!r} is not an architecture; pass a jeeves.Agent.")
-        check_settings(threshold, max_rounds, no_improvement, on_critic_error)
         self.agent = agent
         self.role = validate_name(role or getattr(agent, "role", None) or self.name)
+        self.description = (
+            description or getattr(agent, "description", "") or "Drafts, critiques itself, refines."
+        )
         self.feedback = LLMCritic(
             feedback_instructions + "\n" + VERDICT_FORMAT,
             name="feedback",
             model=getattr(agent, "route", None),
         )
-        self.settings = LoopSettings(
-            actor_role="draft",
-            critic_role="feedback",
-            threshold=float(threshold),
+        self.settings = LoopSettings.checked(
+            ("draft", "feedback"),
+            {"feedback_template": feedback_template, "refine_template": refine_template},
+            threshold=threshold,
             max_rounds=max_rounds,
             no_improvement=no_improvement,
             on_critic_error=on_critic_error,
-            critic_template=check_template(feedback_template, what="feedback_template"),
-            refine_template=check_template(refine_template, what="refine_template"),
             share_route=True,
         )
 
     async def run(self, ctx: Context, task: str) -> SelfRefineOutput:
-        return await run_loop(ctx, task, self.agent, self.feedback, self.settings, SelfRefineOutput)
+        return await CriticLoop(ctx, task, self.agent, self.feedback, self.settings, SelfRefineOutput).run()

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from jeeves.critics.base import Review
-from jeeves.critics.verdict import Verdict
+from jeeves.critics.verdict import Verdict, computed_verdict
 from jeeves.errors import UserError
 from jeeves.ids import validate_name
 
@@ -125,7 +125,9 @@ class CitationCritic:
     def check(self, text: str) -> Verdict:
         """The verdict on `text`, computed now (`review` journals this)."""
         if not text.strip():
-            return self._verdict(0.0, ["the answer is empty"], "Nothing to check.", hard_fail=True)
+            return computed_verdict(
+                self.name, 0.0, ["the answer is empty"], "Nothing to check.", hard_fail=True
+            )
         issues: list[str] = []
         claims = unsupported = 0
         unknown_seen: set[str] = set()
@@ -150,18 +152,8 @@ class CitationCritic:
             if claims
             else "No claims that need a citation (every sentence hedges or is too short)."
         )
-        return self._verdict(score, issues, summary, hard_fail=bool(unknown_seen))
+        return computed_verdict(self.name, score, issues, summary, hard_fail=bool(unknown_seen))
 
     def _hedged(self, sentence: str) -> bool:
         lowered = sentence.lower()
         return any(h in lowered for h in self.hedges)
-
-    def _verdict(self, score: float, issues: list[str], summary: str, *, hard_fail: bool) -> Verdict:
-        return Verdict(
-            score=score,
-            issues=issues,
-            summary=summary,
-            hard_fail=hard_fail,
-            source=self.name,
-            obtained="function",
-        )

@@ -31,7 +31,7 @@ from anyio.abc import Process
 
 from jeeves.critics.base import Review
 from jeeves.critics.junit import STARTED, PytestReport, read_report
-from jeeves.critics.verdict import Verdict
+from jeeves.critics.verdict import Verdict, computed_verdict
 from jeeves.errors import CriticError, UserError
 from jeeves.ids import validate_name
 
@@ -166,14 +166,14 @@ class CodeCritic:
         """Run the tests against `code` now (no journal): the verdict `review` records."""
         if not code.strip():
             issue = "the answer has no Python code; put the whole program in one ```python block"
-            return self._verdict(0.0, [issue], "There is no code to test.", hard_fail=True)
+            return computed_verdict(self.name, 0.0, [issue], "There is no code to test.", hard_fail=True)
         try:
             compile(code, f"{self.module}.py", "exec")
         except SyntaxError as exc:
             where = f"line {exc.lineno}: " if exc.lineno else ""
             line = f" in {exc.text.strip()!r}" if exc.text and exc.text.strip() else ""
             issue = f"syntax error in {self.module}.py {where}{exc.msg}{line}"
-            return self._verdict(0.0, [issue], "The code does not compile.", hard_fail=True)
+            return computed_verdict(self.name, 0.0, [issue], "The code does not compile.", hard_fail=True)
         workdir = Path(tempfile.mkdtemp(prefix="jeeves-code-"))
         try:
             _write_files(
@@ -182,7 +182,7 @@ class CodeCritic:
             returncode, timed_out = await self._run_pytest(workdir)
             if timed_out:
                 issue = f"timed out after {self.timeout_s:g}s: the tests did not finish (an infinite loop or a blocking call?)"
-                return self._verdict(0.0, [issue], "The test run timed out.", hard_fail=True)
+                return computed_verdict(self.name, 0.0, [issue], "The test run timed out.", hard_fail=True)
             return self._judge(read_report(workdir, returncode))
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -191,8 +191,8 @@ class CodeCritic:
         if report.infrastructure_error:
             raise CriticError(f"pytest could not run with {self.python!r}: {report.infrastructure_error}")
         if report.broken:
-            return self._verdict(
-                0.0, report.broken, "The tests could not run against this code.", hard_fail=True
+            return computed_verdict(
+                self.name, 0.0, report.broken, "The tests could not run against this code.", hard_fail=True
             )
         if report.total == 0:
             raise UserError(
@@ -201,17 +201,7 @@ class CodeCritic:
         passed = report.total - len(report.failures)
         summary = f"{passed}/{report.total} tests passed."
         hard = bool(report.failures) and self.all_must_pass
-        return self._verdict(passed / report.total, report.failures, summary, hard_fail=hard)
-
-    def _verdict(self, score: float, issues: list[str], summary: str, *, hard_fail: bool) -> Verdict:
-        return Verdict(
-            score=score,
-            issues=issues,
-            summary=summary,
-            hard_fail=hard_fail,
-            source=self.name,
-            obtained="function",
-        )
+        return computed_verdict(self.name, passed / report.total, report.failures, summary, hard_fail=hard)
 
     def _environment(self) -> dict[str, str]:
         env = {key: os.environ[key] for key in _ENV_KEEP if key in os.environ}

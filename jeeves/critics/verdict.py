@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from jeeves.errors import UserError
 
-__all__ = ["Obtained", "Verdict", "combine_verdicts", "normalise_score"]
+__all__ = ["Obtained", "Verdict", "combine_verdicts", "computed_verdict", "normalise_score"]
 
 Obtained = Literal["schema", "repaired", "fallback", "function"]
 """How a verdict was obtained. schema: the model's reply fit the schema as it was;
@@ -100,7 +100,7 @@ class Verdict(BaseModel):
     use `model_copy(update=...)` to change one.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     score: float
     """In [0, 1]; 1 means nothing needs to change."""
@@ -148,6 +148,15 @@ class Verdict(BaseModel):
         if self.parts:
             return [issue for part in self.parts for issue in part.tagged_issues()]
         return [f"[{self.source}] {issue}" if self.source else issue for issue in self.issues]
+
+
+def computed_verdict(
+    source: str, score: float, issues: list[str], summary: str, *, hard_fail: bool
+) -> Verdict:
+    """A verdict a Python critic computed (`obtained="function"`)."""
+    return Verdict(
+        score=score, issues=issues, summary=summary, hard_fail=hard_fail, source=source, obtained="function"
+    )
 
 
 def combine_verdicts(verdicts: Sequence[Verdict], weights: Mapping[str, float] | None = None) -> Verdict:

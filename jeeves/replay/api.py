@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from jeeves.architecture import Architecture
 from jeeves.errors import JournalError, ReplayDivergence, UserError
@@ -99,6 +99,8 @@ def offline_router() -> Router:
 
 class RunSummary(BaseModel):
     """One recorded run (a root session), as `jeeves runs` lists it."""
+
+    model_config = ConfigDict(defer_build=True)
 
     session_id: str
     architecture: str

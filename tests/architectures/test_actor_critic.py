@@ -360,3 +360,25 @@ async def test_actor_and_critic_reach_their_own_models_through_litellm() -> None
     )
     assert 0 < actor.cost_usd < critic.cost_usd  # gpt-4o costs more per token than gpt-4o-mini
     assert result.usage.cost_usd == pytest.approx(actor.cost_usd + critic.cost_usd)
+
+
+async def test_a_raising_function_critic_is_kept_as_a_draft_live_and_on_replay() -> None:
+    calls: list[str] = []
+
+    def flaky(task: str, output: str) -> float:
+        calls.append(output)
+        if len(calls) == 2:
+            raise ValueError("checker crashed")
+        return 0.5
+
+    journal = DictJournal()
+    model = ScriptedModel({"actor": ["first", "second"]})
+    live, _ = await run_stream(ActorCritic(ACTOR, flaky), model, journal=journal)
+    replayed, events = await run_stream(ActorCritic(ACTOR, flaky), None, journal=journal, mode="replay")
+    assert calls == ["first", "second"]  # the replay called nothing
+    for result in (live, replayed):
+        assert (result.stop_reason, result.output) == ("critic_failed", "first")
+        assert detail(result).critic_error == "ValueError: checker crashed"
+    assert [(e.error_type, e.action) for e in events if e.type == "critic.failed"] == [
+        ("ValueError", "keep_draft")
+    ]

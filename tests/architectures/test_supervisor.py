@@ -9,12 +9,20 @@ import pytest
 from pydantic import BaseModel
 
 import jeeves
-from jeeves import Agent, Budget, FunctionModel, Output, Router, ScriptedModel, Supervisor
+from jeeves import (
+    ActorCritic,
+    Agent,
+    Budget,
+    FunctionModel,
+    LLMCritic,
+    MemoryJournal,
+    Router,
+    ScriptedModel,
+    Supervisor,
+)
 from jeeves.architectures import SupervisorOutput
-from jeeves.context import Context
 from jeeves.errors import MaxTurnsExceeded, UserError
 from jeeves.events import Event
-from jeeves.journal import SessionRecord, StepRecord
 from jeeves.messages import ModelRequest
 from jeeves.testing import Reply, call
 
@@ -52,46 +60,12 @@ def per_session(events: list[Event]) -> dict[str, list[dict[str, Any]]]:
     return dict(out)
 
 
-class CriticLoop:
-    """Test-only stand-in for ActorCritic: the actor drafts, the critic says APPROVE or why not."""
-
-    name = "critic_loop"
-    description = "Writes code and has it reviewed."
-
-    def __init__(self, max_rounds: int = 2) -> None:
-        self.actor = Agent("You write code.")
-        self.critic = Agent("You review code. Reply APPROVE or say what is wrong.")
-        self.max_rounds = max_rounds
-
-    async def run(self, ctx: Context, task: str) -> Output:
-        prompt, draft = task, Output()
-        for round_ in range(self.max_rounds):
-            draft = await ctx.run(self.actor, prompt, role="actor", index=round_)
-            verdict = await ctx.run(self.critic, draft.text, role="critic", index=round_)
-            if verdict.text.startswith("APPROVE"):
-                return Output.of(draft.text, stop_reason="approved")
-            prompt = f"{task}\n\nReviewer: {verdict.text}"
-        return Output.of(draft.text, stop_reason="max_rounds")
+def reviewed_coder() -> ActorCritic:
+    return ActorCritic(Agent("You write Python."), LLMCritic(), max_rounds=2)
 
 
-class MemoryJournal:
-    """A dict journal for record/replay tests."""
-
-    def __init__(self) -> None:
-        self.steps: dict[tuple[str, int], StepRecord] = {}
-        self.sessions: dict[str, SessionRecord] = {}
-
-    async def get_step(self, session_id: str, index: int) -> StepRecord | None:
-        return self.steps.get((session_id, index))
-
-    async def put_step(self, record: StepRecord) -> None:
-        self.steps[(record.session_id, record.index)] = record
-
-    async def get_session(self, session_id: str) -> SessionRecord | None:
-        return self.sessions.get(session_id)
-
-    async def put_session(self, record: SessionRecord) -> None:
-        self.sessions[record.session_id] = record
+def verdict(score: float, *issues: str) -> str:
+    return json.dumps({"score": score, "issues": list(issues), "summary": "reviewed"})
 
 
 # -- parallel delegation --------------------------------------------------------------------
@@ -396,17 +370,17 @@ def nested_script() -> ScriptedModel:
                 "add() and its tests are ready.",
             ],
             f"{code}0__actor_0": ["def add(a, b): return a - b"],
-            f"{code}0__critic_0": ["It subtracts."],
+            f"{code}0__critic_0": [verdict(0.2, "It subtracts.")],
             f"{code}0__actor_1": ["def add(a, b): return a + b"],
-            f"{code}0__critic_1": ["APPROVE"],
+            f"{code}0__critic_1": [verdict(1.0)],
             f"{code}1__actor_0": ["assert add(1, 2) == 3"],
-            f"{code}1__critic_0": ["APPROVE"],
+            f"{code}1__critic_0": [verdict(0.9)],
         }
     )
 
 
 def nested() -> Supervisor:
-    team = Supervisor({"coder": CriticLoop()}, description="A team lead with a reviewed coder.")
+    team = Supervisor({"coder": reviewed_coder()}, description="A team lead with a reviewed coder.")
     return Supervisor({"team": team})
 
 
@@ -514,14 +488,11 @@ async def test_max_turns_returns_the_latest_worker_output_or_raises() -> None:
 
 
 def test_tools_show_workers_as_an_enum_with_their_descriptions() -> None:
-    sup = Supervisor({"coder": Agent("x", description="Writes\n  Python."), "critic_loop": CriticLoop()})
+    sup = Supervisor({"coder": Agent("x", description="Writes\n  Python."), "reviewed": reviewed_coder()})
     delegate_spec, forward_spec = sup.tool_specs
-    assert delegate_spec.parameters["properties"]["worker"]["enum"] == ["coder", "critic_loop"]
-    assert forward_spec.parameters["properties"]["worker"]["enum"] == ["coder", "critic_loop"]
-    assert (
-        "- coder: Writes Python.\n- critic_loop: Writes code and has it reviewed."
-        in delegate_spec.description
-    )
+    assert delegate_spec.parameters["properties"]["worker"]["enum"] == ["coder", "reviewed"]
+    assert forward_spec.parameters["properties"]["worker"]["enum"] == ["coder", "reviewed"]
+    assert "Workers:\n- coder: Writes Python.\n- reviewed" in delegate_spec.description
     assert delegate_spec.parameters["required"] == ["worker", "instructions"]
     json.dumps([delegate_spec.model_dump(), forward_spec.model_dump()])
 
@@ -545,3 +516,11 @@ def test_tools_show_workers_as_an_enum_with_their_descriptions() -> None:
 def test_bad_configuration_is_a_user_error(workers: Any, kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(UserError, match=message):
         Supervisor(workers, **kwargs)
+
+
+def test_critic_loops_describe_themselves_to_the_coordinator() -> None:
+    coder = ActorCritic(Agent("You write Python.", description="Writes Python code."), LLMCritic())
+    polished = ActorCritic(Agent("x"), LLMCritic(), description="Reviewed prose.")
+    spec = Supervisor(workers={"coder": coder, "writer": polished}).tool_specs[0]
+    assert "- coder: Writes Python code." in spec.description
+    assert "- writer: Reviewed prose." in spec.description

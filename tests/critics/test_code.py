@@ -120,7 +120,7 @@ async def test_cancelling_the_review_kills_the_test_process(tmp_path: Path) -> N
 async def test_replay_serves_the_verdict_without_running_pytest() -> None:
     journal = DictJournal()
     recorded = await review(CodeCritic(TESTS), FAILING, journal=journal)
-    assert [k[2:] for k in journal.kinds()] == [("function", "tests")]
+    assert [k[2:] for k in await journal.kinds()] == [("function", "tests")]
     broken_python = CodeCritic(TESTS, python="/nonexistent/python")  # would fail if it ran
     replayed = await review(broken_python, FAILING, journal=journal, mode="replay")
     assert replayed == recorded
