@@ -117,6 +117,33 @@ def refine_prompt(task: str, output: str, verdict: Mapping[str, Any]) -> str:
     return f"Task: {task}\nYour previous answer:\n{output}\nA reviewer found:\n{issues}\nRevise it."
 
 
+Stream = Callable[[str], Awaitable[tuple[Any, int]]]
+"""Run one agent on a prompt through the framework's stream: (its output, events read)."""
+
+
+async def two_agent_loop(actor: Stream, critic: Stream) -> int:
+    """(a) for frameworks without an ActorCritic: an actor agent and a critic agent in a loop.
+
+    `critic` returns the verdict as a pydantic model (or a dict) with `score` and
+    `issues`. Returns the events read over the whole loop.
+    """
+    prompt, events = TASK, 0
+    best, best_score = "", -1.0
+    for _ in range(3):
+        draft, n = await actor(prompt)
+        events += n
+        reply, n = await critic(critique_prompt(TASK, draft))
+        verdict: dict[str, Any] = reply.model_dump() if hasattr(reply, "model_dump") else reply
+        events += n
+        if verdict["score"] >= best_score:
+            best, best_score = draft, verdict["score"]
+        if verdict["score"] >= APPROVE_AT:
+            break
+        prompt = refine_prompt(TASK, draft, verdict)
+    assert best == DRAFTS[2], best
+    return events
+
+
 # -- measuring ---------------------------------------------------------------------------
 
 Loop = Callable[[], Awaitable[int]]

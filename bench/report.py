@@ -89,7 +89,7 @@ def _targets(fw: dict[str, Any]) -> list[str]:
         "|---|--:|---|",
         f"| overhead per model call, (a) with events streamed ≤ 50 µs | {_f(over, 1)} µs | {_verdict(over, 50)} |",
         f"| ≥ 5× below the best peer's overhead ({_f(best_peer, 0)} µs) | "
-        f"{_f(best_peer / over if over and best_peer else None, 1)}× | "
+        f"{_f(best_peer / over if over and best_peer else None, 2)}× | "
         f"{_verdict(best_peer / over if over and best_peer else None, 5, at_least=True)} |",
         f"| 1,000 concurrent (a) ≤ 400 ms | {_f(c['wall_ms'], 1) if c else '–'} ms | "
         f"{_verdict(c['wall_ms'] if c else None, 400)} |",

@@ -155,20 +155,9 @@ supervisor_agent = Agent(
 
 
 async def actor_critic() -> int:
-    prompt, events = common.TASK, 0
-    best, best_score = "", -1.0
-    for _ in range(3):
-        draft, n = await _stream(actor, prompt)
-        events += n
-        verdict, n = await _stream(critic, common.critique_prompt(common.TASK, draft))
-        events += n
-        if verdict.score >= best_score:
-            best, best_score = draft, verdict.score
-        if verdict.score >= common.APPROVE_AT:
-            break
-        prompt = common.refine_prompt(common.TASK, draft, verdict.model_dump())
-    assert best == common.DRAFTS[2], best
-    return events
+    return await common.two_agent_loop(
+        lambda prompt: _stream(actor, prompt), lambda prompt: _stream(critic, prompt)
+    )
 
 
 async def supervisor() -> int:
