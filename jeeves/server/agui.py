@@ -44,11 +44,8 @@ from ag_ui.core import (
     ToolCallResultEvent,
     ToolCallStartEvent,
 )
-from ag_ui.encoder import EventEncoder
 
-from jeeves.errors import UserError
 from jeeves.events import (
-    DelegationCompleted,
     DelegationStarted,
     Event,
     ModelCompleted,
@@ -64,24 +61,7 @@ from jeeves.journal import error_type_name
 from jeeves.messages import Usage
 from jeeves.server.runs import RunRecord
 
-__all__ = ["AguiFormat", "AguiMapper", "task_from_input"]
-
-
-def task_from_input(data: RunAgentInput) -> str:
-    """The task of an AG-UI run: the text of the last user message."""
-    for message in reversed(data.messages):
-        if getattr(message, "role", None) != "user":
-            continue
-        content = getattr(message, "content", "")
-        if isinstance(content, str):
-            return content
-        return "".join(
-            str(getattr(part, "text", "")) for part in content if getattr(part, "type", "") == "text"
-        )
-    raise UserError(
-        "The AG-UI input has no user message; put the task in a message with role 'user'. "
-        f"Got roles {[getattr(m, 'role', '?') for m in data.messages]!r}."
-    )
+__all__ = ["AguiMapper"]
 
 
 class AguiMapper:
@@ -187,8 +167,6 @@ class AguiMapper:
         elif isinstance(event, DelegationStarted):
             self._delegations[event.child_session_id] = self._call_id(sid, event.tool_call_id)
         out.append(self._custom(event))
-        if isinstance(event, DelegationCompleted) and event.tool_call_id:
-            out += self._result(sid, event.tool_call_id, event.worker, event.output, event.is_error)
         return out
 
     def _attribution(self, session_id: str) -> str | None:
@@ -340,24 +318,3 @@ class AguiMapper:
 
 
 _SESSION_FIELDS = {"session_id", "parent_id", "role", "role_path", "architecture", "model", "index", "task"}
-
-
-class AguiFormat:
-    """The AG-UI stream of a followed run (a `StreamFormat`), written by the package's encoder."""
-
-    def __init__(self, data: RunAgentInput, root_session_id: str, *, accept: str | None = None) -> None:
-        self._mapper = AguiMapper(data, root_session_id)
-        self._encoder = EventEncoder(accept=accept)  # type: ignore[arg-type]
-        self.media_type: str = self._encoder.get_content_type()
-
-    def _encode(self, events: list[BaseEvent]) -> list[str]:
-        return [self._encoder.encode(e) for e in events]
-
-    def opening(self) -> list[str]:
-        return self._encode([self._mapper.start()])
-
-    def event(self, event: Event) -> list[str]:
-        return self._encode(self._mapper.map(event))
-
-    def closing(self, record: RunRecord) -> list[str]:
-        return self._encode(self._mapper.finish(record))

@@ -37,7 +37,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from jeeves.budget import Budget
 from jeeves.errors import UserError
-from jeeves.server.agui import AguiFormat, task_from_input
+from jeeves.server.agui_stream import AguiFormat, task_from_input
 from jeeves.server.catalog import ArchitectureLike, Catalog, RouterLike, UnknownArchitecture
 from jeeves.server.runs import RunRecord, RunRegistry
 from jeeves.server.sse import BadLastEventId, EventStreamResponse, JeevesFormat, follow_run, last_event_id

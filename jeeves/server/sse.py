@@ -18,7 +18,7 @@ the client has everything, one last message `event: end` carries the run's statu
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Protocol
 
 import anyio
@@ -76,7 +76,7 @@ class EventStreamResponse(Response):
 
     media_type = "text/event-stream"
 
-    def __init__(self, body: AsyncIterator[str], *, headers: dict[str, str] | None = None) -> None:
+    def __init__(self, body: AsyncGenerator[str, None], *, headers: dict[str, str] | None = None) -> None:
         self.body_iterator = body
         self.status_code = 200
         self.background = None
@@ -102,7 +102,7 @@ class EventStreamResponse(Response):
                 group.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):
-                await self.body_iterator.aclose()  # type: ignore[attr-defined]
+                await self.body_iterator.aclose()
 
 
 class StreamFormat(Protocol):
@@ -132,7 +132,7 @@ class JeevesFormat:
 
 async def follow_run(
     registry: RunRegistry, record: RunRecord, after: int, fmt: StreamFormat, *, keepalive_s: float
-) -> AsyncIterator[str]:
+) -> AsyncGenerator[str, None]:
     """SSE text for a follower of `record` that has seen events up to `after`.
 
     Counted as a follower while it runs (see `RunRegistry.following`); yields a keep-alive

@@ -1,27 +1,18 @@
 from __future__ import annotations
 
-import importlib.util
 import io
 import subprocess
 import sys
-from types import ModuleType
 
 import pytest
 
 from jeeves.architectures import ActorCriticOutput, SupervisorOutput
 from tests.conftest import REPO, subprocess_env
+from tests.examples import load_example
 
 pytestmark = pytest.mark.anyio
 
 EXAMPLE = REPO / "examples" / "nested_supervisor.py"
-
-
-def load_example() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("nested_supervisor_example", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_example_runs_offline_as_a_script() -> None:
@@ -41,7 +32,7 @@ def test_example_runs_offline_as_a_script() -> None:
 
 
 async def test_example_result_and_its_code() -> None:
-    example = load_example()
+    example = load_example("nested_supervisor.py")
     out = io.StringIO()
     result = await example.main(out=out)
     assert result.stop_reason == "completed" and "creme-brulee" in result.text

@@ -93,5 +93,6 @@ def test_a_failed_run_reaches_the_client_as_a_run_error(node: str) -> None:
         code, lines = run_client(node, f"{server.url}/agui/nested", "Write add.", "node-fail")
     events = [line["event"] for line in lines if line["kind"] == "event"]
     assert [e["type"] for e in events] == ["RUN_STARTED", "CUSTOM", "CUSTOM", "RUN_ERROR"]
+    assert [e["name"] for e in events[1:3]] == ["session.started", "session.failed"]
     assert events[-1]["code"] == "UserError" and "No model route" in events[-1]["message"]
     assert code == 0, lines[-1]  # a RUN_ERROR is a well-formed end of a run, not a client failure

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from starlette.applications import Starlette
 
-from jeeves import Router, event_from_json
+from jeeves import Router, ScriptedModel, event_from_json
 from jeeves.server import create_app
 from tests.server.conftest import Blocked, asgi_client, messages
 from tests.server.nested import nested, nested_router
@@ -143,14 +143,14 @@ async def test_delete_cancels_a_run_and_its_stream_ends_cancelled() -> None:
 
 
 async def test_a_failed_run_ends_its_stream_with_the_error() -> None:
-    app = create_app({"nested": nested}, router=Router())  # no routes: the first model call fails
+    app = create_app({"nested": nested}, router=Router({"default": ScriptedModel({})}))  # nothing to say
     async with asgi_client(app) as client:
         sid = await start(client)
         got = messages((await client.get(f"/runs/{sid}/events")).text)
     end = got[-1].json()
-    assert end["status"] == "failed" and end["error"]["type"] == "UserError"
-    assert "No model route" in end["error"]["message"]
-    assert event_from_json(got[-2].data).type == "session.failed"
+    assert end["status"] == "failed" and end["error"]["type"] == "UnexpectedModelCall"
+    assert "no step left" in end["error"]["message"]
+    assert [event_from_json(m.data).type for m in got[:-1]] == ["session.started", "session.failed"]
 
 
 async def test_a_token_guards_everything_but_the_page() -> None:

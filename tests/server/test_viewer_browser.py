@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
+from jeeves import Router
 from jeeves.server import create_app
-from tests.server.conftest import live_server
+from tests.server.conftest import Gated, gated_model, live_server
 from tests.server.nested import nested, nested_router
 
 pytestmark = pytest.mark.browser
@@ -84,3 +87,30 @@ def test_the_viewer_starts_a_nested_run_and_shows_workers_and_critic_scores(
     assert "def add(a, b): return a + b" in nodes["browser-run__coder_0__actor_1"].text
     assert nodes["browser-run"].find_element(By.CSS_SELECTOR, ".status").text.lower() == "completed"
     assert "tok" in coder.find_element(By.CSS_SELECTOR, ".tokens").text
+
+
+def test_the_viewer_updates_live_while_a_run_is_going(browser: object, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.remote.webdriver import WebDriver
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver: WebDriver = browser  # type: ignore[assignment]
+    gate = threading.Event()
+    app = create_app({"gated": Gated(gate)}, router=lambda: Router({"default": gated_model()}))
+    with live_server(app) as server:
+        session_id = httpx.post(f"{server.url}/runs", json={"architecture": "gated", "task": "count"}).json()[
+            "session_id"
+        ]
+        driver.get(f"{server.url}/#run={session_id}")
+        wait = WebDriverWait(driver, 30)
+        first = f'li[data-session-id="{session_id}__first_0"].completed'
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, first))
+        root = driver.find_element(By.CSS_SELECTOR, f'li[data-session-id="{session_id}"]')
+        assert "running" in (root.get_attribute("class") or "")
+        assert root.find_element(By.CSS_SELECTOR, ".spinner").is_displayed()
+        driver.save_screenshot(str(tmp_path / "viewer-running.png"))
+        gate.set()
+        wait.until(lambda d: "completed" in (root.get_attribute("class") or ""))
+        second = driver.find_element(By.CSS_SELECTOR, f'li[data-session-id="{session_id}__second_0"]')
+        assert "four five six" in second.text
+        assert not root.find_element(By.CSS_SELECTOR, ".spinner").is_displayed()

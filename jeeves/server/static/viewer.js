@@ -298,9 +298,9 @@ $("token").addEventListener("change", () => {
 async function boot() {
   try {
     await loadArchitectures();
-    await loadRuns();
     const run = new URLSearchParams(location.hash.slice(1)).get("run");
     if (run && !view.runId) follow(run);
+    await loadRuns();
   } catch (error) {
     showMessage(error.message);
   }

@@ -1,0 +1,75 @@
+"""The terminal view: the session tree a run's events fold into, drawn with rich or as JSON lines."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from rich.console import Console
+
+import jeeves
+from jeeves.events import ModelDelta, SessionStarted, event_from_json
+from jeeves.terminal import SessionTree, follow
+from tests.server.nested import nested, nested_router
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_nested_run_becomes_a_tree_with_rounds_scores_and_usage() -> None:
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=140, color_system=None)
+    async with jeeves.stream(
+        nested(), "Write and document add.", router=nested_router(), session_id="t"
+    ) as events:
+        tree = await follow(events, console=console)
+        result = await events.result()
+    coder, critic = tree.nodes["t__coder_0"], tree.nodes["t__coder_0__critic_1"]
+    assert tree.roots == ["t"] and sorted(tree.nodes["t"].children) == ["t__coder_0", "t__writer_0"]
+    assert (coder.role, coder.architecture, coder.round, coder.score, coder.passed) == (
+        "coder",
+        "actor_critic",
+        1,
+        0.95,
+        True,
+    )
+    assert (critic.score, critic.passed, tree.nodes["t__coder_0__critic_0"].score) == (0.95, True, 0.3)
+    assert all(node.status == "completed" for node in tree.nodes.values())
+    assert tree.tree_usage("t").total_tokens == result.usage.total_tokens > 0
+    drawn = buffer.getvalue()
+    assert "coder actor_critic · round 1 · score 0.95 ✓" in drawn
+    assert "critic llm_critic · scripted · score 0.30 ✗" in drawn
+    assert f"{result.usage.total_tokens:,} tok · $0.0000 · completed" in drawn
+
+
+async def test_json_mode_prints_one_event_per_line() -> None:
+    out = io.StringIO()
+    async with jeeves.stream(nested(), "Write.", router=nested_router(), session_id="j") as events:
+        await follow(events, as_json=True, file=out)
+    lines = out.getvalue().splitlines()
+    parsed = [event_from_json(line) for line in lines]
+    assert [e.seq for e in parsed] == list(range(1, len(parsed) + 1))
+    assert json.loads(lines[0])["type"] == "session.started"
+
+
+async def test_a_failed_run_is_drawn_then_its_error_raised() -> None:
+    buffer = io.StringIO()
+    router = jeeves.Router({"default": jeeves.ScriptedModel({})})
+    with pytest.raises(jeeves.JeevesError, match="no step left"):
+        async with jeeves.stream(nested(), "Write.", router=router, session_id="f") as events:
+            await follow(events, console=Console(file=buffer, width=120, color_system=None))
+    assert "✗ supervisor supervisor · scripted · UnexpectedModelCall" in buffer.getvalue()
+
+
+def test_a_running_node_shows_its_streamed_text_tail_and_a_spinner() -> None:
+    tree = SessionTree()
+    tree.apply(SessionStarted(session_id="r", role="agent", architecture="agent", model="m"))
+    tree.apply(ModelDelta(session_id="r", text="word " * 40))
+    tree.apply(ModelDelta(session_id="elsewhere", text="ignored"))
+    node = tree.nodes["r"]
+    assert node.text.startswith("…") and node.text.endswith("word") and len(node.text) == 70
+    buffer = io.StringIO()
+    Console(file=buffer, width=100, color_system=None).print(tree)
+    assert "agent agent · m" in buffer.getvalue() and "word word" in buffer.getvalue()
+    tree.mark_unfinished()
+    assert node.status == "cancelled"
