@@ -1,0 +1,48 @@
+"""bench/run.py runs end to end (floor and jeeves only, tiny N) and writes its report.
+
+A harness check, not a measurement: nothing here looks at a time. The peers are left
+out (they install from the package index into their own venvs) and so is the chart
+(matplotlib lives in a venv of its own).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import REPO, subprocess_env
+
+
+def test_quick_bench_writes_a_report(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "bench/run.py",
+            "--only",
+            "floor,jeeves",
+            "--quick",
+            "--no-chart",
+            "--out",
+            str(tmp_path),
+        ],
+        cwd=REPO,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    data = json.loads((tmp_path / "LATEST.json").read_text())
+    floor, jeeves = data["frameworks"]["floor"], data["frameworks"]["jeeves"]
+    assert jeeves["errors"] == {}, jeeves["errors"]
+    assert floor["a"]["model_calls"] == jeeves["a"]["model_calls"] == 6
+    assert floor["b"]["model_calls"] == jeeves["b"]["model_calls"] == 3
+    assert jeeves["a"]["events"] > 0 and jeeves["b"]["events"] > 0 and jeeves["e"]["events"] > 0
+    assert jeeves["c"]["n"] == 20 and jeeves["c"]["events_per_run"] == jeeves["a"]["events"]
+    assert jeeves["d"]["statement"] == "import jeeves"
+    assert jeeves["f"]["speedup"] > 0 and jeeves["g"]["events_per_run"] == jeeves["e"]["events"]
+    report = (tmp_path / "LATEST.md").read_text()
+    assert "## Targets" in report and "| jeeves |" in report and "--quick" in report
+    assert not (tmp_path / "LATEST.png").exists()
