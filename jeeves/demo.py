@@ -31,35 +31,39 @@ __all__ = ["DEFAULT_JOURNAL", "TASK", "demo_architecture", "demo_router", "run_d
 DEFAULT_JOURNAL = Path(".jeeves") / "demo.jsonl"
 """Where `jeeves demo` records, relative to the current directory (git-ignored)."""
 
-TASK = "Write slugify(text) for our blog's URLs, and tell me what the standard library does for it."
+TASK = (
+    "Write is_palindrome(text) for our word game: True when the text reads the same backwards, "
+    "ignoring case, spaces and punctuation. Also tell me which string methods it relies on."
+)
 
 TESTS = """\
-from slugify import slugify
+from palindrome import is_palindrome
 
 
-def test_lowercases_and_joins_words():
-    assert slugify("Hello World") == "hello-world"
+def test_a_plain_palindrome():
+    assert is_palindrome("level")
 
 
-def test_collapses_runs_of_separators():
-    assert slugify("a  --  b") == "a-b"
+def test_ignores_case_spaces_and_punctuation():
+    assert is_palindrome("A man, a plan, a canal: Panama!")
 
 
-def test_strips_separators_at_the_ends():
-    assert slugify("  Jeeves, at your service! ") == "jeeves-at-your-service"
+def test_rejects_other_text():
+    assert not is_palindrome("jeeves")
 """
 
 _DOCS = {
-    "re.sub": "re.sub(pattern, repl, string, count=0, flags=0): return the string obtained by replacing "
-    "the leftmost non-overlapping occurrences of pattern in string by repl.",
-    "str.lower": "str.lower(): return a copy of the string with all the cased characters converted to lowercase.",
-    "str.strip": "str.strip([chars]): return a copy of the string with the leading and trailing characters removed.",
+    "str.casefold": "str.casefold(): return a casefolded copy of the string. Casefolding is similar to "
+    "lowercasing but more aggressive, for caseless matching ('ß'.casefold() == 'ss').",
+    "str.isalnum": "str.isalnum(): return True if all characters in the string are alphanumeric and "
+    "there is at least one character.",
+    "reversed": "reversed(seq): return a reverse iterator over the values of the given sequence.",
 }
 
 
 @tool
 def python_docs(name: str) -> str:
-    """Look up a standard-library function by its dotted name, e.g. "re.sub"."""
+    """Look up a standard-library function by its dotted name, e.g. "str.casefold"."""
     return _DOCS.get(name, f"No entry for {name!r}; try one of: {', '.join(_DOCS)}.")
 
 
@@ -67,7 +71,7 @@ def demo_architecture() -> Supervisor:
     """The demo's architecture: a lead over an ActorCritic coder and a researcher (a factory, for replay)."""
     coder = ActorCritic(
         Agent("You write correct, simple, typed Python. Reply with the whole module in one ```python block."),
-        [CodeCritic(TESTS, module="slugify", timeout_s=60), LLMCritic(name="review")],
+        [CodeCritic(TESTS, module="palindrome", timeout_s=60), LLMCritic(name="review")],
         max_rounds=2,
         description="Writes Python and revises it until its tests pass and a reviewer approves.",
     )
@@ -81,36 +85,30 @@ def demo_architecture() -> Supervisor:
 
 _FIRST_DRAFT = """\
 ```python
-def slugify(text: str) -> str:
-    out = "".join(c if c.isalnum() else "-" for c in text.lower())
-    return out.strip("-")
+def is_palindrome(text: str) -> bool:
+    return text == text[::-1]
 ```"""
 
 _SECOND_DRAFT = """\
-Runs of separators now collapse into one dash:
+Now only letters and digits count, compared without case:
 
 ```python
-import re
-
-
-def slugify(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+def is_palindrome(text: str) -> bool:
+    letters = [c.casefold() for c in text if c.isalnum()]
+    return letters == letters[::-1]
 ```"""
 
-_ANSWER = """\
-Here is `slugify`; it passes all three tests and the reviewer approved it:
+_CODE = _SECOND_DRAFT.split("\n\n", 1)[1]
 
-```python
-import re
+_ANSWER = f"""\
+Here is `is_palindrome`; it passes all three tests and the reviewer approved it:
 
+{_CODE}
 
-def slugify(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-```
-
-From the standard library: `str.lower` folds the case, and `re.sub` with the pattern \
-`[^a-z0-9]+` replaces each whole run of other characters with a single dash, which is what \
-the first draft missed."""
+It relies on `str.isalnum`, which keeps letters and digits and drops spaces and punctuation, \
+and `str.casefold`, which compares without case (more thoroughly than `lower`: \
+`'ß'.casefold() == 'ss'`). The first draft compared the raw text, so "A man, a plan, a canal: \
+Panama!" failed."""
 
 
 def _script() -> ScriptedModel:
@@ -119,12 +117,12 @@ def _script() -> ScriptedModel:
             "lead": [
                 Reply(
                     tool_calls=[
-                        call("delegate", {"worker": "coder", "instructions": TASK.split(",")[0] + "."}),
+                        call("delegate", {"worker": "coder", "instructions": TASK.split(" Also")[0]}),
                         call(
                             "delegate",
                             {
                                 "worker": "researcher",
-                                "instructions": "Which standard-library functions help write slugify?",
+                                "instructions": "Which string methods help ignore case and punctuation?",
                             },
                         ),
                     ]
@@ -132,13 +130,18 @@ def _script() -> ScriptedModel:
                 _ANSWER,
             ],
             "researcher": [
-                Reply(tool_calls=[call("python_docs", {"name": "re.sub"})]),
-                "`re.sub` replaces every match of a pattern, so `[^a-z0-9]+` turns each run of other "
-                "characters into one dash; `str.lower` and `str.strip('-')` do the rest.",
+                Reply(
+                    tool_calls=[
+                        call("python_docs", {"name": "str.isalnum"}),
+                        call("python_docs", {"name": "str.casefold"}),
+                    ]
+                ),
+                "`str.isalnum` keeps letters and digits, which drops spaces and punctuation; "
+                "`str.casefold` compares without case, more thoroughly than `lower`.",
             ],
             "coder.actor": [_FIRST_DRAFT, _SECOND_DRAFT],
             "coder.critic": [
-                '{"score": 0.6, "issues": ["runs of separators become several dashes"], "summary": "Close."}',
+                '{"score": 0.5, "issues": ["case, spaces and punctuation are not ignored"], "summary": "Close."}',
                 '{"score": 0.95, "issues": [], "summary": "Correct and clear."}',
             ],
         },
@@ -185,10 +188,22 @@ async def run_demo(as_json: bool = False, journal: str | None = None) -> int:
     return 0
 
 
+def _critiques(result: RunResult) -> str:
+    """What the coder's critics said, round by round (the tree shows only the scores)."""
+    lines = []
+    for delegation in getattr(result.detail, "delegations", []):
+        for r in getattr(delegation.output, "rounds", []):
+            verdict = "approved" if r.passed else r.critic_error or "not approved"
+            score = "-" if r.score is None else f"{r.score:.2f}"
+            lines.append(f"{delegation.worker}, round {r.round}: score {score}, {verdict}")
+            lines += [f"  - {issue.splitlines()[0]}" for issue in r.issues]
+    return "\n".join(lines) + "\n" if lines else ""
+
+
 def _epilogue(result: RunResult, journal: Path) -> str:
     replay = f"jeeves replay {journal} {result.session_id}"
     roles = ", ".join(f"{role} {u.model_calls}" for role, u in sorted(result.usage_by_role.items()))
     return (
-        f"\n{result.text}\n\nstop reason: {result.stop_reason}; model calls by role: {roles}\n"
-        f"\nRecorded to {journal}. Replay it offline, event for event:\n  {replay}\n"
+        f"\n{_critiques(result)}\n{result.text}\n\nstop reason: {result.stop_reason}; model calls by role: "
+        f"{roles}\n\nRecorded to {journal}. Replay it offline, event for event:\n  {replay}\n"
     )

@@ -36,7 +36,7 @@ def test_demo_draws_the_session_tree_by_default(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert "lead supervisor · scripted:anthropic/claude-sonnet-4-5" in out.stdout
     assert "coder actor_critic · round 1 · score 0.95 ✓" in out.stdout and "approved" in out.stdout
-    assert "Here is `slugify`; it passes all three tests" in out.stdout
+    assert "Here is `is_palindrome`; it passes all three tests" in out.stdout
 
 
 def test_serve_binds_localhost_needs_its_token_and_runs_the_demo() -> None:

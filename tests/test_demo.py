@@ -34,7 +34,7 @@ def test_the_coders_first_draft_fails_a_real_test_and_the_second_passes(tmp_path
         (0, False, True),
         (1, True, False),
     ]
-    assert "[tests] test_collapses_runs_of_separators failed" in critiques[0]["issues"][0]
+    assert "[tests] test_ignores_case_spaces_and_punctuation failed" in critiques[0]["issues"][0]
     started = {e["session_id"].split("__", 1)[-1] for e in events if e["type"] == "session.started"}
     assert {"coder_0", "researcher_0", "coder_0__actor_1", "coder_0__critic_1"} <= started
     delegations = [e["worker"] for e in events if e["type"] == "delegation.started"]
@@ -45,6 +45,11 @@ def test_it_ends_with_the_replay_command_and_that_command_replays_it(tmp_path: P
     out = jeeves_cli("demo", cwd=tmp_path)  # the default journal, where a user would run it
     assert out.returncode == 0, out.stderr
     assert (tmp_path / ".jeeves" / "demo.jsonl").is_file()
+    assert (
+        "coder, round 0: score 0.50, not approved\n  - [tests] test_ignores_case_spaces_and_punctuation"
+        in out.stdout
+    )
+    assert "coder, round 1: score 0.95, approved" in out.stdout
     found = re.search(
         r"Recorded to (\S+)\. Replay it offline, event for event:\n  jeeves (replay \S+ (demo-\w+))",
         out.stdout,

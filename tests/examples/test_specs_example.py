@@ -19,8 +19,8 @@ def test_the_example_runs_the_spec_and_round_trips_one() -> None:
         "1. codegen.toml: actor_critic with routes Router({'actor': 'scripted:anthropic/claude-sonnet-4-5'"
         in out
     )
-    assert "   round 0: score 0.60, not approved" in out
-    assert "     - [tests] test_collapses_runs_of_separators failed" in out
+    assert "   round 0: score 0.20, not approved" in out
+    assert "     - [tests] test_combined_units failed" in out
     assert "   round 1: score 0.95, approved\n   stop reason: approved" in out
     assert "2. a SelfRefine built in code, as a spec (loads back equal: True):" in out
     assert '   [models]\n   explainer = "anthropic/claude-sonnet-4-5"' in out

@@ -69,7 +69,7 @@ def test_run_offline_json_is_one_event_per_line() -> None:
         "codegen",
     )
     assert events[-1]["type"] == "session.completed" and events[-1]["stop_reason"] == "approved"
-    assert [e["score"] for e in events if e["type"] == "critique"] == [0.6, 0.95]
+    assert [e["score"] for e in events if e["type"] == "critique"] == [0.2, 0.95]
 
 
 def test_run_offline_records_a_journal_that_replays(tmp_path: Path) -> None:
@@ -90,7 +90,7 @@ def test_run_offline_records_a_journal_that_replays(tmp_path: Path) -> None:
 
 
 def test_a_missing_api_key_names_the_variable_without_a_traceback() -> None:
-    out = jeeves_cli("run", CODEGEN, "Write slugify(text).")
+    out = jeeves_cli("run", CODEGEN, "Write parse_duration(text).")
     assert out.returncode == 2
     assert "ANTHROPIC_API_KEY" in out.stderr and out.stderr.startswith("error: ")
     assert out.stderr.endswith("(or run it with --offline, from its [demo] script)\n")
@@ -166,7 +166,9 @@ def test_describe_and_catalog() -> None:
 def test_serve_serves_specs_each_with_its_own_routes() -> None:
     with jeeves_serve("architectures/self_refine.toml", CODEGEN, "--offline", env=offline_env()) as base:
         assert httpx.get(f"{base}/architectures").json() == {"architectures": ["self_refine", "codegen"]}
-        started = httpx.post(f"{base}/runs", json={"architecture": "codegen", "task": "slugify"}).json()
+        started = httpx.post(
+            f"{base}/runs", json={"architecture": "codegen", "task": "parse durations"}
+        ).json()
         body = httpx.get(f"{base}/runs/{started['session_id']}/events", timeout=60).text
         assert '"model":"scripted:anthropic/claude-sonnet-4-5"' in body
         assert '"stop_reason":"approved"' in body and "event: end" in body

@@ -24,7 +24,7 @@ def test_the_source_holds_the_architecture_with_tests_inline_and_no_routes() -> 
     table = source["spec"]
     assert "models" not in table and "demo" not in table
     code = table["critic"][0]
-    assert "tests" not in code and "def test_collapses_runs_of_separators" in code["tests_source"]
+    assert "tests" not in code and "def test_combined_units" in code["tests_source"]
 
 
 async def test_a_recorded_spec_run_replays_after_the_file_is_gone(tmp_path: Path) -> None:
