@@ -105,8 +105,17 @@ def test_model_flags_route_a_role_to_another_model() -> None:
     assert "OPENAI_API_KEY" in out.stderr and "Traceback" not in out.stderr
 
 
-def test_configuration_mistakes_exit_2_with_one_line() -> None:
+def test_configuration_mistakes_exit_2_with_one_line(tmp_path: Path) -> None:
+    bare = tmp_path / "bare.toml"
+    bare.write_text('instructions = "Answer."\n')
     cases = {
+        ("run", str(bare)): f"error: Give a TASK: {bare} has no [demo] task to fall back on.",
+        (
+            "run",
+            str(bare),
+            "hi",
+            "--offline",
+        ): f"error: {bare} has no [demo] script, so it cannot run offline",
         ("run", CODEGEN, "--offline", "--model", "critic"): "error: --model 'critic' is not ROLE=MODEL",
         ("run", "nope.toml", "x"): "error: Cannot read spec file 'nope.toml'",
         ("run", CODEGEN, "--offline", "--session-id", "a__b"): "error: Invalid session_id 'a__b'",
