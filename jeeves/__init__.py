@@ -36,13 +36,14 @@ from jeeves.messages import Message, ModelRequest, ModelResponse, ToolCall, Usag
 from jeeves.models.base import ModelClient, Route
 from jeeves.models.router import Router
 from jeeves.models.testing import FunctionModel, ScriptedModel
-from jeeves.replay import JSONLJournal, MemoryJournal, SQLiteJournal
+from jeeves.replay import MemoryJournal
 from jeeves.runner import RunResult, RunStream, replay, run, stream
 from jeeves.tools import Tool, tool
 
 if TYPE_CHECKING:
     from jeeves.architectures import ActorCritic, SelfRefine, Supervisor
     from jeeves.critics import CitationCritic, CodeCritic, LLMCritic, Verdict
+    from jeeves.replay import JSONLJournal, SQLiteJournal
 
 # Imported on first use, so `import jeeves` pays for the kernel only.
 _LAZY = {
@@ -53,6 +54,8 @@ _LAZY = {
     "CodeCritic": "jeeves.critics",
     "LLMCritic": "jeeves.critics",
     "Verdict": "jeeves.critics",
+    "JSONLJournal": "jeeves.replay",
+    "SQLiteJournal": "jeeves.replay",
 }
 
 

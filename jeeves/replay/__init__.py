@@ -9,12 +9,27 @@
 See docs/replay.md for the id scheme and why a replay can be trusted.
 """
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from jeeves.replay.api import RunSummary, list_runs, open_journal
 from jeeves.replay.base import JournalStore, JournalWarning
-from jeeves.replay.jsonl import JSONLJournal
 from jeeves.replay.memory import MemoryJournal
 from jeeves.replay.source import register_loader, resolve_ref
-from jeeves.replay.sqlite import SQLiteJournal
+
+if TYPE_CHECKING:
+    from jeeves.replay.jsonl import JSONLJournal
+    from jeeves.replay.sqlite import SQLiteJournal
+
+_LAZY = {"JSONLJournal": "jeeves.replay.jsonl", "SQLiteJournal": "jeeves.replay.sqlite"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'jeeves.replay' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
 
 __all__ = [
     "JSONLJournal",

@@ -24,9 +24,7 @@ from jeeves.messages import ModelRequest, ModelResponse, Usage
 from jeeves.models.base import DeltaSink
 from jeeves.models.router import Router
 from jeeves.replay.base import JournalStore
-from jeeves.replay.jsonl import JSONLJournal
 from jeeves.replay.source import load_architecture, source_of
-from jeeves.replay.sqlite import SQLiteJournal
 
 __all__ = [
     "Attached",
@@ -54,6 +52,11 @@ def open_journal(target: Any, *, create: bool = True) -> Any:
 
     `create=False` refuses a missing file. The caller closes what it opened (`aclose()`).
     """
+    from jeeves.replay.jsonl import (
+        JSONLJournal,  # the file stores load on first use: import jeeves stays light
+    )
+    from jeeves.replay.sqlite import SQLiteJournal
+
     if isinstance(target, str | os.PathLike):
         path = Path(target)
         return (
