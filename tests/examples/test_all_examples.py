@@ -6,31 +6,20 @@ Per-example tests check what each prints; this one makes sure none is left out.
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, subprocess_env
+from tests.conftest import REPO
+from tests.examples import run_example
 
 EXAMPLES = sorted((REPO / "examples").glob("*.py"))
 ONE_SHOT = {"stream_to_browser.py": ["--once"]}
 """Examples that serve until interrupted by default, and the flag that makes them run once."""
 
 
-def offline_env() -> dict[str, str]:
-    return {k: v for k, v in subprocess_env().items() if not k.endswith("_API_KEY")}
-
-
 def run(example: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(example), *args],
-        cwd=REPO,
-        env=offline_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return run_example(example.name, *args)
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)

@@ -2,24 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
-from tests.conftest import REPO, subprocess_env
+from tests.examples import run_example
 
 
 def test_the_example_runs_offline_and_the_second_draft_is_approved() -> None:
-    env = subprocess_env()
-    for key in [k for k in env if k.endswith("_API_KEY")]:
-        del env[key]  # offline means offline
-    out = subprocess.run(
-        [sys.executable, "examples/codegen_actor_critic.py"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=env,
-        timeout=300,
-    )
+    out = run_example("codegen_actor_critic.py")
     assert out.returncode == 0, out.stdout + out.stderr
     text = out.stdout
     assert "critique: score 0.33, not approved (tests,llm, schema)" in text

@@ -1,14 +1,12 @@
 from __future__ import annotations
 
 import io
-import subprocess
-import sys
 
 import pytest
 
 from jeeves.architectures import ActorCriticOutput, SupervisorOutput
-from tests.conftest import REPO, subprocess_env
-from tests.examples import load_example
+from tests.conftest import REPO
+from tests.examples import load_example, run_example
 
 pytestmark = pytest.mark.anyio
 
@@ -16,14 +14,7 @@ EXAMPLE = REPO / "examples" / "nested_supervisor.py"
 
 
 def test_example_runs_offline_as_a_script() -> None:
-    done = subprocess.run(
-        [sys.executable, str(EXAMPLE)],
-        cwd=REPO,
-        env=subprocess_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run_example("nested_supervisor.py")
     assert done.returncode == 0, done.stderr
     assert "▶ example__engineering_0__coder_0__critic_1 [llm_critic, scripted]" in done.stdout
     assert "✎ round 0: score 0.3 Wrong for accented titles." in done.stdout

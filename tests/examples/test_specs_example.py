@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
-from tests.conftest import REPO, subprocess_env
+from tests.examples import run_example
 
 
 def test_the_example_runs_the_spec_and_round_trips_one() -> None:
-    env = {k: v for k, v in subprocess_env().items() if not k.endswith("_API_KEY")}
-    done = subprocess.run(
-        [sys.executable, "examples/specs.py"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
-    )
+    done = run_example("specs.py")
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
     assert (

@@ -1,26 +1,17 @@
 from __future__ import annotations
 
 import io
-import subprocess
-import sys
 
 import pytest
 
-from tests.conftest import REPO, subprocess_env
-from tests.examples import load_example
+from tests.conftest import REPO
+from tests.examples import load_example, run_example
 
 EXAMPLE = REPO / "examples" / "stream_to_browser.py"
 
 
 def test_example_runs_once_offline_as_a_script() -> None:
-    done = subprocess.run(
-        [sys.executable, str(EXAMPLE), "--once"],
-        cwd=REPO,
-        env=subprocess_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_example("stream_to_browser.py", "--once")
     assert done.returncode == 0, done.stderr
     assert "  ▶ coder [actor_critic]" in done.stdout
     assert "    round 0: score 0.35 (revise)" in done.stdout

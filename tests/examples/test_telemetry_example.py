@@ -1,15 +1,14 @@
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
-import subprocess
-import sys
 from types import ModuleType
 
 import pytest
 
-from tests.conftest import REPO, subprocess_env
+from tests.conftest import REPO
+from tests.examples import load_example as load_shared
+from tests.examples import run_example
 
 pytestmark = pytest.mark.anyio
 
@@ -17,22 +16,11 @@ EXAMPLE = REPO / "examples" / "telemetry.py"
 
 
 def load_example() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("telemetry_example", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_shared("telemetry.py")
 
 
 def test_example_runs_offline_as_a_script() -> None:
-    done = subprocess.run(
-        [sys.executable, str(EXAMPLE)],
-        cwd=REPO,
-        env=subprocess_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run_example("telemetry.py")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "invoke_agent supervisor"
