@@ -25,7 +25,7 @@ from typing import Any
 import anyio
 from pydantic import TypeAdapter, ValidationError
 
-from jeeves.architecture import Output
+from jeeves.architecture import Caller, Output
 from jeeves.concurrency import run_all
 from jeeves.context import Context, StepResult
 from jeeves.errors import BudgetExceeded, MaxTurnsExceeded, OutputValidationError, UserError
@@ -113,6 +113,10 @@ class Agent:
     def describe_model(self, ctx: Context) -> str:
         """The model this agent's calls go to in `ctx` (shown in session.started)."""
         return (self.route or ctx.route()).model
+
+    def model_callers(self, path: tuple[str, ...], routed: tuple[str, ...]) -> list[Caller]:
+        """This agent's session (see `jeeves.architecture.model_callers`)."""
+        return [Caller(path, None if self.route is not None else routed)]
 
     def _request(self, messages: list[Message]) -> ModelRequest:
         schema = self._schema

@@ -21,7 +21,7 @@ from typing import Generic, Literal, NoReturn, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from jeeves.architecture import Architecture, Output
+from jeeves.architecture import Architecture, Caller, Output, join_callers, model_callers
 from jeeves.architectures._templates import check_template, format_history, render
 from jeeves.context import Context
 from jeeves.critics import Critic, CriticSession, Review, Verdict
@@ -29,7 +29,7 @@ from jeeves.errors import PROGRAM_ERRORS, BudgetExceeded, CriticError, UserError
 from jeeves.events import CriticFailed, Critique, Refinement, RoundStarted
 from jeeves.journal import error_type_name
 
-__all__ = ["ActorCriticOutput", "CriticLoop", "LoopSettings", "Round"]
+__all__ = ["ActorCriticOutput", "CriticLoop", "LoopSettings", "Round", "loop_callers"]
 
 OnCriticError = Literal["keep_draft", "raise"]
 
@@ -117,6 +117,20 @@ class LoopSettings:
             refine_template,
             share_route,
         )
+
+
+def loop_callers(
+    actor: object, critic: object, s: LoopSettings, path: tuple[str, ...], routed: tuple[str, ...]
+) -> list[Caller] | None:
+    """The actor's and the critic's callers, under the roles the loop runs them with."""
+
+    def under(role: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        child = (*path, role)
+        return child, routed if s.share_route else child
+
+    return join_callers(
+        [model_callers(actor, *under(s.actor_role)), model_callers(critic, *under(s.critic_role))]
+    )
 
 
 def _check_numbers(threshold: object, max_rounds: object, no_improvement: object) -> None:

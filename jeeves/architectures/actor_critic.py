@@ -27,8 +27,14 @@ from collections.abc import Mapping, Sequence
 from typing import TypeAlias
 
 from jeeves.agent import Agent
-from jeeves.architecture import Architecture
-from jeeves.architectures._loop import ActorCriticOutput, CriticLoop, LoopSettings, OnCriticError
+from jeeves.architecture import Architecture, Caller
+from jeeves.architectures._loop import (
+    ActorCriticOutput,
+    CriticLoop,
+    LoopSettings,
+    OnCriticError,
+    loop_callers,
+)
 from jeeves.architectures._templates import ACTOR_REFINE_TEMPLATE, CRITIC_TEMPLATE
 from jeeves.context import Context
 from jeeves.critics import (
@@ -150,6 +156,10 @@ class ActorCritic:
             no_improvement=no_improvement,
             on_critic_error=on_critic_error,
         )
+
+    def model_callers(self, path: tuple[str, ...], routed: tuple[str, ...]) -> list[Caller] | None:
+        """The actor's and the critic's callers (see `jeeves.architecture.model_callers`)."""
+        return loop_callers(self.actor, self.critic, self.settings, path, routed)
 
     async def run(self, ctx: Context, task: str) -> ActorCriticOutput:
         return await CriticLoop(ctx, task, self.actor, self.critic, self.settings, ActorCriticOutput).run()

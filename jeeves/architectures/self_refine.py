@@ -25,8 +25,14 @@ Weaknesses:
 
 from __future__ import annotations
 
-from jeeves.architecture import Architecture
-from jeeves.architectures._loop import ActorCriticOutput, CriticLoop, LoopSettings, OnCriticError
+from jeeves.architecture import Architecture, Caller
+from jeeves.architectures._loop import (
+    ActorCriticOutput,
+    CriticLoop,
+    LoopSettings,
+    OnCriticError,
+    loop_callers,
+)
 from jeeves.architectures._templates import CRITIC_TEMPLATE, FEEDBACK_INSTRUCTIONS, SELF_REFINE_TEMPLATE
 from jeeves.context import Context
 from jeeves.critics import VERDICT_FORMAT, LLMCritic
@@ -96,6 +102,10 @@ class SelfRefine:
             on_critic_error=on_critic_error,
             share_route=True,
         )
+
+    def model_callers(self, path: tuple[str, ...], routed: tuple[str, ...]) -> list[Caller] | None:
+        """The agent's and the feedback critic's callers (see `jeeves.architecture.model_callers`)."""
+        return loop_callers(self.agent, self.feedback, self.settings, path, routed)
 
     async def run(self, ctx: Context, task: str) -> SelfRefineOutput:
         return await CriticLoop(ctx, task, self.agent, self.feedback, self.settings, SelfRefineOutput).run()

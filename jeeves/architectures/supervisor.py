@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import Field
 
-from jeeves.architecture import Architecture, Output
+from jeeves.architecture import Architecture, Caller, Output, join_callers, model_callers
 from jeeves.architectures._delegation import Delegation, Ledger, run_turn, worker_prompt
 from jeeves.context import Context
 from jeeves.errors import BudgetExceeded, MaxTurnsExceeded, UserError
@@ -135,6 +135,12 @@ class Supervisor:
     def describe_model(self, ctx: Context) -> str:
         """The model the coordinator's calls go to in `ctx` (shown in session.started)."""
         return (self.route or ctx.route()).model
+
+    def model_callers(self, path: tuple[str, ...], routed: tuple[str, ...]) -> list[Caller] | None:
+        """The coordinator and every worker's callers (see `jeeves.architecture.model_callers`)."""
+        own = [Caller(path, None if self.route is not None else routed)]
+        workers = (model_callers(w, (*path, name)) for name, w in self.workers.items())
+        return join_callers([own, *workers])
 
     def _build_tool_specs(self) -> list[ToolSpec]:
         names = list(self.workers)

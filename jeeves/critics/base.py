@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
 import anyio.to_thread
 
-from jeeves.architecture import Output
+from jeeves.architecture import Caller, Output, join_callers, model_callers
 from jeeves.critics.verdict import Verdict, combine_verdicts
 from jeeves.errors import UserError
 from jeeves.ids import validate_name
@@ -96,6 +96,10 @@ class FunctionCritic:
             name = name if _ROLE.fullmatch(name) and "__" not in name else "function"
         self.name = validate_name(name, what="critic")
 
+    def model_callers(self, path: tuple[str, ...], routed: tuple[str, ...]) -> list[Caller]:
+        """None: a function gets no context to call a model with."""
+        return []
+
     async def review(self, ctx: Context, review: Review) -> Verdict:
         async def live() -> Verdict:
             if inspect.iscoroutinefunction(self.function):
@@ -159,6 +163,10 @@ class CombinedCritic:
     def describe_model(self, ctx: Context) -> str | None:
         models = [m for c in self.critics if (m := _critic_model(c, ctx))]
         return ",".join(models) or None
+
+    def model_callers(self, path: tuple[str, ...], routed: tuple[str, ...]) -> list[Caller] | None:
+        """Its critics' callers, all in the one critic session."""
+        return join_callers(model_callers(c, path, routed) for c in self.critics)
 
     async def review(self, ctx: Context, review: Review) -> Verdict:
         verdicts = [await critic.review(ctx, review) for critic in self.critics]

@@ -21,6 +21,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
+from jeeves.architecture import Caller
 from jeeves.critics.base import Review
 from jeeves.critics.verdict import Verdict, computed_verdict
 from jeeves.errors import UserError
@@ -113,6 +114,10 @@ class CitationCritic:
         self.uncited_penalty = uncited_penalty
         self.hedges = tuple(h.lower() for h in hedges)
         self.name = validate_name(name, what="critic")
+
+    def model_callers(self, path: tuple[str, ...], routed: tuple[str, ...]) -> list[Caller]:
+        """None: it calls no model (see `jeeves.architecture.model_callers`)."""
+        return []
 
     async def review(self, ctx: Context, review: Review) -> Verdict:
         async def live() -> Verdict:

@@ -29,6 +29,7 @@ from typing import IO, TYPE_CHECKING, Any
 import anyio
 from anyio.abc import Process
 
+from jeeves.architecture import Caller
 from jeeves.critics.base import Review
 from jeeves.critics.junit import STARTED, PytestReport, read_report
 from jeeves.critics.verdict import Verdict, computed_verdict
@@ -144,6 +145,10 @@ class CodeCritic:
         self.python = python or sys.executable
         self.plugins = tuple(plugins)
         self.env = dict(env or {})
+
+    def model_callers(self, path: tuple[str, ...], routed: tuple[str, ...]) -> list[Caller]:
+        """None: it calls no model (see `jeeves.architecture.model_callers`)."""
+        return []
 
     async def review(self, ctx: Context, review: Review) -> Verdict:
         code = extract_code(review.output)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from jeeves.architecture import Caller
 from jeeves.critics.base import Review
 from jeeves.critics.parse import parse_verdict
 from jeeves.critics.verdict import Verdict, verdict_reply_schema
@@ -83,6 +84,10 @@ class LLMCritic:
     def describe_model(self, ctx: Context) -> str:
         """The model this critic's calls go to in `ctx` (shown in session.started)."""
         return (self.route or ctx.route()).model
+
+    def model_callers(self, path: tuple[str, ...], routed: tuple[str, ...]) -> list[Caller]:
+        """The critic session it reviews in (see `jeeves.architecture.model_callers`)."""
+        return [Caller(path, None if self.route is not None else routed)]
 
     def _request(self, messages: list[Message]) -> ModelRequest:
         return ModelRequest(

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, assert_never
 
 from jeeves.agent import Agent
-from jeeves.architecture import Architecture
+from jeeves.architecture import Architecture, Caller
 from jeeves.architectures import ActorCritic, SelfRefine, Supervisor
 from jeeves.critics import CitationCritic, CodeCritic, Critic, FunctionCritic, LLMCritic
 from jeeves.errors import UserError
@@ -43,6 +43,7 @@ from jeeves.spec.models import (
     Spec,
     SupervisorSpec,
 )
+from jeeves.spec.routes import callers, unmatched_key
 from jeeves.tools import Tool
 
 __all__ = ["build", "scripted_model"]
@@ -67,6 +68,9 @@ def build(
     builder = _Builder(spec, offline)
     with _importable(spec.path):
         arch = builder.arch(spec.architecture, [])
+    found = callers(arch)
+    if found is not None:
+        builder.check_keys(spec, found, models or {})
     routes: dict[str, RouteLike] = {k: builder.route(r, ["models", k]) for k, r in spec.models.items()}
     if builder.scripted is not None and "default" not in routes:
         routes["default"] = Route(model="scripted", client=builder.scripted)
@@ -122,6 +126,19 @@ class _Builder:
         except UserError as exc:
             key = join_key_path(path) or "(top level)"
             raise UserError(f"{self.where}: {key}: {exc}") from exc
+
+    def check_keys(self, spec: Spec, found: Sequence[Caller], overrides: Mapping[str, object]) -> None:
+        """Refuse a `[models]` key, an override or a `[demo.script]` key that no session uses."""
+        routed = [c.routed for c in found if c.routed is not None]
+        for key in spec.models:
+            if problem := unmatched_key(key, routed, "routes"):
+                raise UserError(f"{self.where}: {join_key_path(['models', key])}: {problem}")
+        for key in overrides:
+            if problem := unmatched_key(key, routed, "routes"):
+                raise UserError(f"{self.where}: the model override {key!r} (--model {key}=...): {problem}")
+        for key in spec.demo.script if spec.demo is not None else ():
+            if problem := unmatched_key(key, [c.path for c in found], "calls a model"):
+                raise UserError(f"{self.where}: {join_key_path(['demo', 'script', key])}: {problem}")
 
     def route(self, spec: RouteSpec, path: KeyPath) -> Route:
         if self.scripted is not None:

@@ -22,8 +22,9 @@ from jeeves.journal import error_type_name
 from jeeves.models.router import Router
 from jeeves.runner import RunResult, stream
 from jeeves.spec.build import build
-from jeeves.spec.load import load_spec
+from jeeves.spec.load import join_key_path, load_spec
 from jeeves.spec.models import ActorCriticSpec, AgentSpec, ArchSpec, SelfRefineSpec, Spec, SupervisorSpec
+from jeeves.spec.routes import RoutedCall, callers, routing
 from jeeves.spec.source import spec_source
 from jeeves.terminal import follow
 
@@ -78,6 +79,8 @@ async def run_command(options: RunOptions, out: TextIO | None = None, err: TextI
         if options.budget_usd is not None and not options.budget_usd >= 0:
             raise UserError(f"--budget-usd must be a number of dollars >= 0, got {options.budget_usd!r}.")
         budget = Budget(max_usd=options.budget_usd) if options.budget_usd is not None else None
+        if problem := unrouted_error(spec, arch, router):
+            raise problem
     except UserError as exc:
         _error(exc, err)
         return 2
@@ -136,13 +139,13 @@ async def validate_command(path: str, out: TextIO | None = None, err: TextIO | N
     out, err = out or sys.stdout, err or sys.stderr
     try:
         spec = load_spec(path)
-        _, router = build(spec)
+        arch, router = build(spec)
         if spec.demo is not None:
             build(spec, offline=True)
     except UserError as exc:
         _error(exc, err)
         return 2
-    out.write(f"{path}: valid\n{describe_spec(spec, router)}")
+    out.write(f"{path}: valid\n{describe_spec(spec, arch, router)}")
     return 0
 
 
@@ -165,17 +168,49 @@ def spec_catalog(
     return catalog
 
 
-def describe_spec(spec: Spec, router: Router) -> str:
-    """An outline of a spec: the architecture tree, its routes, its offline script."""
+def describe_spec(spec: Spec, arch: Architecture, router: Router) -> str:
+    """An outline of a spec: the architecture tree, where each session's model calls go
+    (or, for a tree that cannot say, the routes), its offline script."""
     lines: list[str] = []
     _outline(spec.architecture, _root_role(spec.architecture), 1, lines)
-    if router.routes:
+    found = callers(arch)
+    if found is not None:
+        rows = routing(found, router)
+        if rows:
+            lines.append("  routing:")
+            width = max(len(".".join(r.path)) for r in rows)
+            lines += [f"    {'.'.join(r.path):<{width}}  → {_destination(r)}" for r in rows]
+    elif router.routes:
         lines.append("  models:")
         lines += [f"    {key} → {route.model}" for key, route in router.routes.items()]
     if spec.demo is not None:
         counts = ", ".join(f"{key} ({len(replies)})" for key, replies in spec.demo.script.items())
         lines.append(f"  offline script: {counts}")
     return "\n".join(lines) + "\n"
+
+
+def _destination(row: RoutedCall) -> str:
+    if row.pinned:
+        return "its own model (pinned in the spec)"
+    if row.route is None:
+        return "no route: add a [models] key for it, or pass --model"
+    fallbacks = f" (falls back to {', '.join(row.route.fallbacks)})" if row.route.fallbacks else ""
+    return f"{row.route.model}{fallbacks}  ({join_key_path(['models', row.key or ''])})"
+
+
+def unrouted_error(spec: Spec, arch: Architecture, router: Router) -> UserError | None:
+    """A UserError naming the sessions no route reaches, found before the run spends anything."""
+    found = callers(arch)
+    missing = [r for r in routing(found, router) if not r.pinned and r.route is None] if found else []
+    if not missing:
+        return None
+    paths = ", ".join(".".join(r.path) for r in missing)
+    role = missing[0].path[-1]
+    return UserError(
+        f"{spec.path or 'the spec'}: no model route for {paths}; add a [models] route for each (or a "
+        f"'default' one), "
+        f"or pass e.g. --model {role}=openai/gpt-4o-mini."
+    )
 
 
 def _root_role(arch: ArchSpec) -> str:

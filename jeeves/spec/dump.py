@@ -44,6 +44,7 @@ from jeeves.spec.models import (
     Spec,
     SupervisorSpec,
 )
+from jeeves.spec.routes import callers, unmatched_key
 from jeeves.spec.toml import to_toml
 from jeeves.tools import Tool
 
@@ -51,9 +52,17 @@ __all__ = ["dump", "dumps", "spec_dict", "spec_of"]
 
 
 def dump(arch: object, *, router: Router | None = None, demo: DemoSpec | None = None) -> dict[str, Any]:
-    """`arch` as a spec file's table; with `router`, its routes as `[models]`."""
+    """`arch` as a spec file's table; with `router`, its routes as `[models]`.
+
+    Routes that no session of `arch` would look up (a router shared by several
+    architectures) are left out: they change nothing about this one, and a spec refuses them.
+    """
+    found = callers(arch)
+    routed = None if found is None else [c.routed for c in found if c.routed is not None]
     models = {
-        key: _route(route, f"route {key!r}") for key, route in (router.routes if router else {}).items()
+        key: _route(route, f"route {key!r}")
+        for key, route in (router.routes if router else {}).items()
+        if routed is None or unmatched_key(key, routed, "routes") is None
     }
     return spec_dict(Spec(architecture=spec_of(arch), models=models, demo=demo))
 

@@ -63,7 +63,7 @@ def test_an_actor_critic_with_every_critic_kind_and_routes() -> None:
             ],
             "models": {
                 "actor": "anthropic/claude-sonnet-4-5",
-                "critic": {"model": "openai/gpt-4o", "retries": 0},
+                "default": {"model": "openai/gpt-4o", "retries": 0},
             },
         }
     )
@@ -152,11 +152,11 @@ def test_tools_resolve_beside_the_spec_file(tmp_path: Path) -> None:
 def test_model_overrides_win_over_the_spec() -> None:
     _, router = built(
         {"instructions": "x", "models": {"default": "openai/gpt-4o-mini"}},
-        models={"default": "anthropic/claude-sonnet-4-5", "critic": "openai/gpt-4o"},
+        models={"default": "anthropic/claude-sonnet-4-5", "agent": "openai/gpt-4o"},
     )
     assert {k: r.model for k, r in router.routes.items()} == {
         "default": "anthropic/claude-sonnet-4-5",
-        "critic": "openai/gpt-4o",
+        "agent": "openai/gpt-4o",
     }
 
 

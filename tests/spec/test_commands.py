@@ -43,7 +43,13 @@ def test_validate_prints_the_outline() -> None:
         "    writer  actor_critic  critics: citations, editor",
         "      actor  agent",
     ]
-    assert "    writer.critic → openai/gpt-4o" in out.stdout
+    assert out.stdout.splitlines()[5:10] == [
+        "  routing:",
+        "    lead                → anthropic/claude-sonnet-4-5  (models.lead)",
+        "    lead.researcher     → openai/gpt-4o-mini  (models.researcher)",
+        '    lead.writer.actor   → anthropic/claude-sonnet-4-5  (models."writer.actor")',
+        '    lead.writer.critic  → openai/gpt-4o  (models."writer.critic")',
+    ]
 
 
 def test_validate_a_bad_spec_lists_its_problems_and_exits_2(tmp_path: Path) -> None:
@@ -126,6 +132,14 @@ def test_configuration_mistakes_exit_2_with_one_line(tmp_path: Path) -> None:
             "--budget-usd",
             "-1",
         ): "error: --budget-usd must be a number of dollars >= 0",
+        ("run", CODEGEN, "--offline", "--model", "critik=openai/gpt-4o"): (
+            f"error: {CODEGEN}: the model override 'critik' (--model critik=...): no session of this spec "
+            "routes as 'critik' (did you mean 'critic'?); use one of 'actor', 'critic', 'codegen.actor'"
+        ),
+        ("run", str(bare), "hi"): (
+            f"error: {bare}: no model route for agent; add a [models] route for each (or a 'default' one), "
+            "or pass e.g. --model agent=openai/gpt-4o-mini."
+        ),
     }
     for args, start in cases.items():
         out = jeeves_cli(*args)
@@ -160,7 +174,7 @@ def test_model_flags_parse() -> None:
 
 def test_describe_and_catalog() -> None:
     spec = load_spec(REPO / CODEGEN)
-    outline = describe_spec(spec, build(spec)[1])
+    outline = describe_spec(spec, *build(spec))
     assert outline.startswith("  codegen  actor_critic  critics: tests, review\n    actor  agent\n")
     catalog = spec_catalog([str(REPO / CODEGEN)], offline=True)
     arch, router = catalog["codegen"]()

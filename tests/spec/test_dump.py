@@ -103,12 +103,16 @@ def test_a_supervisor_over_every_architecture_and_critic_kind() -> None:
         description="Leads.",
     )
     router = Router(
-        {"default": "openai/gpt-4o-mini", "coder.critic": Route(model="openai/gpt-4o", retries=0)}
+        {
+            "default": "openai/gpt-4o-mini",
+            "team.writer": Route(model="openai/gpt-4o", retries=0),
+            "coder.critic": "openai/gpt-4o",  # routes nothing: the coder's one LLM critic pins its model
+        }
     )
     table = round_trip(lead, router)
     assert table["models"] == {
         "default": "openai/gpt-4o-mini",
-        "coder.critic": {"model": "openai/gpt-4o", "retries": 0},
+        "team.writer": {"model": "openai/gpt-4o", "retries": 0},
     }
     critics = table["workers"]["coder"]["critic"]
     assert [c["type"] for c in critics] == ["code", "llm", "citations", "function"]
