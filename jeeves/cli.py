@@ -48,7 +48,9 @@ def _build_parser() -> argparse.ArgumentParser:
     runs.add_argument("--json", action="store_true", help="print one JSON object per run")
     replay = commands.add_parser("replay", help="replay a recorded run offline and print its event tree")
     replay.add_argument("journal", help="a journal file: *.jsonl, or a SQLite file")
-    replay.add_argument("session", help="the run's root session id (see `jeeves runs`)")
+    replay.add_argument(
+        "session", nargs="?", help="the run's root session id (see `jeeves runs`); default: the latest run"
+    )
     replay.add_argument(
         "--spec",
         metavar="MODULE:ATTR|FILE.toml",

@@ -13,10 +13,11 @@ import sys
 from typing import Any, TextIO
 
 from jeeves.architecture import Architecture
-from jeeves.errors import JeevesError, JournalError, ReplayDivergence
+from jeeves.errors import JeevesError, JournalError, ReplayDivergence, UserError
 from jeeves.events import Event, event_to_json
 from jeeves.journal import Journal
 from jeeves.replay.api import ReplayPlan, RunSummary, close_journal, list_runs, open_journal, plan_replay
+from jeeves.replay.base import JournalStore
 from jeeves.replay.source import resolve_ref
 from jeeves.runner import RunResult, stream
 
@@ -85,12 +86,13 @@ async def runs_command(journal: str, as_json: bool = False) -> int:
 
 
 async def replay_command(
-    journal: str, session_id: str, spec: str | Architecture | None = None, as_json: bool = False
+    journal: str, session_id: str | None, spec: str | Architecture | None = None, as_json: bool = False
 ) -> int:
     """Replay run `session_id` offline and print its events as a tree, then its output.
 
-    `spec` is the architecture to replay with, or its `module:attr` path; None rebuilds it
-    from the source recorded with the run.
+    `session_id` None replays the journal's latest run (and says so on stderr when the
+    journal holds others). `spec` is the architecture to replay with, or its `module:attr`
+    path; None rebuilds it from the source recorded with the run.
 
     Exit codes: 0 replayed; 1 the recorded run failed and its replay failed the same way;
     2 it could not be replayed (no such run, a damaged journal, a divergence).
@@ -103,6 +105,7 @@ async def replay_command(
         return _fail(exc, sys.stderr)
     plan: ReplayPlan | None = None
     try:
+        session_id = session_id or await _latest_run(store, journal)
         plan = await plan_replay(store, session_id, resolve_ref(spec) if isinstance(spec, str) else spec)
         result = await _print_replay(plan, store, session_id, as_json, sys.stdout)
     except Exception as exc:
@@ -117,6 +120,18 @@ async def replay_command(
     if not as_json:
         sys.stdout.write(f"\noutput: {result.text}\nstop reason: {result.stop_reason} (replayed offline)\n")
     return 0
+
+
+async def _latest_run(store: JournalStore, journal: str) -> str:
+    runs = await list_runs(store)
+    if not runs:
+        raise UserError(f"{journal} holds no runs; record one with `jeeves run SPEC --journal {journal}`.")
+    if len(runs) > 1:
+        sys.stderr.write(
+            f"Replaying the latest of {len(runs)} runs, {runs[-1].session_id}; "
+            f"name another (`jeeves runs {journal}` lists them).\n"
+        )
+    return runs[-1].session_id
 
 
 async def _print_replay(

@@ -73,6 +73,27 @@ def test_replay_prints_the_event_tree_and_the_output(
     assert "stop reason: completed (replayed offline)" in lines
 
 
+def test_replay_without_a_session_plays_the_latest_run_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "runs.jsonl"
+    record(path, "job-1", architecture_ref=FANOUT)
+    assert main(["replay", str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("job-1  session.started") and err == ""  # the only run: nothing to say
+    record(path, "job-2", architecture_ref=FANOUT)
+    assert main(["replay", str(path), "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert {jeeves.event_from_json(line).session_id.split("__")[0] for line in out.splitlines()} == {"job-2"}
+    assert err == f"Replaying the latest of 2 runs, job-2; name another (`jeeves runs {path}` lists them).\n"
+    empty = tmp_path / "empty.jsonl"
+    empty.touch()
+    assert main(["replay", str(empty)]) == 2
+    assert capsys.readouterr().err == (
+        f"error: {empty} holds no runs; record one with `jeeves run SPEC --journal {empty}`.\n"
+    )
+
+
 def test_replay_json_prints_events_marked_replayed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
