@@ -7,6 +7,8 @@ run offline unless they are given real model routes.
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -133,6 +135,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         return 130
+    except BrokenPipeError:
+        # The reader went away (`jeeves demo --json | head`): stop quietly, as Unix tools do.
+        # Point stdout at /dev/null so the interpreter's final flush cannot fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
 
 
 def _dispatch(args: argparse.Namespace) -> int:

@@ -39,6 +39,21 @@ def test_demo_draws_the_session_tree_by_default(tmp_path: Path) -> None:
     assert "Here is `is_palindrome`; it passes all three tests" in out.stdout
 
 
+def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path: Path) -> None:
+    for args in (["--json"], []):  # `jeeves demo --json | head -1`, and the tree
+        demo = subprocess.Popen(
+            [sys.executable, "-m", "jeeves", "demo", *args, "--journal", str(tmp_path / "demo.jsonl")],
+            cwd=REPO,
+            env=subprocess_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert demo.stdout is not None and demo.stdout.readline()
+        demo.stdout.close()
+        _, err = demo.communicate(timeout=120)
+        assert (demo.returncode, err) == (141, b"")  # 128 + SIGPIPE, as `yes | head` ends; no traceback
+
+
 def test_serve_binds_localhost_needs_its_token_and_runs_the_demo() -> None:
     with jeeves_serve(env={**subprocess_env(), "JEEVES_TOKEN": "t0ken"}) as base:
         auth = {"Authorization": "Bearer t0ken"}

@@ -61,7 +61,8 @@ def build(
     Args:
         spec: A loaded spec (`load_spec`, `parse_spec`).
         offline: Serve every model call from the spec's `[demo]` script (a fresh
-            ScriptedModel per build, so build once per run).
+            ScriptedModel per build, so build once per run), `models` routes included:
+            they only rename the model a session shows (`scripted:<model>`).
         models: Routes that replace or add to `[models]` (`{"critic": "openai/gpt-4o"}`),
             as `--model ROLE=MODEL` does on the command line.
     """
@@ -74,7 +75,7 @@ def build(
     routes: dict[str, RouteLike] = {k: builder.route(r, ["models", k]) for k, r in spec.models.items()}
     if builder.scripted is not None and "default" not in routes:
         routes["default"] = Route(model="scripted", client=builder.scripted)
-    routes.update(models or {})
+    routes.update({k: builder.override(v) for k, v in (models or {}).items()})
     return arch, Router(routes)
 
 
@@ -151,6 +152,13 @@ class _Builder:
                 retries=spec.retries,
                 backoff_s=spec.backoff_s,
             )
+
+    def override(self, value: RouteLike) -> RouteLike:
+        """A `models=` route as given; offline, the script answering in its name."""
+        if self.scripted is None:
+            return value
+        name = value if isinstance(value, str) else getattr(value, "model", None) or "override"
+        return Route(model=f"scripted:{name}", client=self.scripted)
 
     def pin(self, spec: RouteSpec | None, path: KeyPath) -> Route | None:
         return None if spec is None else self.route(spec, [*path, "model"])

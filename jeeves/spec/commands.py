@@ -101,8 +101,8 @@ async def run_command(options: RunOptions, out: TextIO | None = None, err: TextI
                     out.write("\n")  # the tree's last line
             result = await events.result()
     except MissingCredentials as exc:
-        hint = " (or run it with --offline, from its [demo] script)" if spec.demo is not None else ""
-        err.write(f"error: {exc}{hint}\n")
+        hint = "; or try it offline with --offline (the spec's [demo] script answers)"
+        err.write(f"error: {str(exc).rstrip('.')}{hint if spec.demo and not options.offline else '.'}\n")
         return 2
     except UserError as exc:
         _error(exc, err)

@@ -176,13 +176,16 @@ async def test_offline_every_route_and_pin_answers_from_the_script() -> None:
             "script": {"actor": ["hi"], "critic": ['{"score": 1, "issues": [], "summary": "ok"}']},
         },
     }
-    arch, router = built(data, offline=True)
+    arch, router = built(data, offline=True, models={"actor_critic.critic": jeeves.Route(model="openai/o3")})
     assert arch.actor.route.model == "scripted:anthropic/claude-sonnet-4-5"
     assert router.routes["critic"].model == "scripted:openai/gpt-4o"
     assert router.routes["default"].model == "scripted"
+    assert router.routes["actor_critic.critic"].model == "scripted:openai/o3"  # an override stays offline
+    script = router.routes["default"].client
+    assert {r.client for r in router.routes.values()} == {script}
     result = await jeeves.run(arch, "Say hi.", router=router, session_id="s")
     assert result.stop_reason == "approved" and result.text == "hi"
-    router.routes["default"].client.assert_consumed()
+    script.assert_consumed()
 
 
 async def test_demo_tool_calls_are_scripted() -> None:
