@@ -7,7 +7,8 @@ fast and works offline. Before importing it, `LITELLM_LOCAL_MODEL_COST_MAP` defa
 Retries belong to the route (`jeeves.models.fallback`), so litellm's own retries and the
 OpenAI SDK's are switched off (`num_retries=0`, `max_retries=0`): one attempt here is one
 HTTP request. Every exception litellm raises is translated by `map_litellm_error`, the
-only place that knows litellm's exception classes.
+only place that knows litellm's exception classes, except a key that was never found,
+which is `MissingCredentials` however litellm reports it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import functools
 import importlib.util
 import json
 import os
+import re
 from typing import Any
 
 import anyio
@@ -161,26 +163,64 @@ def _supports_schema(model: str) -> bool:
         return False
 
 
+_NO_KEY = re.compile(r"missing credentials|missing \w+ api key|api_key client option must be set", re.I)
+"""How provider clients (the OpenAI SDK, litellm's own) say no key was found, before any request."""
+
+
+def _missing_keys(model: str) -> list[str]:
+    """The `*_API_KEY` variables litellm wants for `model` and cannot find.
+
+    Only `*_API_KEY` variables count: litellm also lists settings that have defaults or
+    other sources (OLLAMA_API_BASE; AWS_ACCESS_KEY_ID under an instance role).
+    """
+    try:
+        wanted = _litellm().validate_environment(model=model)["missing_keys"]
+    except Exception:  # litellm could not tell; the call itself will find out
+        return []
+    return sorted(key for key in wanted if key.endswith("_API_KEY"))
+
+
+def _needs_key(kwargs: dict[str, Any], missing: list[str]) -> MissingCredentials:
+    """MissingCredentials naming `missing`; it says a key is needed even when the server is elsewhere."""
+    bases = [f"{key.removesuffix('_API_KEY')}{end}" for key in missing for end in ("_API_BASE", "_BASE_URL")]
+    elsewhere = bool(kwargs.get("api_base")) or any(os.environ.get(name) for name in bases)
+    note = " (a key is sent to a custom api_base too; any value will do for a server that checks none)"
+    return MissingCredentials(
+        f"Model {kwargs['model']!r} needs {' or '.join(missing)} set in the environment"
+        f"{note if elsewhere else ''}; set it, or pass api_key= to LiteLLMClient.",
+        env_var=missing[0],
+    )
+
+
+def _has_key(kwargs: dict[str, Any]) -> bool:
+    return bool(kwargs.get("api_key") or _litellm().api_key)
+
+
 def _check_credentials(kwargs: dict[str, Any]) -> None:
     """Name a missing key variable now, rather than after a round trip that ends in a 401.
 
-    Only `*_API_KEY` variables count: litellm also lists settings that have defaults or
-    other sources (OLLAMA_API_BASE; AWS_ACCESS_KEY_ID under an instance role). A key given
-    to the call, or set as `litellm.api_key`, skips the check.
+    A key given to the call, or set as `litellm.api_key`, skips the check, and so does an
+    `api_base`: a server of one's own may need no key. If its client wants one anyway,
+    `_credentials_error` names the variable when the call fails.
     """
-    if kwargs.get("api_key") or kwargs.get("api_base") or _litellm().api_key:
+    if _has_key(kwargs) or kwargs.get("api_base"):
         return
-    try:
-        wanted = _litellm().validate_environment(model=kwargs["model"])["missing_keys"]
-    except Exception:  # litellm could not tell; the call itself will find out
-        return
-    missing = sorted(key for key in wanted if key.endswith("_API_KEY"))
+    missing = _missing_keys(kwargs["model"])
     if missing:
-        raise MissingCredentials(
-            f"Model {kwargs['model']!r} needs {' or '.join(missing)} set in the environment; "
-            f"set it, or pass api_key= to LiteLLMClient.",
-            env_var=missing[0],
-        )
+        raise _needs_key(kwargs, missing)
+
+
+def _credentials_error(exc: BaseException, kwargs: dict[str, Any]) -> MissingCredentials | None:
+    """MissingCredentials when the call failed because no key was found (not an HTTP error).
+
+    litellm reports the OpenAI SDK's "Missing credentials" as an InternalServerError, which
+    would be retried and blamed on the provider; it is a setup problem like a missing key
+    found before the call.
+    """
+    if _has_key(kwargs) or not any(_NO_KEY.search(str(e)) for e in _chain(exc)):
+        return None
+    missing = _missing_keys(kwargs["model"])
+    return _needs_key(kwargs, missing) if missing else None
 
 
 def _usage(usage: Any, model: str) -> Usage:
@@ -275,7 +315,8 @@ class LiteLLMClient:
     (temperature, max_tokens…) go to litellm as keyword arguments and win over the
     constructor's defaults. `api_base`, `api_key`, `timeout` and `**kwargs` are sent with
     every call. When neither `api_key` nor `api_base` is given, a missing `*_API_KEY`
-    variable raises `MissingCredentials` before any network is touched.
+    variable raises `MissingCredentials` before any network is touched; with an
+    `api_base`, it is raised if the provider's client refuses to call without a key.
     """
 
     def __init__(
@@ -312,7 +353,7 @@ class LiteLLMClient:
         try:
             raw = await _litellm().acompletion(**kwargs)
         except Exception as exc:
-            raise map_litellm_error(exc, request.model) from exc
+            raise _credentials_error(exc, kwargs) or map_litellm_error(exc, request.model) from exc
         if on_delta is None:
             return _from_completion(raw, request.model)
         return await _from_stream(raw, request.model, on_delta)

@@ -307,6 +307,52 @@ async def test_a_missing_api_key_is_named_before_any_network(monkeypatch: pytest
     assert "claude-3-5-sonnet" in str(caught.value)
 
 
+@pytest.mark.parametrize("stream", [False, True])
+async def test_an_api_base_without_a_key_is_missing_credentials_not_a_server_error(
+    mock: MockOpenAI, monkeypatch: pytest.MonkeyPatch, stream: bool
+) -> None:
+    """The OpenAI SDK will not call even a local server without a key; litellm calls that a 500."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    route = Route(model=PRICED, fallbacks=("openai/gpt-4o",), retries=2)
+    client = LiteLLMClient(api_base=mock.base_url)
+
+    with pytest.raises(MissingCredentials, match="OPENAI_API_KEY") as caught:
+        await complete_with_fallbacks(client, route, ask(), on_delta=Deltas() if stream else None)
+
+    assert caught.value.env_var == "OPENAI_API_KEY"
+    assert "any value will do for a server that checks none" in str(caught.value)
+    assert mock.requests == [], "no request, no retry, no fallback"
+
+
+async def test_a_base_url_from_the_environment_still_needs_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+
+    async def no_network(**kwargs: Any) -> None:
+        raise AssertionError("litellm was called")
+
+    monkeypatch.setattr(_litellm(), "acompletion", no_network)
+
+    with pytest.raises(MissingCredentials, match="needs OPENAI_API_KEY set") as caught:
+        await LiteLLMClient().complete(ask())
+
+    assert "any value will do" in str(caught.value)
+
+
+async def test_a_key_and_a_base_url_from_the_environment_reach_the_server(
+    mock: MockOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """How a user points `jeeves run` at an OpenAI-compatible server without code."""
+    monkeypatch.setenv("OPENAI_API_KEY", "env-key")
+    monkeypatch.setenv("OPENAI_API_BASE", mock.base_url)
+    mock.script(Text("From the environment."))
+
+    response = await LiteLLMClient().complete(ask())
+
+    assert response.text == "From the environment."
+    assert mock.headers[0]["authorization"] == "Bearer env-key"
+
+
 async def test_a_silent_server_is_a_timeout() -> None:
     with socket.create_server(("127.0.0.1", 0)) as silent:
         port = silent.getsockname()[1]
