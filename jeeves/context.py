@@ -25,7 +25,14 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter
 from jeeves.architecture import Architecture, Output, describe_model
 from jeeves.budget import BudgetMeter
 from jeeves.channel import EventChannel
-from jeeves.errors import BudgetExceeded, ModelError, ReplayDivergence, UserError, tag_session
+from jeeves.errors import (
+    BudgetExceeded,
+    MissingCredentials,
+    ModelError,
+    ReplayDivergence,
+    UserError,
+    tag_session,
+)
 from jeeves.events import (
     EVENT_ADAPTER,
     BudgetExceededEvent,
@@ -130,6 +137,18 @@ class RunState:
     def usage_by_session(self) -> dict[str, Usage]:
         """Live usage per session id."""
         return {sid: tally.snapshot() for sid, tally in self.live_usage.items()}
+
+
+def _tried_again_on_resume(record: StepRecord) -> bool:
+    """A model call that failed at the provider (an outage, a rate limit, a bad or missing
+    key, after every retry and fallback) is not a completed step: resuming the run makes it
+    again, so a run stopped by such a failure goes on from there once it is fixed. Every
+    other recorded failure (a tool's or a function critic's exception, a budget stop) is an
+    outcome the architecture acted on, and is served like a result. A strict replay serves
+    every failure as recorded."""
+    if record.kind != "model" or record.error is None:
+        return False
+    return isinstance(decode_error(record.error), ModelError | MissingCredentials)
 
 
 def _step_name(kind: str, name: str) -> str:
@@ -408,15 +427,16 @@ class Context:
                     session_id=self.session_id,
                     step=index,
                 )
-            self._replayed += 1
-            for data in record.events:
-                event = EVENT_ADAPTER.validate_python(data)
-                event.replayed = True
-                await self.emit(event)
-            if record.error is not None:
-                raise decode_error(record.error)
-            return StepResult(state.adapter(result_type).validate_python(record.result), True)
-        if state.mode == "replay":
+            if state.mode == "replay" or not _tried_again_on_resume(record):
+                self._replayed += 1
+                for data in record.events:
+                    event = EVENT_ADAPTER.validate_python(data)
+                    event.replayed = True
+                    await self.emit(event)
+                if record.error is not None:
+                    raise decode_error(record.error)
+                return StepResult(state.adapter(result_type).validate_python(record.result), True)
+        elif state.mode == "replay":
             raise ReplayDivergence(
                 f"Session {self.session_id!r} asked for step {index} ({_step_name(kind, name)}), which the journal does not "
                 f"hold: the recorded run ended earlier or took another path. Replay with the code that recorded it.",

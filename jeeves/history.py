@@ -16,6 +16,7 @@ from jeeves.architecture import Architecture
 from jeeves.errors import JeevesError, JournalError, ReplayDivergence, UserError
 from jeeves.events import Event, event_to_json
 from jeeves.journal import Journal
+from jeeves.messages import format_usd
 from jeeves.replay.api import ReplayPlan, RunSummary, close_journal, list_runs, open_journal, plan_replay
 from jeeves.replay.base import JournalStore
 from jeeves.replay.source import resolve_ref
@@ -65,7 +66,7 @@ def _fail(error: JeevesError, out: TextIO) -> int:
 
 def _summary_line(run: RunSummary) -> str:
     rounds = "-" if run.rounds is None else str(run.rounds)
-    cost = f"${run.usage.cost_usd:.4f}"
+    cost = format_usd(run.usage.cost_usd)
     return f"{run.session_id:<24} {run.status:<10} {rounds:>6} {cost:>10}  {_excerpt(run.task, 50)}"
 
 

@@ -6,11 +6,21 @@ journaled as plain JSON.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Message", "ModelRequest", "ModelResponse", "ToolCall", "ToolSpec", "Usage", "UsageTally"]
+__all__ = [
+    "Message",
+    "ModelRequest",
+    "ModelResponse",
+    "ToolCall",
+    "ToolSpec",
+    "Usage",
+    "UsageTally",
+    "format_usd",
+]
 
 
 class ToolCall(BaseModel):
@@ -80,6 +90,15 @@ class Usage(BaseModel):
             model_calls=self.model_calls + other.model_calls,
             cost_usd=self.cost_usd + other.cost_usd,
         )
+
+
+def format_usd(amount: float) -> str:
+    """Dollars as people read them: `$0.0104`, `$1.2500`; a sum below a cent keeps two
+    significant digits (`$0.000031`), so a cheap run on a small model never reads as free."""
+    digits = 4
+    if 0 < amount < 0.01:
+        digits = min(10, max(4, 1 - math.floor(math.log10(amount))))
+    return f"${amount:.{digits}f}"
 
 
 class UsageTally:

@@ -36,7 +36,7 @@ from jeeves.events import (
     ToolStarted,
     event_to_json,
 )
-from jeeves.messages import Usage
+from jeeves.messages import Usage, format_usd
 
 __all__ = ["SessionNode", "SessionTree", "follow"]
 
@@ -156,7 +156,7 @@ class SessionTree:
             line.append(f" · score {node.score:.2f}{mark}", style="green" if node.passed else "yellow")
         usage = self.tree_usage(node.session_id)
         if usage.total_tokens:
-            line.append(f" · {usage.total_tokens:,} tok · ${usage.cost_usd:.4f}", style="dim")
+            line.append(f" · {usage.total_tokens:,} tok · {format_usd(usage.cost_usd)}", style="dim")
         if node.status == "running":
             if node.text:
                 line.append(f"\n{node.text}", style="italic dim")

@@ -9,6 +9,7 @@ and exit code 2, never a traceback; a run that fails is exit code 1.
 from __future__ import annotations
 
 import functools
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from jeeves.architecture import Architecture
 from jeeves.budget import Budget
 from jeeves.errors import JeevesError, MissingCredentials, UserError
 from jeeves.journal import error_type_name
+from jeeves.messages import format_usd
 from jeeves.models.router import Router
 from jeeves.runner import RunResult, stream
 from jeeves.spec.build import build
@@ -84,6 +86,7 @@ async def run_command(options: RunOptions, out: TextIO | None = None, err: TextI
     except UserError as exc:
         _error(exc, err)
         return 2
+    root: str | None = None
     try:
         async with stream(
             arch,
@@ -94,6 +97,7 @@ async def run_command(options: RunOptions, out: TextIO | None = None, err: TextI
             journal=options.journal,
             architecture_ref=spec_source(spec),
         ) as events:
+            root = events.session_id
             try:
                 await follow(events, as_json=options.as_json, file=out)
             finally:
@@ -103,16 +107,38 @@ async def run_command(options: RunOptions, out: TextIO | None = None, err: TextI
     except MissingCredentials as exc:
         hint = "; or try it offline with --offline (the spec's [demo] script answers)"
         err.write(f"error: {str(exc).rstrip('.')}{hint if spec.demo and not options.offline else '.'}\n")
+        err.write(_resume_hint(options, root))
         return 2
     except UserError as exc:
         _error(exc, err)
         return 2
     except JeevesError as exc:
         err.write(f"error: the run failed: {error_type_name(exc)}: {exc}\n")
+        err.write(_resume_hint(options, root))
         return 1
     if not options.as_json:
         out.write(_summary(result, options))
     return 0
+
+
+def _resume_hint(options: RunOptions, root: str | None) -> str:
+    """How to go on from a run that stopped: with its journal, the same command and root id
+    serve every completed step from the journal and make only the rest live."""
+    if not options.journal or root is None:
+        return ""
+    command = ["jeeves", "run", options.spec, *([options.task] if options.task else [])]
+    command += [f"--model={m}" for m in options.models]
+    command += [
+        "--journal",
+        options.journal,
+        "--session-id",
+        root,
+        *(["--offline"] if options.offline else []),
+    ]
+    return (
+        f"The steps it completed are in {options.journal}; once fixed, resume without repeating them:\n"
+        f"  {shlex.join(command)}\n"
+    )
 
 
 def _summary(result: RunResult, options: RunOptions) -> str:
@@ -122,11 +148,11 @@ def _summary(result: RunResult, options: RunOptions) -> str:
         result.text.strip(),
         "",
         f"stop reason: {result.stop_reason} · {usage.model_calls} model calls · "
-        f"{usage.total_tokens:,} tokens · ${usage.cost_usd:.4f}",
+        f"{usage.total_tokens:,} tokens · {format_usd(usage.cost_usd)}",
     ]
     for role, spent in sorted(result.usage_by_role.items()):
         lines.append(
-            f"  {role}: {spent.model_calls} calls, {spent.total_tokens:,} tokens, ${spent.cost_usd:.4f}"
+            f"  {role}: {spent.model_calls} calls, {spent.total_tokens:,} tokens, {format_usd(spent.cost_usd)}"
         )
     if options.journal:
         lines.append(f"journal: {options.journal}")

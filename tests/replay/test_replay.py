@@ -194,6 +194,34 @@ async def test_a_recorded_failure_replays_as_the_same_failure(stores: Stores) ->
     assert live[-1].type == "session.failed"
 
 
+async def test_resume_makes_a_failed_model_call_again_and_serves_the_rest(stores: Stores) -> None:
+    asked: list[ModelRequest] = []
+
+    def outage(request: ModelRequest) -> Reply:
+        asked.append(request)
+        if len(asked) >= 3:  # and on every retry
+            raise ProviderError("the key was revoked", status_code=401)
+        return archs.reply(request)
+
+    broken = FunctionModel(outage, model_name="fixture-model")
+    with pytest.raises(ProviderError):
+        await jeeves.run(
+            archs.build_agent(), "count these", model=broken, journal=stores.open(), session_id="r1"
+        )
+    fixed = archs.model()
+    resumed, result = await collect(
+        archs.build_agent(), "count these", model=fixed, journal=stores.open(), session_id="r1"
+    )
+    served = [e for e in resumed if e.type == "model.completed" and e.replayed]
+    assert len(served) == 2  # the two calls that completed; the failed third is made again
+    assert fixed.requests[0].messages == asked[2].messages
+    assert result.usage.model_calls == len(fixed.requests) and result.stop_reason == "completed"
+    replayed, again = await collect(
+        archs.build_agent(), "count these", journal=stores.open(), session_id="r1", mode="replay"
+    )
+    assert again.text == result.text  # the journal now holds the run that completed
+
+
 async def test_a_budget_stop_replays_without_spending(stores: Stores) -> None:
     live, recorded = await collect(
         archs.build_agent(),

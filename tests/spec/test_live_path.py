@@ -10,6 +10,7 @@ every role's cost shows in the summary's four decimals.
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
@@ -18,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from jeeves.messages import format_usd
 from jeeves.models.litellm import _litellm
 from jeeves.spec import load_spec
 from jeeves.spec.models import ReplySpec
@@ -63,7 +65,7 @@ def price(model: str, calls: Sequence[tuple[int, int]]) -> float:
 
 def role_line(role: str, model: str, calls: Sequence[tuple[int, int]]) -> str:
     tokens = sum(p + c for p, c in calls)
-    return f"  {role}: {len(calls)} calls, {tokens:,} tokens, ${price(model, calls):.4f}"
+    return f"  {role}: {len(calls)} calls, {tokens:,} tokens, {format_usd(price(model, calls))}"
 
 
 def env_for(
@@ -136,7 +138,7 @@ def test_codegen_live_routes_each_role_prints_its_cost_and_replays_offline(tmp_p
     total = price(MINI, ACTOR_TOKENS) + price(FULL, CRITIC_TOKENS)
     summary = live.stdout.split("\n\n")[-1].splitlines()
     assert summary[:3] == [
-        f"stop reason: approved · 4 model calls · 8,840 tokens · ${total:.4f}",
+        f"stop reason: approved · 4 model calls · 8,840 tokens · {format_usd(total)}",
         actor,
         critic,
     ]
@@ -271,16 +273,22 @@ def test_a_provider_error_is_one_line_exit_1_and_the_journal_keeps_the_steps_don
     mock: MockOpenAI, tmp_path: Path
 ) -> None:
     journal = tmp_path / "runs.jsonl"
-    first_draft, first_review, _, _ = codegen_replies()
+    first_draft, first_review, second_draft, second_review = codegen_replies()
     mock.script(first_draft, first_review, Fail(401, message="Incorrect API key provided: sk-test."))
     out = codegen_run("--journal", str(journal), env=env_for(mock.base_url))
 
     assert out.returncode == 1
     assert mock.models == ["gpt-4o-mini", "gpt-4o", "gpt-4o-mini"], "a 401 is not retried"
-    assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr + out.stdout
-    assert out.stderr.startswith("error: the run failed: ProviderError: Model 'openai/gpt-4o-mini' failed (")
-    assert "Incorrect API key provided: sk-test." in out.stderr
-    assert out.stderr.endswith("; check the provider's API key and its access to this model.\n")
+    error, saved, resume = out.stderr.splitlines()
+    assert "Traceback" not in out.stderr + out.stdout
+    assert error.startswith("error: the run failed: ProviderError: Model 'openai/gpt-4o-mini' failed (")
+    assert "Incorrect API key provided: sk-test." in error
+    assert error.endswith("; check the provider's API key and its access to this model.")
+    assert saved == f"The steps it completed are in {journal}; once fixed, resume without repeating them:"
+    assert resume == "  " + shlex.join(
+        ["jeeves", "run", CODEGEN, TASK, *(f"--model={m}" for m in ASYMMETRIC[1::2])]
+        + ["--journal", str(journal), "--session-id", "cg"]
+    )
 
     (run,) = json_lines(jeeves("runs", str(journal), "--json", env=OFFLINE).stdout)
     spent = price(MINI, ACTOR_TOKENS[:1]) + price(FULL, CRITIC_TOKENS[:1])
@@ -292,6 +300,12 @@ def test_a_provider_error_is_one_line_exit_1_and_the_journal_keeps_the_steps_don
     done = [(e["session_id"], e["text"]) for e in events if e["type"] == "model.completed"]
     assert done == [("cg__actor_0", DRAFTS[0]), ("cg__critic_0", CODEGEN_DEMO["critic"][0].text)]
     assert [e["session_id"] for e in events if e["type"] == "session.failed"] == ["cg__actor_1", "cg"]
+
+    mock.script(second_draft, second_review)  # the key is fixed: resume as the error said
+    resumed = jeeves(*shlex.split(resume)[1:], env=env_for(mock.base_url))
+    assert resumed.returncode == 0, resumed.stderr
+    assert mock.models[3:] == ["gpt-4o-mini", "gpt-4o"], "only the steps not done are made live"
+    assert "stop reason: approved · 2 model calls" in resumed.stdout
 
 
 def test_server_errors_on_every_fallback_are_one_line_exit_1(mock: MockOpenAI, tmp_path: Path) -> None:
