@@ -92,7 +92,7 @@ class RunState:
     """Per session: every model call's usage, replayed ones included (what events report)."""
     live_usage: dict[str, UsageTally] = field(default_factory=dict)
     """Per session: live calls only (what this run spent)."""
-    roles: dict[str, str] = field(default_factory=dict)
+    role_paths: dict[str, tuple[str, ...]] = field(default_factory=dict)
     budget_announced: bool = False
     source: dict[str, Any] | None = None
     """How to rebuild the root architecture; stored in the root's session record."""
@@ -127,11 +127,13 @@ class RunState:
                 total.add(tally)
         return total.snapshot()
 
-    def usage_by_role(self) -> dict[str, Usage]:
-        """Live usage summed per role (the role of the session that made the calls)."""
+    def usage_by_role(self, *, whole_path: bool = False) -> dict[str, Usage]:
+        """Live usage summed per role (the role of the session that made the calls), or,
+        with `whole_path`, per role path (`lead.writer.critic`)."""
         out: dict[str, UsageTally] = {}
         for sid, tally in self.live_usage.items():
-            out.setdefault(self.roles.get(sid, "?"), UsageTally()).add(tally)
+            path = self.role_paths.get(sid, ("?",))
+            out.setdefault(".".join(path) if whole_path else path[-1], UsageTally()).add(tally)
         return {role: tally.snapshot() for role, tally in out.items()}
 
     def usage_by_session(self) -> dict[str, Usage]:
@@ -248,7 +250,7 @@ class Context:
     async def execute(self, arch: Architecture, task: str, *, index: int = 0) -> Output:
         """Run `arch` as this context's session (the runner calls this for the root)."""
         state = self._state
-        state.roles[self.session_id] = self.role
+        state.role_paths[self.session_id] = self.role_path
         setup_error: Exception | None = None
         try:
             model = await self._session_model(arch)

@@ -52,6 +52,9 @@ class RunResult(BaseModel):
     """What this run spent (replayed steps excluded)."""
     usage_by_role: dict[str, Usage] = Field(default_factory=dict)
     """Live usage per role of the session that made the calls (actor, critic, a worker…)."""
+    usage_by_path: dict[str, Usage] = Field(default_factory=dict)
+    """Live usage per role path (`lead.writer.critic`, the keys routing matches): where
+    `usage_by_role` adds every session named `critic` together, this keeps each apart."""
     usage_by_session: dict[str, Usage] = Field(default_factory=dict)
     """Live usage per session id."""
     detail: Output | None = None
@@ -111,6 +114,7 @@ def _result(state: RunState, root: Context, output: Output | None, stop_reason: 
         stop_reason=stop_reason,
         usage=state.tree_usage(root.session_id, live=True),
         usage_by_role=state.usage_by_role(),
+        usage_by_path=state.usage_by_role(whole_path=True),
         usage_by_session=state.usage_by_session(),
         detail=output,
     )

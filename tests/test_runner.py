@@ -191,3 +191,31 @@ async def test_a_child_without_a_route_is_announced_and_fails_as_itself() -> Non
     assert info.value.session_id == "p__orphan_0"
     assert ("session.started", "p__orphan_0") in seen
     assert ("session.failed", "p__orphan_0") in seen
+
+
+async def test_usage_by_path_keeps_apart_what_usage_by_role_adds_up() -> None:
+    def pair() -> jeeves.ActorCritic:
+        return jeeves.ActorCritic(jeeves.Agent("Write."), jeeves.LLMCritic(), max_rounds=0)
+
+    delegate = Reply(
+        tool_calls=[
+            call("delegate", {"worker": "a", "instructions": "go"}),
+            call("delegate", {"worker": "b", "instructions": "go"}),
+        ]
+    )
+    model = jeeves.ScriptedModel(
+        {
+            "lead": [delegate, "done"],
+            "actor": ["draft", "draft"],
+            "critic": ['{"score": 0.9}', '{"score": 0.9}'],
+        }
+    )
+    result = await jeeves.run(jeeves.Supervisor({"a": pair(), "b": pair()}, role="lead"), "t", model=model)
+    assert {k: u.model_calls for k, u in result.usage_by_role.items()} == {"lead": 2, "actor": 2, "critic": 2}
+    assert {k: u.model_calls for k, u in result.usage_by_path.items()} == {
+        "lead": 2,
+        "lead.a.actor": 1,
+        "lead.a.critic": 1,
+        "lead.b.actor": 1,
+        "lead.b.critic": 1,
+    }

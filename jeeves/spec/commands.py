@@ -150,7 +150,7 @@ def _summary(result: RunResult, options: RunOptions) -> str:
         f"stop reason: {result.stop_reason} · {usage.model_calls} model calls · "
         f"{usage.total_tokens:,} tokens · {format_usd(usage.cost_usd)}",
     ]
-    for role, spent in sorted(result.usage_by_role.items()):
+    for role, spent in sorted(result.usage_by_path.items()):
         lines.append(
             f"  {role}: {spent.model_calls} calls, {spent.total_tokens:,} tokens, {format_usd(spent.cost_usd)}"
         )

@@ -85,7 +85,7 @@ def test_run_offline_records_a_journal_that_replays(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert "stop reason: approved · 4 model calls" in out.stdout
-    assert "  draft: 2 calls" in out.stdout and "  feedback: 2 calls" in out.stdout
+    assert "  explainer.draft: 2 calls" in out.stdout and "  explainer.feedback: 2 calls" in out.stdout
     assert f"replay it: jeeves replay {journal} sr" in out.stdout
     replayed = jeeves_cli("replay", str(journal), "sr")  # the architecture comes back from the spec stored
     assert replayed.returncode == 0, replayed.stderr

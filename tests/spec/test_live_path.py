@@ -133,8 +133,8 @@ def test_codegen_live_routes_each_role_prints_its_cost_and_replays_offline(tmp_p
     revise = sent[2]["messages"][-1]["content"]
     assert "test_combined_units failed" in revise and "test_rejects_the_empty_string failed" in revise
 
-    actor = role_line("actor", MINI, ACTOR_TOKENS)
-    critic = role_line("critic", FULL, CRITIC_TOKENS)
+    actor = role_line("codegen.actor", MINI, ACTOR_TOKENS)
+    critic = role_line("codegen.critic", FULL, CRITIC_TOKENS)
     total = price(MINI, ACTOR_TOKENS) + price(FULL, CRITIC_TOKENS)
     summary = live.stdout.split("\n\n")[-1].splitlines()
     assert summary[:3] == [
@@ -260,11 +260,11 @@ def test_research_team_delegates_and_runs_its_tool_over_http(mock: MockOpenAI) -
     assert actor[1].text.strip() in out.stdout  # forwarded: the writer's approved answer
     lines = out.stdout.split("\n\n")[-1].splitlines()
     assert lines[0].startswith("stop reason: forwarded · 9 model calls · 9,350 tokens · $")
-    assert lines[1:] == [
-        role_line("actor", routes["writer.actor"], [(800, 120), (1100, 130)]),
-        role_line("critic", routes["writer.critic"], [(900, 40), (1000, 20)]),
+    assert lines[1:] == [  # each session's role path, the keys routing matches
         role_line("lead", FULL, [(900, 60)] * 3),
-        role_line("researcher", MINI, [(900, 60), (1200, 200)]),
+        role_line("lead.researcher", MINI, [(900, 60), (1200, 200)]),
+        role_line("lead.writer.actor", routes["writer.actor"], [(800, 120), (1100, 130)]),
+        role_line("lead.writer.critic", routes["writer.critic"], [(900, 40), (1000, 20)]),
     ]
     assert all(float(line.rsplit("$", 1)[1]) > 0 for line in lines[1:])
 
