@@ -27,13 +27,14 @@ def test_ends():
     assert slugify(" Jeeves, at your service! ") == "jeeves-at-your-service"
 """
 
-SCRIPTED = """models = {
-    "actor": jeeves.ScriptedModel([
+SCRIPTED = """from jeeves import ScriptedModel
+models = {
+    "actor": ScriptedModel([
         "```python\\ndef slugify(text):\\n    return text.lower().replace(' ', '-')\\n```",
         "```python\\nimport re\\n\\n\\ndef slugify(text: str) -> str:\\n"
         "    return re.sub(r'[^a-z0-9]+', '-', text.lower()).strip('-')\\n```",
     ]),
-    "critic": jeeves.ScriptedModel(['{"score": 0.5, "issues": ["runs"]}', '{"score": 0.9, "issues": []}']),
+    "critic": ScriptedModel(['{"score": 0.5, "issues": ["runs"]}', '{"score": 0.9, "issues": []}']),
 }"""
 
 
@@ -45,7 +46,7 @@ def test_the_quick_start_commands_are_the_ones_ci_runs() -> None:
 
 def test_the_actor_critic_snippet_runs_with_scripted_models(tmp_path: Path) -> None:
     (snippet,) = re.findall(r"```python\n(.*?)```\n", README, re.DOTALL)
-    assert len(snippet.splitlines()) <= 20
+    assert len(snippet.splitlines()) <= 15
     models = re.search(r"^models = \{.*?\}$", snippet, re.MULTILINE | re.DOTALL)
     assert models is not None and "claude" in models.group(0) and "gpt" in models.group(0)
     code = snippet.replace(models.group(0), SCRIPTED).replace('"runs.db"', repr(str(tmp_path / "runs.db")))
