@@ -233,9 +233,8 @@ def unrouted_error(spec: Spec, arch: Architecture, router: Router) -> UserError 
     paths = ", ".join(".".join(r.path) for r in missing)
     role = missing[0].path[-1]
     return UserError(
-        f"{spec.path or 'the spec'}: no model route for {paths}; add a [models] route for each (or a "
-        f"'default' one), "
-        f"or pass e.g. --model {role}=openai/gpt-4o-mini."
+        f"{spec.path or 'the spec'}: no model route for {paths}; add a [models] route for each "
+        f"(or a 'default' one), or pass e.g. --model {role}=openai/gpt-4o-mini."
     )
 
 
