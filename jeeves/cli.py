@@ -65,7 +65,9 @@ def _build_parser() -> argparse.ArgumentParser:
 def _add_spec_commands(commands: Any) -> None:
     run = commands.add_parser("run", help="run a spec (architectures/*.toml) on a task, shown live")
     run.add_argument("spec", help="a spec file, e.g. architectures/codegen.toml")
-    run.add_argument("task", nargs="?", help="the task (default: the spec's [demo] task)")
+    run.add_argument(
+        "task", nargs="?", help="the task; - reads it from stdin (default: the spec's [demo] task)"
+    )
     run.add_argument(
         "--model",
         action="append",
@@ -83,8 +85,15 @@ def _add_spec_commands(commands: Any) -> None:
     run.add_argument(
         "--offline", action="store_true", help="answer from the spec's [demo] script, not real models"
     )
-    validate = commands.add_parser("validate", help="check a spec and print its outline")
-    validate.add_argument("spec", help="a spec file, e.g. architectures/codegen.toml")
+    validate = commands.add_parser("validate", help="check specs and print their outlines")
+    validate.add_argument("specs", nargs="+", metavar="SPEC", help="spec files, e.g. architectures/*.toml")
+
+
+def _stdin_task() -> str:
+    task = sys.stdin.read()
+    if not task.strip():
+        raise UserError("TASK is '-' but stdin is empty; pipe the task in, e.g. jeeves run SPEC - < task.md.")
+    return task
 
 
 def _trace() -> None:
@@ -108,12 +117,12 @@ def _spec_command(args: argparse.Namespace) -> int:
     from jeeves.spec.commands import RunOptions, run_command, validate_command
 
     if args.command == "validate":
-        return anyio.run(validate_command, args.spec)
+        return max([anyio.run(validate_command, path) for path in args.specs])
     if args.trace:
         _trace()
     options = RunOptions(
         spec=args.spec,
-        task=args.task,
+        task=_stdin_task() if args.task == "-" else args.task,
         models=args.model,
         journal=args.journal,
         session_id=args.session_id,

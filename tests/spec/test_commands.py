@@ -22,9 +22,10 @@ def offline_env() -> dict[str, str]:
     return {k: v for k, v in subprocess_env().items() if not k.endswith("_API_KEY")}
 
 
-def jeeves_cli(*args: str) -> subprocess.CompletedProcess[str]:
+def jeeves_cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "jeeves", *args],
+        input=stdin,
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -50,6 +51,32 @@ def test_validate_prints_the_outline() -> None:
         '    lead.writer.actor   → anthropic/claude-sonnet-4-5  (models."writer.actor")',
         '    lead.writer.critic  → openai/gpt-4o  (models."writer.critic")',
     ]
+
+
+def test_validate_checks_every_spec_given_and_fails_if_one_fails(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('type = "agent"\n')
+    ready = sorted(str(p.relative_to(REPO)) for p in (REPO / "architectures").glob("*.toml"))
+    assert jeeves_cli("validate", *ready).stdout.count(": valid\n") == len(ready) == 3
+    out = jeeves_cli("validate", ready[0], str(bad), ready[1])
+    assert out.returncode == 2
+    assert [line for line in out.stdout.splitlines() if line.endswith(": valid")] == [
+        f"{ready[0]}: valid",
+        f"{ready[1]}: valid",
+    ]
+    assert out.stderr.startswith(f"error: {bad} has a problem:\n  - instructions: ")
+
+
+def test_the_task_can_come_from_stdin() -> None:
+    task = "Write parse_duration(text): seconds in '1h30m'.\nRaise ValueError otherwise."
+    out = jeeves_cli("run", CODEGEN, "-", "--offline", "--json", stdin=task)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.splitlines()[0])["task"] == task
+    empty = jeeves_cli("run", CODEGEN, "-", "--offline", stdin=" \n")
+    assert (empty.returncode, empty.stderr) == (
+        2,
+        "error: TASK is '-' but stdin is empty; pipe the task in, e.g. jeeves run SPEC - < task.md.\n",
+    )
 
 
 def test_validate_a_bad_spec_lists_its_problems_and_exits_2(tmp_path: Path) -> None:
