@@ -20,7 +20,8 @@ under the root session id `example`; its children are `example__actor_0`,
 
 The journal names this file's `build()` as the architecture (`architecture_ref=`), so
 `jeeves replay` can rebuild it without being told. `--live` routes every role to
-`$JEEVES_MODEL` (default `openai/gpt-4o-mini`; set the provider's API key).
+`$JEEVES_MODEL` (default `openai/gpt-4o-mini`; set the provider's API key), and the
+critic to `$JEEVES_CRITIC_MODEL` when that is set.
 """
 
 from __future__ import annotations
@@ -87,7 +88,10 @@ def offline_router() -> Router:
 
 
 def live_router() -> Router:
-    return Router({"default": os.environ.get("JEEVES_MODEL", "openai/gpt-4o-mini")})
+    routes = {"default": os.environ.get("JEEVES_MODEL", "openai/gpt-4o-mini")}
+    if os.environ.get("JEEVES_CRITIC_MODEL"):
+        routes["critic"] = os.environ["JEEVES_CRITIC_MODEL"]
+    return Router(routes)
 
 
 def per_session(events: list[Event]) -> dict[str, list[dict[str, Any]]]:

@@ -2,11 +2,14 @@
 
     python examples/specs.py          # offline: the spec's [demo] script, real pytest
     python examples/specs.py --live   # the spec's own [models] (an Anthropic coder, an OpenAI reviewer)
+    python examples/specs.py --live --model actor=openai/gpt-4o-mini   # one route replaced
 
 Part 1 loads `architectures/codegen.toml` (an ActorCritic: a coder, the pytest file beside
 the spec, a reviewer model), builds it into ordinary jeeves objects and runs it. Offline,
 the replies come from the spec's `[demo]` script and the tests really run; `--live` uses
 the routes in its `[models]` table, so it needs ANTHROPIC_API_KEY and OPENAI_API_KEY.
+`--model ROLE=MODEL` replaces or adds a route, as on `jeeves run`: with the coder on an
+OpenAI model, OPENAI_API_KEY alone will do (offline, it only renames the scripted model).
 
 Part 2 builds a SelfRefine in Python, dumps it to TOML, loads that text back and checks
 the rebuilt architecture dumps to the same table: what you build in code can be saved,
@@ -30,10 +33,10 @@ from jeeves.spec import build, dump, dumps, load_spec, parse_spec
 CODEGEN = Path(__file__).resolve().parent.parent / "architectures" / "codegen.toml"
 
 
-async def run_codegen(live: bool) -> jeeves.RunResult:
+async def run_codegen(live: bool, models: dict[str, str]) -> jeeves.RunResult:
     spec = load_spec(CODEGEN)
     assert spec.demo is not None
-    arch, router = build(spec, offline=not live)
+    arch, router = build(spec, offline=not live, models=models)
     print(f"1. {CODEGEN.name}: {arch.name} with routes {router}")
     async with jeeves.stream(arch, spec.demo.task, router=router, session_id="codegen") as events:
         async for event in events:
@@ -62,10 +65,18 @@ def round_trip() -> str:
     return text
 
 
-async def main(live: bool) -> int:
-    result = await run_codegen(live)
+async def main(live: bool, models: dict[str, str] | None = None) -> int:
+    result = await run_codegen(live, models or {})
     round_trip()
     return 0 if result.stop_reason == "approved" else 1
+
+
+def role_route(value: str) -> tuple[str, str]:
+    """`actor=openai/gpt-4o-mini` → `("actor", "openai/gpt-4o-mini")`."""
+    role, _, model = value.partition("=")
+    if not role.strip() or not model.strip():
+        raise argparse.ArgumentTypeError(f"{value!r} is not ROLE=MODEL, e.g. critic=openai/gpt-4o")
+    return role.strip(), model.strip()
 
 
 if __name__ == "__main__":
@@ -73,5 +84,13 @@ if __name__ == "__main__":
     parser.add_argument(
         "--live", action="store_true", help="use the spec's real models instead of its script"
     )
+    parser.add_argument(
+        "--model",
+        type=role_route,
+        action="append",
+        default=[],
+        metavar="ROLE=MODEL",
+        help="route ROLE to MODEL instead of the spec's [models] (repeatable)",
+    )
     args = parser.parse_args()
-    sys.exit(anyio.run(main, args.live))
+    sys.exit(anyio.run(main, args.live, dict(args.model)))

@@ -17,7 +17,7 @@ SDK's InMemorySpanExporter) on a provider made here and passed to the run as its
 nothing global is touched. Needs the SDK: `pip install 'jeeves[otel]'`.
 
 `--live` routes every role to `$JEEVES_MODEL` (default `openai/gpt-4o-mini`; set the
-provider's API key).
+provider's API key), and the critic to `$JEEVES_CRITIC_MODEL` when that is set.
 """
 
 from __future__ import annotations
@@ -89,6 +89,13 @@ def offline_model() -> ScriptedModel:
     )
 
 
+def live_router() -> Router:
+    routes = {"default": os.environ.get("JEEVES_MODEL", "openai/gpt-4o-mini")}
+    if os.environ.get("JEEVES_CRITIC_MODEL"):
+        routes["critic"] = os.environ["JEEVES_CRITIC_MODEL"]
+    return Router(routes)
+
+
 def outline(spans: list[ReadableSpan]) -> list[str]:
     """The spans as an indented tree, siblings in start order, with their telling attributes."""
     children: dict[int | None, list[ReadableSpan]] = {}
@@ -125,10 +132,8 @@ async def main(
             BatchSpanProcessor(OTLPSpanExporter(endpoint=otlp.rstrip("/") + "/v1/traces"))
         )
     tracer = OTelTracer(provider, capture_content=capture_content)
-    model = os.environ.get("JEEVES_MODEL", "openai/gpt-4o-mini") if live else offline_model()
-    result = await jeeves.run(
-        team(), TASK, router=Router({"default": model}), session_id="example", tracer=tracer
-    )
+    router = live_router() if live else Router({"default": offline_model()})
+    result = await jeeves.run(team(), TASK, router=router, session_id="example", tracer=tracer)
     provider.shutdown()  # flushes the OTLP batch, if any
     spans = list(exporter.get_finished_spans())
     print("\n".join(outline(spans)), file=out)

@@ -1,4 +1,4 @@
-"""Tests that run the scripts in examples/, offline."""
+"""Tests that run the scripts in examples/: offline, and `--live` against a local mock server."""
 
 from __future__ import annotations
 
@@ -25,12 +25,14 @@ def offline_env() -> dict[str, str]:
     return {k: v for k, v in subprocess_env().items() if not k.endswith("_API_KEY")}
 
 
-def run_example(filename: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """Run `examples/{filename}` as a script, offline, from the repository root."""
+def run_example(
+    filename: str, *args: str, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """Run `examples/{filename}` as a script from the repository root; offline unless `env` says otherwise."""
     return subprocess.run(
         [sys.executable, str(REPO / "examples" / filename), *args],
         cwd=REPO,
-        env=offline_env(),
+        env=offline_env() if env is None else env,
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -3,9 +3,13 @@
 It lets the litellm adapter's tests go through litellm's real HTTP code path (the
 OpenAI SDK, httpx, SSE parsing) without a network or a key. Each request to
 `/v1/chat/completions` takes the next behaviour from the script: a text reply, a tool
-call, an HTTP error, or a malformed body. A request that finds the script empty gets a
-500 and is recorded in `unexpected`, so the fixture can fail the test instead of letting
-a retry hide it.
+call (or several), an HTTP error, or a malformed body. A request that finds the script
+empty gets a 500 and is recorded in `unexpected`, so the fixture can fail the test
+instead of letting a retry hide it.
+
+Flows whose call order is not worth scripting reply by reply (a supervisor's parallel
+workers) use a responder instead: `serve(responder=fn)`, where `fn(request_body)` returns
+the behaviour for that request. Scripted behaviours still come first.
 
 The server runs uvicorn in a background thread on a port the OS picks, and stops when
 the `serve()` context manager exits.
@@ -19,7 +23,7 @@ import socket
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -71,7 +75,20 @@ class Malformed:
     body: str = '{"id": "chatcmpl-1", "choices": [ {"index": 0, "mess'
 
 
-Behaviour = Text | Tool | Fail | Malformed
+@dataclass(frozen=True)
+class Calls:
+    """Several tool calls in one reply (parallel delegations, say), after optional text."""
+
+    tools: tuple[Tool, ...]
+    text: str = ""
+    prompt_tokens: int = 20
+    completion_tokens: int = 9
+
+
+Behaviour = Text | Tool | Calls | Fail | Malformed
+Responder = Callable[[dict[str, Any]], Behaviour]
+"""Decides a reply from a request's JSON body."""
+_Reply = Text | Tool | Calls
 
 
 def _chunk(model: str, delta: dict[str, Any] | None, finish: str | None = None) -> str:
@@ -86,7 +103,7 @@ def _chunk(model: str, delta: dict[str, Any] | None, finish: str | None = None) 
     return f"data: {json.dumps(body)}\n\n"
 
 
-def _usage(reply: Text | Tool) -> dict[str, int]:
+def _usage(reply: _Reply) -> dict[str, int]:
     total = reply.prompt_tokens + reply.completion_tokens
     return {
         "prompt_tokens": reply.prompt_tokens,
@@ -95,24 +112,35 @@ def _usage(reply: Text | Tool) -> dict[str, int]:
     }
 
 
-def _stream_events(reply: Text | Tool, model: str) -> Iterator[str]:
+def _calls(reply: Tool | Calls) -> Calls:
+    if isinstance(reply, Calls):
+        return reply
+    return Calls((reply,), prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens)
+
+
+def _stream_events(reply: _Reply, model: str) -> Iterator[str]:
     if isinstance(reply, Text):
         yield _chunk(model, {"role": "assistant", "content": ""})
         for word in _WORDS.findall(reply.text):
             yield _chunk(model, {"content": word})
         yield _chunk(model, {}, "stop")
     else:
-        head = {
-            "index": 0,
-            "id": reply.id,
-            "type": "function",
-            "function": {"name": reply.name, "arguments": ""},
-        }
-        yield _chunk(model, {"role": "assistant", "content": None, "tool_calls": [head]})
-        third = max(1, len(reply.arguments) // 3)
-        for start in range(0, len(reply.arguments), third):
-            piece = reply.arguments[start : start + third]
-            yield _chunk(model, {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
+        calls = _calls(reply)
+        if calls.text:
+            yield _chunk(model, {"role": "assistant", "content": calls.text})
+        for index, tool in enumerate(calls.tools):
+            head = {
+                "index": index,
+                "id": tool.id,
+                "type": "function",
+                "function": {"name": tool.name, "arguments": ""},
+            }
+            opening = {"role": "assistant", "content": None} if index == 0 and not calls.text else {}
+            yield _chunk(model, {**opening, "tool_calls": [head]})
+            third = max(1, len(tool.arguments) // 3)
+            for start in range(0, len(tool.arguments), third):
+                piece = {"index": index, "function": {"arguments": tool.arguments[start : start + third]}}
+                yield _chunk(model, {"tool_calls": [piece]})
         yield _chunk(model, {}, "tool_calls")
     usage_chunk = json.loads(_chunk(model, None)[len("data: ") :])
     usage_chunk["usage"] = _usage(reply)
@@ -120,17 +148,17 @@ def _stream_events(reply: Text | Tool, model: str) -> Iterator[str]:
     yield "data: [DONE]\n\n"
 
 
-def _completion(reply: Text | Tool, model: str) -> dict[str, Any]:
+def _completion(reply: _Reply, model: str) -> dict[str, Any]:
     if isinstance(reply, Text):
         message: dict[str, Any] = {"role": "assistant", "content": reply.text}
         finish = "stop"
     else:
-        call = {
-            "id": reply.id,
-            "type": "function",
-            "function": {"name": reply.name, "arguments": reply.arguments},
-        }
-        message = {"role": "assistant", "content": None, "tool_calls": [call]}
+        calls = _calls(reply)
+        tool_calls = [
+            {"id": t.id, "type": "function", "function": {"name": t.name, "arguments": t.arguments}}
+            for t in calls.tools
+        ]
+        message = {"role": "assistant", "content": calls.text or None, "tool_calls": tool_calls}
         finish = "tool_calls"
     choice = {"index": 0, "message": message, "finish_reason": finish}
     return {
@@ -146,13 +174,15 @@ def _completion(reply: Text | Tool, model: str) -> dict[str, Any]:
 class MockOpenAI:
     """The scripted server's state: the script, and every request it received."""
 
-    def __init__(self) -> None:
+    def __init__(self, responder: Responder | None = None) -> None:
         self.base_url = ""
+        self.responder = responder
+        """Answers each request the script does not cover, if set."""
         self.requests: list[dict[str, Any]] = []
         """Each request's JSON body, in order."""
         self.headers: list[dict[str, str]] = []
         self.unexpected: list[dict[str, Any]] = []
-        """Requests that arrived when the script was empty."""
+        """Requests that arrived when the script was empty and no responder was set."""
         self._script: deque[Behaviour] = deque()
         self._lock = threading.Lock()
 
@@ -186,8 +216,15 @@ class MockOpenAI:
             self.requests.append(body)
             self.headers.append(dict(request.headers))
             behaviour = self._script.popleft() if self._script else None
-            if behaviour is None:
+            if behaviour is None and self.responder is None:
                 self.unexpected.append(body)
+        if behaviour is None and self.responder is not None:
+            try:
+                behaviour = self.responder(body)
+            except Exception as exc:  # the test fails on `unexpected`, with the reason
+                with self._lock:
+                    self.unexpected.append({**body, "responder_error": repr(exc)})
+                return JSONResponse({"error": {"message": f"responder failed: {exc!r}"}}, status_code=500)
         if behaviour is None:
             return JSONResponse({"error": {"message": "mock script is empty"}}, status_code=500)
         return self._respond(behaviour, body)
@@ -221,9 +258,9 @@ async def _once(event: str) -> AsyncIterator[str]:
 
 
 @contextmanager
-def serve() -> Iterator[MockOpenAI]:
+def serve(responder: Responder | None = None) -> Iterator[MockOpenAI]:
     """Run a MockOpenAI on a free 127.0.0.1 port until the block exits."""
-    mock = MockOpenAI()
+    mock = MockOpenAI(responder)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))

@@ -27,7 +27,7 @@ from jeeves.models.base import Route
 from jeeves.models.fallback import complete_with_fallbacks
 from jeeves.models.litellm import LiteLLMClient, _litellm, map_litellm_error
 from tests.conftest import REPO, subprocess_env
-from tests.models.mock_openai import Fail, Malformed, MockOpenAI, Text, Tool, serve
+from tests.models.mock_openai import Calls, Fail, Malformed, MockOpenAI, Text, Tool, serve
 
 pytestmark = pytest.mark.anyio
 
@@ -140,6 +140,26 @@ async def test_a_tool_call_comes_back_with_its_arguments(
     sent = mock.requests[0]["tools"]
     assert sent == [{"type": "function", "function": tool.model_dump()}]
     assert not any("mcp" in key for key in mock.requests[0]), "litellm's MCP hook switch stays local"
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
+async def test_several_tool_calls_in_one_reply_come_back_in_order_after_its_text(
+    mock: MockOpenAI, client: LiteLLMClient, stream: bool
+) -> None:
+    """A supervisor delegating to two workers at once: one reply, two calls, their pieces interleaved by index."""
+    first, second = '{"worker": "research", "instructions": "Look it up."}', '{"worker": "coder"}'
+    mock.script(Calls((Tool("delegate", first, id="call_1"), Tool("forward", second, id="call_2")), "Both."))
+    deltas = Deltas()
+
+    response = await client.complete(ask(), on_delta=deltas if stream else None)
+
+    assert response.tool_calls == [
+        ToolCall(id="call_1", name="delegate", arguments=first),
+        ToolCall(id="call_2", name="forward", arguments=second),
+    ]
+    assert response.text == "Both."
+    assert response.finish_reason == "tool_calls"
+    assert "".join(deltas.pieces) == ("Both." if stream else "")
 
 
 async def test_tool_turns_are_sent_in_openai_format(mock: MockOpenAI, client: LiteLLMClient) -> None:
