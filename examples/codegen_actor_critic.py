@@ -123,4 +123,7 @@ if __name__ == "__main__":
     parser.add_argument("--actor-model", default="anthropic/claude-sonnet-4-5")
     parser.add_argument("--critic-model", default="openai/gpt-4o")
     args = parser.parse_args()
-    sys.exit(anyio.run(main, args.live, args.actor_model, args.critic_model))
+    try:
+        sys.exit(anyio.run(main, args.live, args.actor_model, args.critic_model))
+    except jeeves.JeevesError as exc:  # a missing API key, a provider that failed: one line, no traceback
+        sys.exit(f"error: {exc}")

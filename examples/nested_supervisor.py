@@ -154,4 +154,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--live", action="store_true", help="use real models through litellm")
     args = parser.parse_args()
-    anyio.run(main, args.live)
+    try:
+        anyio.run(main, args.live)
+    except jeeves.JeevesError as exc:  # a missing API key, a provider that failed: one line, no traceback
+        sys.exit(f"error: {exc}")

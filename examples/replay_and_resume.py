@@ -163,4 +163,7 @@ if __name__ == "__main__":
     parser.add_argument("--live", action="store_true", help="use real models through litellm")
     parser.add_argument("--journal", type=Path, help="keep the journal in this file (.jsonl, or SQLite)")
     args = parser.parse_args()
-    anyio.run(main, args.live, args.journal)
+    try:
+        anyio.run(main, args.live, args.journal)
+    except jeeves.JeevesError as exc:  # a missing API key, a provider that failed: one line, no traceback
+        sys.exit(f"error: {exc}")

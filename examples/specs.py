@@ -93,4 +93,7 @@ if __name__ == "__main__":
         help="route ROLE to MODEL instead of the spec's [models] (repeatable)",
     )
     args = parser.parse_args()
-    sys.exit(anyio.run(main, args.live, dict(args.model)))
+    try:
+        sys.exit(anyio.run(main, args.live, dict(args.model)))
+    except jeeves.JeevesError as exc:  # a missing API key, a provider that failed: one line, no traceback
+        sys.exit(f"error: {exc}")

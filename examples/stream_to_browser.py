@@ -131,8 +131,16 @@ async def follow_sse(client: httpx.AsyncClient, out: TextIO) -> dict[str, object
             elif line.startswith("data: "):
                 show(json.loads(line[6:]), depth, out)
     run = (await client.get(f"/runs/{sid}")).json()
-    print(f"\n{run['output']}\n\nend of stream: {end}", file=out)
-    return {"session_id": sid, "status": end.get("status"), "output": run["output"], "sessions": list(depth)}
+    if "error" in run:  # a missing API key, a provider that failed: the server says which
+        print(f"\nthe run failed: {run['error']['type']}: {run['error']['message']}", file=out)
+    else:
+        print(f"\n{run['output']}\n\nend of stream: {end}", file=out)
+    return {
+        "session_id": sid,
+        "status": end.get("status"),
+        "output": run.get("output"),
+        "sessions": list(depth),
+    }
 
 
 def show(event: dict[str, object], depth: dict[str, int], out: TextIO) -> None:
@@ -168,7 +176,7 @@ if __name__ == "__main__":
     parser.add_argument("--port", type=int, default=8000, help="port to serve on (default 8000)")
     args = parser.parse_args()
     if args.once:
-        anyio.run(once, args.live)
+        sys.exit(0 if anyio.run(once, args.live)["status"] == "completed" else 1)
     else:
         print(f"Open http://127.0.0.1:{args.port}/ and press Start (Ctrl-C stops).")
         uvicorn.run(app(args.live), host="127.0.0.1", port=args.port, log_level="warning")

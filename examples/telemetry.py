@@ -147,4 +147,7 @@ if __name__ == "__main__":
     parser.add_argument("--otlp", metavar="URL", help="also send spans to an OTLP/HTTP collector")
     parser.add_argument("--capture-content", action="store_true", help="put prompts and replies on spans")
     args = parser.parse_args()
-    anyio.run(main, args.live, args.otlp, args.capture_content)
+    try:
+        anyio.run(main, args.live, args.otlp, args.capture_content)
+    except jeeves.JeevesError as exc:  # a missing API key, a provider that failed: one line, no traceback
+        sys.exit(f"error: {exc}")

@@ -8,6 +8,7 @@ decides from each request, with a dummy key and no real one in the environment.
 
 from __future__ import annotations
 
+import re
 import subprocess
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -159,3 +160,11 @@ def test_example_runs_live_through_litellm(example: Path, tmp_path: Path, mock: 
         assert (tmp_path / "journal.jsonl").stat().st_size > 0
     for text in live.shows:
         assert text in done.stdout, f"{text!r} not in:\n{done.stdout}"
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
+def test_example_live_without_a_key_says_which_one_in_one_line(example: Path) -> None:
+    done = run_example(example.name, "--live", *ONE_SHOT.get(example.name, []))  # no key in the env
+    assert done.returncode == 1
+    assert "Traceback" not in done.stdout + done.stderr
+    assert re.search(r"needs (OPENAI|ANTHROPIC)_API_KEY set in the environment", done.stdout + done.stderr)
