@@ -16,11 +16,12 @@ from jeeves.architecture import Architecture
 from jeeves.errors import JeevesError, JournalError, ReplayDivergence, UserError
 from jeeves.events import Event, event_to_json
 from jeeves.journal import Journal
-from jeeves.messages import format_usd
+from jeeves.messages import Usage, format_usd
 from jeeves.replay.api import ReplayPlan, RunSummary, close_journal, list_runs, open_journal, plan_replay
 from jeeves.replay.base import JournalStore
 from jeeves.replay.source import resolve_ref
 from jeeves.runner import RunResult, stream
+from jeeves.terminal import spend_lines
 
 __all__ = ["describe_event", "replay_command", "runs_command"]
 
@@ -108,7 +109,7 @@ async def replay_command(
     try:
         session_id = session_id or await _latest_run(store, journal)
         plan = await plan_replay(store, session_id, resolve_ref(spec) if isinstance(spec, str) else spec)
-        result = await _print_replay(plan, store, session_id, as_json, sys.stdout)
+        result, spent = await _print_replay(plan, store, session_id, as_json, sys.stdout)
     except Exception as exc:
         if isinstance(exc, ReplayDivergence | JournalError) or plan is None or plan.record.status != "failed":
             if isinstance(exc, JeevesError):
@@ -119,7 +120,11 @@ async def replay_command(
     finally:
         await close_journal(store)
     if not as_json:
-        sys.stdout.write(f"\noutput: {result.text}\nstop reason: {result.stop_reason} (replayed offline)\n")
+        total, *per_path = spend_lines(sum(spent.values(), Usage()), spent)
+        sys.stdout.write(
+            f"\noutput: {result.text}\nstop reason: {result.stop_reason} (replayed offline)\n"
+            f"recorded: {total}\n" + "".join(line + "\n" for line in per_path)
+        )
     return 0
 
 
@@ -137,12 +142,21 @@ async def _latest_run(store: JournalStore, journal: str) -> str:
 
 async def _print_replay(
     plan: ReplayPlan, store: Journal, session_id: str, as_json: bool, out: TextIO
-) -> RunResult:
+) -> tuple[RunResult, dict[str, Usage]]:
+    """Replay and print the run; return its result and what its model calls cost when they
+    were recorded, per role path (a replay itself spends nothing)."""
+    paths: dict[str, str] = {}
+    spent: dict[str, Usage] = {}
     async with stream(
         plan.arch, plan.task, session_id=session_id, role=plan.role, journal=store, mode="replay"
     ) as events:
         async for event in events:
+            if event.type == "session.started":
+                paths[event.session_id] = ".".join(event.role_path)
+            elif event.type == "model.completed":
+                path = paths.get(event.session_id, event.session_id)
+                spent[path] = spent.get(path, Usage()) + event.usage
             line = event_to_json(event) if as_json else describe_event(event)
             if line is not None:
                 out.write(line + "\n")
-        return await events.result()
+        return await events.result(), spent

@@ -13,7 +13,7 @@ thread), so a frame never sees a half-applied event.
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterable
+from collections.abc import AsyncIterable, Mapping
 from dataclasses import dataclass, field
 from typing import IO
 
@@ -38,7 +38,7 @@ from jeeves.events import (
 )
 from jeeves.messages import Usage, format_usd
 
-__all__ = ["SessionNode", "SessionTree", "follow"]
+__all__ = ["SessionNode", "SessionTree", "follow", "spend_lines"]
 
 _TAIL = 70
 
@@ -164,6 +164,18 @@ class SessionTree:
         style = {"completed": "green", "failed": "red"}.get(node.status, "yellow")
         line.append(f" · {node.stop_reason or node.status}", style=style)
         return Text.assemble(("✓ " if node.status == "completed" else "✗ ", style), line)
+
+
+def spend_lines(total: Usage, by_path: Mapping[str, Usage]) -> list[str]:
+    """`N model calls · tokens · $` and a line per role path, as `jeeves run` and `jeeves replay` end."""
+    lines = [
+        f"{total.model_calls} model calls · {total.total_tokens:,} tokens · {format_usd(total.cost_usd)}"
+    ]
+    for path, spent in sorted(by_path.items()):
+        lines.append(
+            f"  {path}: {spent.model_calls} calls, {spent.total_tokens:,} tokens, {format_usd(spent.cost_usd)}"
+        )
+    return lines
 
 
 def _tail(text: str) -> str:

@@ -165,7 +165,9 @@ def test_the_command_imports_the_architecture_from_the_current_directory(
         env=subprocess_env(),
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines()[-2:] == [
+    assert out.stdout.splitlines()[-4:] == [
         f"output: {recorded.text}",
         "stop reason: completed (replayed offline)",
+        "recorded: 9 model calls · 123 tokens · $0.0000",  # what the run spent; the replay spends nothing
+        "  fanout.worker: 9 calls, 123 tokens, $0.0000",
     ]

@@ -20,7 +20,6 @@ from jeeves.architecture import Architecture
 from jeeves.budget import Budget
 from jeeves.errors import JeevesError, MissingCredentials, UserError
 from jeeves.journal import error_type_name
-from jeeves.messages import format_usd
 from jeeves.models.router import Router
 from jeeves.runner import RunResult, stream
 from jeeves.spec.build import build
@@ -28,7 +27,7 @@ from jeeves.spec.load import join_key_path, load_spec
 from jeeves.spec.models import ActorCriticSpec, AgentSpec, ArchSpec, SelfRefineSpec, Spec, SupervisorSpec
 from jeeves.spec.routes import RoutedCall, callers, routing
 from jeeves.spec.source import spec_source
-from jeeves.terminal import follow
+from jeeves.terminal import follow, spend_lines
 
 __all__ = [
     "RunOptions",
@@ -142,18 +141,8 @@ def _resume_hint(options: RunOptions, root: str | None) -> str:
 
 
 def _summary(result: RunResult, options: RunOptions) -> str:
-    usage = result.usage
-    lines = [
-        "",
-        result.text.strip(),
-        "",
-        f"stop reason: {result.stop_reason} · {usage.model_calls} model calls · "
-        f"{usage.total_tokens:,} tokens · {format_usd(usage.cost_usd)}",
-    ]
-    for role, spent in sorted(result.usage_by_path.items()):
-        lines.append(
-            f"  {role}: {spent.model_calls} calls, {spent.total_tokens:,} tokens, {format_usd(spent.cost_usd)}"
-        )
+    total, *per_path = spend_lines(result.usage, result.usage_by_path)
+    lines = ["", result.text.strip(), "", f"stop reason: {result.stop_reason} · {total}", *per_path]
     if options.journal:
         lines.append(f"journal: {options.journal}")
         lines.append(f"replay it: jeeves replay {options.journal} {result.session_id}")

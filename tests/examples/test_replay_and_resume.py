@@ -36,4 +36,4 @@ def test_example_records_resumes_replays_and_diverges_offline(tmp_path: Path) ->
     replayed = run("-m", "jeeves", "replay", str(journal), "example")
     assert replayed.returncode == 0, replayed.stderr
     assert "  critic_1  session.completed" in replayed.stdout
-    assert replayed.stdout.rstrip().endswith("stop reason: approved (replayed offline)")
+    assert "\nstop reason: approved (replayed offline)\nrecorded: 4 model calls · " in replayed.stdout

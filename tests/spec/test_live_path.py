@@ -149,7 +149,10 @@ def test_codegen_live_routes_each_role_prints_its_cost_and_replays_offline(tmp_p
 
     replayed = jeeves("replay", str(journal), "cg", env=OFFLINE)  # the server is gone, and no key is set
     assert replayed.returncode == 0, replayed.stderr
-    assert replayed.stdout.endswith(f"\noutput: {DRAFTS[1]}\nstop reason: approved (replayed offline)\n")
+    assert replayed.stdout.endswith(  # with what each role spent when it ran, to the cent
+        f"\noutput: {DRAFTS[1]}\nstop reason: approved (replayed offline)\n"
+        f"recorded: 4 model calls · 8,840 tokens · {format_usd(total)}\n{actor}\n{critic}\n"
+    )
     assert (
         "  actor_1  session.started  role=actor architecture=agent model=openai/gpt-4o-mini"
         in replayed.stdout
