@@ -23,7 +23,7 @@ from jeeves.models.base import Route
 from jeeves.models.router import Router
 from jeeves.models.testing import Reply, ScriptedModel, call
 from jeeves.runner import RunResult, stream
-from jeeves.terminal import follow
+from jeeves.terminal import follow, spend_lines
 from jeeves.tools import tool
 
 __all__ = ["DEFAULT_JOURNAL", "TASK", "demo_architecture", "demo_router", "run_demo"]
@@ -202,8 +202,10 @@ def _critiques(result: RunResult) -> str:
 
 def _epilogue(result: RunResult, journal: Path) -> str:
     replay = f"jeeves replay {journal} {result.session_id}"
-    roles = ", ".join(f"{role} {u.model_calls}" for role, u in sorted(result.usage_by_role.items()))
+    total, *per_path = spend_lines(result.usage, result.usage_by_path)
+    spent = "".join(line + "\n" for line in per_path)
     return (
-        f"\n{_critiques(result)}\n{result.text}\n\nstop reason: {result.stop_reason}; model calls by role: "
-        f"{roles}\n\nRecorded to {journal}. Replay it offline, event for event:\n  {replay}\n"
+        f"\n{_critiques(result)}\n{result.text}\n\nstop reason: {result.stop_reason} · {total} "
+        f"(scripted models: nothing was paid)\n{spent}"
+        f"\nRecorded to {journal}. Replay it offline, event for event:\n  {replay}\n"
     )
