@@ -40,6 +40,27 @@ def subprocess_env() -> dict[str, str]:
     return env
 
 
+def offline_env() -> dict[str, str]:
+    """`subprocess_env()` with every provider key removed: offline means offline."""
+    return {k: v for k, v in subprocess_env().items() if not k.endswith("_API_KEY")}
+
+
+def jeeves_cli(
+    *args: str, env: dict[str, str] | None = None, cwd: Path = REPO, stdin: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """`python -m jeeves ARGS` as a user types it, from the repository root; offline (no
+    provider key in the environment) unless `env` says otherwise."""
+    return subprocess.run(
+        [sys.executable, "-m", "jeeves", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=offline_env() if env is None else env,
+        timeout=300,
+    )
+
+
 @contextmanager
 def jeeves_serve(*args: str, env: dict[str, str] | None = None) -> Iterator[str]:
     """`python -m jeeves serve ARGS --port 0` from the repository; yields its base URL.

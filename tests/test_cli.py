@@ -7,19 +7,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.conftest import REPO, jeeves_serve, subprocess_env
-
-
-def jeeves_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """`python -m jeeves ARGS` from the repository root, as a user would type it."""
-    return subprocess.run(
-        [sys.executable, "-m", "jeeves", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=env or subprocess_env(),
-        timeout=300,
-    )
+from tests.conftest import REPO, jeeves_cli, jeeves_serve, subprocess_env
 
 
 def test_demo_runs_offline_and_prints_events(tmp_path: Path) -> None:

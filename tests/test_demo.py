@@ -5,24 +5,15 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import jeeves
 from jeeves.demo import TASK, demo_architecture, demo_router
-from tests.conftest import REPO, subprocess_env
+from tests.conftest import jeeves_cli
 
 pytestmark = pytest.mark.anyio
-
-
-def jeeves_cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in subprocess_env().items() if not k.endswith("_API_KEY")}  # offline means offline
-    return subprocess.run(
-        [sys.executable, "-m", "jeeves", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=300
-    )
 
 
 def test_the_coders_first_draft_fails_a_real_test_and_the_second_passes(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from types import ModuleType
 
-from tests.conftest import REPO, subprocess_env
+from tests.conftest import REPO, offline_env
 
 
 def load_example(filename: str) -> ModuleType:
@@ -18,11 +18,6 @@ def load_example(filename: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def offline_env() -> dict[str, str]:
-    """The subprocess environment with every provider key removed: offline means offline."""
-    return {k: v for k, v in subprocess_env().items() if not k.endswith("_API_KEY")}
 
 
 def run_example(

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
@@ -13,25 +11,9 @@ import pytest
 from jeeves.errors import UserError
 from jeeves.spec import build, load_spec
 from jeeves.spec.commands import describe_spec, parse_model_flags, spec_catalog
-from tests.conftest import REPO, jeeves_serve, subprocess_env
+from tests.conftest import REPO, jeeves_cli, jeeves_serve, offline_env
 
 CODEGEN = "architectures/codegen.toml"
-
-
-def offline_env() -> dict[str, str]:
-    return {k: v for k, v in subprocess_env().items() if not k.endswith("_API_KEY")}
-
-
-def jeeves_cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "jeeves", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=offline_env(),
-        timeout=300,
-    )
 
 
 def test_validate_prints_the_outline() -> None:

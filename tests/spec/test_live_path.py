@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import shlex
 import subprocess
-import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from jeeves.models.litellm import _litellm
 from jeeves.spec import load_spec
 from jeeves.spec.models import ReplySpec
 from tests.conftest import REPO, subprocess_env
+from tests.conftest import jeeves_cli as jeeves
 from tests.models.mock_openai import Behaviour, Fail, MockOpenAI, Text, Tool, serve
 
 CODEGEN = "architectures/codegen.toml"
@@ -82,17 +82,6 @@ def env_for(
 
 
 OFFLINE = env_for(None, key=None)
-
-
-def jeeves(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "jeeves", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=env,
-        timeout=300,
-    )
 
 
 def codegen_run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
