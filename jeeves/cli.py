@@ -10,6 +10,7 @@ import argparse
 import os
 import signal
 import sys
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -143,6 +144,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
+        if any(
+            t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()
+        ):
+            # A sync tool still running in a worker thread would hold the exit until it returns;
+            # the run is over and its result would be dropped, so leave now.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(130)
         return 130
     except BrokenPipeError:
         # The reader went away (`jeeves demo --json | head`): stop quietly, as Unix tools do.

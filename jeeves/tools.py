@@ -91,7 +91,11 @@ class Tool:
             if self._is_async:
                 value = await self.function(**kwargs)
             else:
-                value = await anyio.to_thread.run_sync(lambda: self.function(**kwargs))
+                # A cancelled run (Ctrl-C, a stream left early) does not wait for the thread:
+                # its result is dropped, nothing is journaled, and a resumed run calls it again.
+                value = await anyio.to_thread.run_sync(
+                    lambda: self.function(**kwargs), abandon_on_cancel=True
+                )
         except anyio.get_cancelled_exc_class():
             raise
         except Exception as exc:

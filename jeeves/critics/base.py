@@ -106,7 +106,7 @@ class FunctionCritic:
                 result: Any = await self.function(review.task, review.output)
             else:
                 call = functools.partial(self.function, review.task, review.output)
-                result = await anyio.to_thread.run_sync(call)
+                result = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)  # as tools do
                 if inspect.isawaitable(result):
                     result = await result
             return _coerce(result, self.name).model_copy(update={"obtained": "function"})

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+import anyio
+
 from jeeves.architecture import Architecture
 from jeeves.budget import Budget
 from jeeves.errors import JeevesError, MissingCredentials, UserError
@@ -115,12 +117,15 @@ async def run_command(options: RunOptions, out: TextIO | None = None, err: TextI
         err.write(f"error: the run failed: {error_type_name(exc)}: {exc}\n")
         err.write(_resume_hint(options, root))
         return 1
+    except anyio.get_cancelled_exc_class():  # Ctrl-C: the runner cancels this task
+        err.write(_resume_hint(options, root, then="resume it"))
+        raise
     if not options.as_json:
         out.write(_summary(result, options))
     return 0
 
 
-def _resume_hint(options: RunOptions, root: str | None) -> str:
+def _resume_hint(options: RunOptions, root: str | None, then: str = "once fixed, resume") -> str:
     """How to go on from a run that stopped: with its journal, the same command and root id
     serve every completed step from the journal and make only the rest live."""
     if not options.journal or root is None:
@@ -135,7 +140,7 @@ def _resume_hint(options: RunOptions, root: str | None) -> str:
         *(["--offline"] if options.offline else []),
     ]
     return (
-        f"The steps it completed are in {options.journal}; once fixed, resume without repeating them:\n"
+        f"The steps it completed are in {options.journal}; {then} without repeating them:\n"
         f"  {shlex.join(command)}\n"
     )
 

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import shlex
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -211,3 +215,48 @@ def test_serve_serves_specs_each_with_its_own_routes() -> None:
         body = httpx.get(f"{base}/runs/{started['session_id']}/events", timeout=60).text
         assert '"model":"scripted:anthropic/claude-sonnet-4-5"' in body
         assert '"stop_reason":"approved"' in body and "event: end" in body
+
+
+def test_ctrl_c_stops_a_run_at_once_and_says_how_to_resume_it(tmp_path: Path) -> None:
+    (tmp_path / "slowtools.py").write_text(
+        "import os, time\n\n\ndef wait(seconds: float) -> str:\n"
+        '    """Wait a while."""\n'
+        '    time.sleep(float(os.environ.get("WAIT_SECONDS", seconds)))\n    return "waited"\n'
+    )
+    spec = tmp_path / "slow.toml"
+    spec.write_text(
+        'instructions = "Wait."\nrole = "waiter"\ntools = ["slowtools:wait"]\n[demo]\ntask = "wait"\n'
+        '[demo.script]\nwaiter = [{ tool_calls = [{ name = "wait", arguments = { seconds = 600 } }] }, "done"]\n'
+    )
+    journal = tmp_path / "runs.jsonl"
+    args = ["run", str(spec), "--offline", "--json", "--journal", str(journal), "--session-id", "w1"]
+    run = subprocess.Popen(
+        [sys.executable, "-m", "jeeves", *args],
+        cwd=REPO,
+        env=offline_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert run.stdout is not None
+    for line in run.stdout:  # wait until the sync tool is running in its thread
+        if json.loads(line)["type"] == "tool.started":
+            break
+    run.send_signal(signal.SIGINT)
+    _, err = run.communicate(timeout=60)  # not the tool's 600 s: the thread is abandoned
+    resume = shlex.join(
+        ["jeeves", "run", str(spec), "--journal", str(journal), "--session-id", "w1", "--offline"]
+    )
+    assert run.returncode == 130
+    assert err == (
+        f"The steps it completed are in {journal}; resume it without repeating them:\n  {resume}\ninterrupted\n"
+    )
+    resumed = jeeves_cli(*shlex.split(resume)[1:], "--json", env={**offline_env(), "WAIT_SECONDS": "0"})
+    assert resumed.returncode == 0, resumed.stderr
+    events = [json.loads(line) for line in resumed.stdout.splitlines()]
+    steps = [(e["type"], e["replayed"]) for e in events if e["type"] in ("model.completed", "tool.completed")]
+    assert steps[:2] == [
+        ("model.completed", True),  # served from the journal
+        ("tool.completed", False),  # it never returned before the interrupt, so it runs again
+    ]
+    assert events[-1]["type"] == "session.completed"
