@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from jeeves import errors
+from jeeves.redact import mask_credentials
 
 __all__ = [
     "Journal",
@@ -106,9 +107,13 @@ def fingerprint(payload: Any) -> str:
 
 
 def request_diff(recorded: Any, current: Any, *, max_lines: int = 24) -> str:
-    """A short unified diff between a recorded request and the one asked now."""
-    before = json.dumps(recorded, sort_keys=True, indent=1, default=str).splitlines()
-    after = json.dumps(current, sort_keys=True, indent=1, default=str).splitlines()
+    """A short unified diff between a recorded request and the one asked now.
+
+    Credentials read as `<redacted>` on both sides: a journal written before they were
+    left out of requests may still hold one, and the diff ends up in an error message.
+    """
+    before = json.dumps(mask_credentials(recorded), sort_keys=True, indent=1, default=str).splitlines()
+    after = json.dumps(mask_credentials(current), sort_keys=True, indent=1, default=str).splitlines()
     lines = [ln for ln in difflib.unified_diff(before, after, "recorded", "now", lineterm="", n=1)]
     if len(lines) > max_lines:
         lines = [*lines[:max_lines], f"... ({len(lines) - max_lines} more diff lines)"]

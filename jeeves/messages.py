@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from jeeves.redact import mask_credentials, strip_credentials
+
 __all__ = [
     "Message",
     "ModelRequest",
@@ -154,8 +156,18 @@ class ModelRequest(BaseModel):
     role_path: tuple[str, ...] = ()
 
     def fingerprint_payload(self) -> dict[str, Any]:
-        """What identifies this request for replay: everything that changes the answer."""
-        return self.model_dump(mode="json", include={"messages", "tools", "output_schema", "params"})
+        """What identifies this request for replay: everything that changes the answer.
+
+        It is also what the journal stores, so credentials in `params` are left out
+        (`jeeves.redact`): a key never reaches a journal, and rotating it changes nothing.
+        """
+        payload = self.model_dump(mode="json", include={"messages", "tools", "output_schema", "params"})
+        payload["params"] = strip_credentials(payload["params"])
+        return payload
+
+    def __repr_args__(self) -> Any:
+        for name, value in super().__repr_args__():
+            yield name, mask_credentials(value) if name == "params" else value
 
 
 class ModelResponse(BaseModel):

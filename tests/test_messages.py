@@ -1,10 +1,11 @@
-"""Usage arithmetic and how dollars are shown."""
+"""Usage arithmetic, how dollars are shown, and what identifies a request for replay."""
 
 from __future__ import annotations
 
 import pytest
 
-from jeeves.messages import Usage, format_usd
+from jeeves.journal import fingerprint
+from jeeves.messages import Message, ModelRequest, ToolSpec, Usage, format_usd
 
 
 @pytest.mark.parametrize(
@@ -28,3 +29,46 @@ def test_usage_adds_up() -> None:
         input_tokens=1, model_calls=1, cost_usd=0.25
     )
     assert (total.total_tokens, total.model_calls, total.cost_usd) == (8, 2, 0.75)
+
+
+def _request(params: dict[str, object]) -> ModelRequest:
+    schema = {"type": "object", "properties": {"token": {"type": "string"}, "password": {"type": "string"}}}
+    return ModelRequest(
+        messages=[Message.system("Be brief."), Message.user("Say hi")],
+        tools=[ToolSpec(name="search", description="Look up", parameters=schema)],
+        output_schema={"type": "object", "properties": {"secret": {"type": "string"}}},
+        output_name="Answer",
+        params=params,
+    )
+
+
+PLAIN = {
+    "temperature": 0.2,
+    "max_tokens": 300,
+    "max_completion_tokens": 200,
+    "prompt_cache_key": "k1",
+    "extra_headers": {"X-Trace": "abc"},
+    "stop": ["END"],
+}
+
+
+def test_a_request_without_credentials_fingerprints_as_journals_recorded_it() -> None:
+    # Computed before credentials were left out of fingerprints: journals recorded then still match.
+    known = "8478ccf6da75cc5da4b16fb6b50a85d0b1d72bf088f6cb0c5cfa5a12a21d204a"
+    assert fingerprint(_request(PLAIN).fingerprint_payload()) == known
+
+
+def test_credentials_are_not_part_of_the_fingerprint_or_the_payload() -> None:
+    keyed = {
+        **PLAIN,
+        "api_key": "sk-a-123456",
+        "extra_headers": {"X-Trace": "abc", "Authorization": "Bearer sk-a-123456"},
+    }
+    rotated = {
+        **keyed,
+        "api_key": "sk-b-654321",
+        "extra_headers": {"X-Trace": "abc", "Authorization": "Bearer b"},
+    }
+    payloads = [_request(p).fingerprint_payload() for p in (PLAIN, keyed, rotated)]
+    assert payloads[0] == payloads[1] == payloads[2]
+    assert "sk-a-123456" not in repr(payloads[1])

@@ -555,3 +555,31 @@ def test_configure_sends_spans_to_an_otlp_collector(collector: tuple[str, list[t
                     names[span.name] = {a.key: a.value for a in span.attributes}
     assert set(names) == {"invoke_agent writer", "chat scripted"}
     assert names["invoke_agent writer"]["jeeves.session.id"].string_value == "otlp"
+
+
+async def test_no_span_carries_a_credential_from_params_headers_or_a_divergence() -> None:
+    traced = Traced(capture_content=True)
+    rotated = SECRET + "-rotated"
+
+    def writer(key: str, instructions: str) -> Agent:
+        headers = {"Authorization": f"Bearer {key}", "X-Api-Key": key}
+        return Agent(
+            instructions, role="writer", params={"api_key": key, "extra_headers": headers, "top_p": 1}
+        )
+
+    journal = MemoryJournal()
+    route = Route(
+        model="openai/gpt-4o", client=ScriptedModel(["A draft."]), params={"headers": {"Cookie": SECRET}}
+    )
+    await jeeves.run(
+        writer(SECRET, "You write."), "t", model=route, journal=journal, session_id="s", tracer=traced.tracer
+    )
+    with pytest.raises(jeeves.ReplayDivergence):  # its message, on the span, is a diff of the two requests
+        await jeeves.replay(writer(rotated, "You write tersely."), journal, "s", tracer=traced.tracer)
+
+    failed = [s for s in traced.spans if s.status.status_code == StatusCode.ERROR]
+    assert failed and "You write tersely." in str(failed[0].status.description)
+    assert attrs(traced.spans[0])["gen_ai.request.top_p"] == 1
+    for span in traced.spans:
+        shown = json.dumps(attrs(span)) + repr(span.events) + str(span.status.description)
+        assert SECRET not in shown and rotated not in shown

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, SkipValidation, field_validat
 
 from jeeves.errors import UserError
 from jeeves.messages import ModelRequest, ModelResponse
+from jeeves.redact import mask_credentials
 
 __all__ = ["DeltaSink", "ModelClient", "Route", "client_name"]
 
@@ -51,7 +52,8 @@ class Route(BaseModel):
 
     model: str
     params: dict[str, Any] = Field(default_factory=dict)
-    """Provider parameters for every call on this route (temperature, max_tokens…)."""
+    """Provider parameters for every call on this route (temperature, max_tokens, api_key…).
+    Credentials among them reach the provider and nothing else (`jeeves.redact`)."""
     fallbacks: tuple[str, ...] = ()
     """Models to try, in order, when the primary keeps failing with retryable errors."""
     retries: int = 2
@@ -67,6 +69,11 @@ class Route(BaseModel):
         if value < 0:
             raise ValueError(f"retries must be >= 0, got {value!r}")
         return value
+
+    def __repr_args__(self) -> Any:
+        """The fields as `repr` shows them: credentials in `params` read as `<redacted>`."""
+        for name, value in super().__repr_args__():
+            yield name, mask_credentials(value) if name == "params" else value
 
     @classmethod
     def coerce(cls, value: object, *, key: str) -> Route:

@@ -4,8 +4,10 @@ A run started from a spec (`jeeves run SPEC`) stores, in its root session record
 `{"kind": "spec", "path": ..., "spec": {...}}`: the architecture's table as `dump` writes
 it, with test files inline, so a replay rebuilds the same architecture even after the
 file changed or moved. Routes and the demo script are left out: a strict replay calls no
-model, and route params are configuration that may hold credentials. `path` only makes
-import paths beside the spec (a tools module) importable again.
+model, and route params are configuration that may hold credentials. Credentials in the
+`params` the table keeps (an agent's, a critic's, a pinned model's) are left out too
+(`jeeves.redact`); they are not part of any fingerprint, so the replay is unchanged.
+`path` only makes import paths beside the spec (a tools module) importable again.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 from jeeves.architecture import Architecture
 from jeeves.errors import UserError
+from jeeves.redact import strip_credentials
 from jeeves.replay.source import register_loader
 from jeeves.spec.build import build
 from jeeves.spec.dump import spec_dict
@@ -26,8 +29,20 @@ __all__ = ["load_spec_source", "spec_source"]
 
 def spec_source(spec: Spec) -> dict[str, Any]:
     """The source to record for a run of `spec` (`architecture_ref=` of `jeeves.run`)."""
-    table = {k: v for k, v in spec_dict(spec).items() if k not in TOP_LEVEL_TABLES}
+    table = {k: _no_credentials(v) for k, v in spec_dict(spec).items() if k not in TOP_LEVEL_TABLES}
     return {"kind": "spec", "path": str(spec.path.resolve()) if spec.path else None, "spec": table}
+
+
+def _no_credentials(value: Any) -> Any:
+    """`value` with credentials stripped from every `params` table in it, at any depth."""
+    if isinstance(value, Mapping):
+        return {
+            k: strip_credentials(v) if k == "params" and isinstance(v, Mapping) else _no_credentials(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_no_credentials(v) for v in value]
+    return value
 
 
 def load_spec_source(source: Mapping[str, Any]) -> Architecture:

@@ -101,3 +101,16 @@ def test_client_name() -> None:
 
 def test_repr_shows_the_models() -> None:
     assert repr(Router({"default": "m/d"})) == "Router({'default': 'm/d'})"
+
+
+def test_a_route_repr_masks_credentials_and_keeps_them_for_the_call() -> None:
+    key = "sk-route-1234567890"
+    route = Route(
+        model="openai/gpt-4o",
+        params={"api_key": key, "temperature": 0, "extra_headers": {"X-Api-Key": key, "X-Trace": "t"}},
+        fallbacks=("anthropic/claude-x",),
+    )
+    for shown in (repr(route), str(route), f"{route}", repr(Router({"critic": route}).routes)):
+        assert key not in shown and "<redacted>" in shown
+    assert "'temperature': 0" in repr(route) and "'X-Trace': 't'" in repr(route)
+    assert route.params["api_key"] == route.params["extra_headers"]["X-Api-Key"] == key

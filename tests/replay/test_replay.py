@@ -10,12 +10,13 @@ import anyio
 import pytest
 
 import jeeves
-from jeeves import Agent, Budget, FunctionModel, ScriptedModel
+from jeeves import ActorCritic, Agent, Budget, FunctionModel, LLMCritic, Route, ScriptedModel
 from jeeves.architecture import Architecture
-from jeeves.errors import ProviderError, ReplayDivergence
+from jeeves.errors import CriticError, ProviderError, ReplayDivergence
 from jeeves.events import Event
+from jeeves.journal import fingerprint
 from jeeves.messages import ModelRequest
-from jeeves.replay import MemoryJournal
+from jeeves.replay import JournalStore, MemoryJournal
 from jeeves.testing import Reply
 from tests.replay import archs
 from tests.replay.conftest import Stores
@@ -327,3 +328,100 @@ async def test_journal_paths_open_the_matching_store(tmp_path: Any) -> None:
         assert result.text == recorded.text
     assert (tmp_path / "runs.jsonl").read_text().startswith('{"type": "session"')
     assert (tmp_path / "runs.db").read_bytes().startswith(b"SQLite format 3")
+
+
+KEY_A = "sk-rotated-away-1111111111"
+KEY_B = "sk-rotated-in-2222222222"
+
+
+def _keyed(key: str, instructions: str = "You write.") -> ActorCritic:
+    """An actor and a critic with `key` in their params and an Authorization header."""
+    headers = {"extra_headers": {"Authorization": f"Bearer {key}", "X-Trace": "t"}}
+    actor = Agent(instructions, role="writer", params={"api_key": key, "temperature": 0, **headers})
+    critic = LLMCritic("You review.", params={"api_key": key, **headers})
+    return ActorCritic(actor, critic, max_rounds=1, on_critic_error="raise")
+
+
+def _route(key: str, model: FunctionModel) -> Route:
+    return Route(
+        model="openai/gpt-4o-mini", client=model, params={"api_key": key}, fallbacks=("openai/gpt-4o",)
+    )
+
+
+def _answer(request: ModelRequest) -> Reply:
+    if request.output_schema is not None:
+        return Reply(text='{"score": 0.9, "issues": [], "summary": "fine"}')
+    return Reply(text="A draft.")
+
+
+def _critic_down(request: ModelRequest) -> Reply:
+    if request.output_schema is not None:
+        raise ProviderError("the critic's provider is down", status_code=503)
+    return _answer(request)
+
+
+async def _journal_text(stores: Stores, journal: JournalStore) -> str:
+    """Everything the journal holds, as its records and (for file stores) its bytes."""
+    sessions = await journal.sessions()
+    steps = [
+        await journal.get_step(r.session_id, i)
+        for r in sessions
+        for i in await journal.step_indices(r.session_id)
+    ]
+    text = "\n".join(r.model_dump_json() for r in [*sessions, *steps] if r is not None)
+    files = sorted(stores.path.parent.glob(stores.path.name + "*"))
+    return text + "\n".join(f.read_bytes().decode("utf-8", "replace") for f in files)
+
+
+async def test_a_run_resumed_after_the_key_rotated_goes_on_and_no_journal_holds_a_key(stores: Stores) -> None:
+    down = FunctionModel(_critic_down)
+    with pytest.raises(CriticError):
+        await jeeves.run(
+            _keyed(KEY_A), "Write.", model=_route(KEY_A, down), journal=stores.open(), session_id="k1"
+        )
+    assert len(down.requests) > 1  # the actor's call was made and recorded, then the critic failed
+
+    live = FunctionModel(_answer)
+    result = await jeeves.run(
+        _keyed(KEY_B), "Write.", model=_route(KEY_B, live), journal=stores.open(), session_id="k1"
+    )
+
+    assert result.stop_reason == "approved"
+    assert [r.output_schema is not None for r in live.requests] == [True]  # only the critic ran again
+    assert live.requests[0].params["api_key"] == KEY_B  # the provider got the new key
+    assert live.requests[0].params["extra_headers"]["Authorization"] == f"Bearer {KEY_B}"
+    recorded = await _journal_text(stores, stores.open())
+    assert '"temperature":0' in recorded.replace(" ", "")  # other params are journaled
+    assert KEY_A not in recorded and KEY_B not in recorded
+
+
+async def test_a_divergence_shows_the_changed_request_without_its_keys(stores: Stores) -> None:
+    await jeeves.run(
+        _keyed(KEY_A),
+        "Write.",
+        model=_route(KEY_A, FunctionModel(_answer)),
+        journal=stores.open(),
+        session_id="k1",
+    )
+    with pytest.raises(ReplayDivergence) as info:
+        await jeeves.replay(_keyed(KEY_B, "You write tersely."), stores.open(), "k1")
+
+    message = str(info.value)
+    assert '+   "content": "You write tersely."' in message
+    assert KEY_A not in message and KEY_B not in message
+
+
+async def test_a_journal_that_recorded_a_key_diverges_without_showing_it() -> None:
+    journal = MemoryJournal()
+    agent = Agent("x", params={"api_key": KEY_A})
+    await jeeves.run(agent, "t", model=ScriptedModel(["ok"]), journal=journal, session_id="k1")
+    step = await journal.get_step("k1", 0)
+    assert step is not None and KEY_A not in step.model_dump_json()
+    # as journals were written when a request's params went into it whole
+    old = {**step.request, "params": {"api_key": KEY_A}}
+    await journal.put_step(step.model_copy(update={"request": old, "fingerprint": fingerprint(old)}))
+
+    with pytest.raises(ReplayDivergence) as info:
+        await jeeves.replay(agent, journal, "k1")
+    assert '-  "api_key": "<redacted>"' in str(info.value)
+    assert KEY_A not in str(info.value)

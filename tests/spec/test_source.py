@@ -61,3 +61,42 @@ def test_a_source_without_a_table_is_a_user_error() -> None:
         spec_source(load_spec(REPO / "architectures" / "self_refine.toml")), session_id="x"
     )
     assert arch.name == "self_refine"
+
+
+KEY = "sk-spec-5e6f7a8b9c-never-journaled"
+
+KEYED_SPEC = f"""
+type = "self_refine"
+max_rounds = 1
+
+[agent]
+role = "explainer"
+instructions = "You explain."
+params = {{ temperature = 0.3, api_key = "{KEY}", extra_headers = {{ Authorization = "Bearer {KEY}" }} }}
+model = {{ model = "openai/gpt-4o-mini", params = {{ api_key = "{KEY}" }} }}
+
+[demo]
+task = "Explain generators."
+
+[demo.script]
+draft = ["A generator yields values one at a time."]
+feedback = ['{{"score": 0.95, "issues": [], "summary": "Clear."}}']
+"""
+
+
+async def test_a_spec_s_credentials_reach_neither_its_source_nor_its_journal(tmp_path: Path) -> None:
+    (tmp_path / "keyed.toml").write_text(KEYED_SPEC)
+    spec = load_spec(tmp_path / "keyed.toml")
+    source = spec_source(spec)
+    assert source["spec"]["agent"]["params"] == {"temperature": 0.3, "extra_headers": {}}
+    assert source["spec"]["agent"]["model"]["params"] == {}
+
+    arch, router = build(spec, offline=True)
+    journal = tmp_path / "runs.jsonl"
+    assert spec.demo is not None
+    original = await jeeves.run(
+        arch, spec.demo.task, router=router, session_id="k", journal=journal, architecture_ref=source
+    )
+    assert KEY not in journal.read_text()
+    replayed = await jeeves.replay(None, journal, "k")  # rebuilt from the source, without the key
+    assert replayed.text == original.text
