@@ -61,6 +61,7 @@ from jeeves.messages import ModelRequest, ModelResponse, Usage, UsageTally
 from jeeves.models.base import Route
 from jeeves.models.fallback import complete_with_fallbacks
 from jeeves.models.router import Router
+from jeeves.redact import scrub, scrub_error
 
 __all__ = ["Context", "RunState", "StepResult"]
 
@@ -545,7 +546,7 @@ class Context:
                 next_model=next_model,
                 attempt=attempt,
                 error_type=type(error).__name__,
-                message=str(error),
+                message=scrub(str(error), live_request.params),
                 delay_s=delay,
             )
             emitted.append(event)
@@ -557,6 +558,7 @@ class Context:
                     client, route, live_request, on_delta=on_delta, on_retry=on_retry
                 )
             except BaseException as exc:
+                scrub_error(exc, live_request.params)  # a provider's message may quote the key it was sent
                 span.record_error(exc)
                 raise
             span.record_response(response)

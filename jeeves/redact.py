@@ -5,7 +5,9 @@ Provider parameters (an Agent's, a critic's, a route's) may carry an API key or 
 `is_credential`, says which keys hold a credential, and everything that turns parameters
 into something kept or shown goes through `strip_credentials` (data that is stored or
 hashed: a request's replay fingerprint and journal record, a spec recorded as a run's
-source) or `mask_credentials` (text people read: reprs, replay diffs).
+source) or `mask_credentials` (text people read: reprs, replay diffs). Text that comes
+from outside, a provider's error message, may quote a key it was sent: `scrub_error`
+replaces the credential values of the call's parameters in it.
 
 The rule looks at a key's name alone, never at its value. The name is split into words
 (on `_`, `-`, `.`, spaces and camelCase humps, lower-cased) and holds a credential when:
@@ -33,7 +35,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["REDACTED", "is_credential", "mask_credentials", "strip_credentials"]
+__all__ = ["REDACTED", "is_credential", "mask_credentials", "scrub", "scrub_error", "strip_credentials"]
 
 REDACTED = "<redacted>"
 """What a credential's value reads as in reprs and diffs."""
@@ -107,3 +109,36 @@ def strip_credentials(value: Any) -> Any:
 def mask_credentials(value: Any) -> Any:
     """A copy of `value` with each credential's value read as `REDACTED`, for text people read."""
     return _walk(value, REDACTED, drop=False)
+
+
+MIN_QUOTED = 8
+"""Credential values shorter than this are not searched for in error text: a placeholder key
+such as `"x"` would otherwise blank out every `x` of a message."""
+
+
+def _values(value: Any, under_credential: bool = False) -> list[str]:
+    if isinstance(value, Mapping):
+        return [v for k, item in value.items() for v in _values(item, under_credential or is_credential(k))]
+    if isinstance(value, list | tuple):
+        return [v for item in value for v in _values(item, under_credential)]
+    if under_credential and isinstance(value, str):
+        return [value, *value.split()]  # "Bearer sk-…" is quoted whole or as its token
+    return []
+
+
+def scrub(text: str, params: Any) -> str:
+    """`text` with every credential value found in `params` replaced by `REDACTED`.
+
+    For messages that come from outside (a provider's error can quote the key it was sent,
+    or a URL holding it); values shorter than `MIN_QUOTED` characters are left alone.
+    """
+    for secret in sorted({v for v in _values(params) if len(v) >= MIN_QUOTED}, key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    return text
+
+
+def scrub_error(error: BaseException, params: Any) -> None:
+    """Scrub, in place, the text arguments of `error` (what `str(error)` shows for jeeves'
+    errors and most others), so events, journals and spans built from it hold no credential."""
+    if isinstance(error, Exception) and any(isinstance(a, str) for a in error.args):
+        error.args = tuple(scrub(a, params) if isinstance(a, str) else a for a in error.args)

@@ -8,10 +8,10 @@ import pytest
 
 import jeeves
 from jeeves import ActorCritic, Agent, FunctionModel, LLMCritic, Route
-from jeeves.errors import ReplayDivergence
+from jeeves.errors import ProviderError, RateLimited, ReplayDivergence
 from jeeves.events import EVENT_ADAPTER, Event, SessionFailed
 from jeeves.messages import ModelRequest
-from jeeves.redact import REDACTED, is_credential, mask_credentials, strip_credentials
+from jeeves.redact import REDACTED, is_credential, mask_credentials, scrub, strip_credentials
 from jeeves.replay import MemoryJournal
 from jeeves.testing import Reply
 
@@ -171,3 +171,46 @@ async def test_no_event_carries_a_credential() -> None:
         assert KEY not in text and ROTATED not in text
     assert all(r.params["api_key"] == KEY for r in model.requests)  # the provider still gets the key
     assert all(r.params["extra_headers"] == {"Authorization": f"Bearer {KEY}"} for r in model.requests)
+
+
+def test_scrub_replaces_credential_values_quoted_in_text() -> None:
+    params = {"api_key": KEY, "extra_headers": {"Authorization": f"Bearer {ROTATED}"}, "api_base": "http://h"}
+    text = f"401 for key={KEY} (sent 'Bearer {ROTATED}') at http://h"
+    assert scrub(text, params) == f"401 for key={REDACTED} (sent '{REDACTED}') at http://h"
+    assert scrub(f"token {ROTATED} rejected", params) == f"token {REDACTED} rejected"
+    assert scrub("a tax on x", {"api_key": "x"}) == "a tax on x"  # a placeholder key is not searched for
+
+
+async def test_a_provider_error_quoting_the_key_reaches_no_event_journal_or_caller() -> None:
+    def provider(request: ModelRequest) -> Reply:
+        if len(model.requests) == 1:
+            raise RateLimited(f"429 for https://api.example/v1?key={KEY}")
+        raise ProviderError(f"401: 'Bearer {ROTATED}' is not a valid key", status_code=401)
+
+    model = FunctionModel(provider)
+    route = Route(
+        model="openai/gpt-4o-mini",
+        client=model,
+        params={"extra_headers": {"Authorization": f"Bearer {ROTATED}"}},
+        retries=1,
+        backoff_s=0,
+    )
+    journal = MemoryJournal()
+    seen: list[Event] = []
+    with pytest.raises(ProviderError) as info:
+        async with jeeves.stream(
+            Agent("x", params={"api_key": KEY}), "t", model=route, journal=journal, session_id="s"
+        ) as events:
+            async for event in events:
+                seen.append(event)
+
+    assert str(info.value) == f"401: '{REDACTED}' is not a valid key"
+    assert [e.type for e in seen if e.type in ("model.retrying", "session.failed")] == [
+        "model.retrying",
+        "session.failed",
+    ]
+    step = await journal.get_step("s", 0)
+    assert step is not None and step.error is not None
+    shown = "\n".join(EVENT_ADAPTER.dump_json(e).decode() for e in seen) + step.model_dump_json()
+    assert f"?key={REDACTED}" in shown
+    assert KEY not in shown and ROTATED not in shown

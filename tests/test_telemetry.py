@@ -32,7 +32,7 @@ from jeeves import (
     tool,
 )
 from jeeves.concurrency import run_all
-from jeeves.errors import BadResponse, UserError
+from jeeves.errors import BadResponse, ProviderError, UserError
 from jeeves.hooks import NullTracer, default_tracer, set_default_tracer
 from jeeves.telemetry import OTelTracer, configure
 from jeeves.testing import Reply, call
@@ -583,3 +583,16 @@ async def test_no_span_carries_a_credential_from_params_headers_or_a_divergence(
     for span in traced.spans:
         shown = json.dumps(attrs(span)) + repr(span.events) + str(span.status.description)
         assert SECRET not in shown and rotated not in shown
+
+
+async def test_a_provider_error_quoting_the_key_is_scrubbed_on_the_span() -> None:
+    traced = Traced(capture_content=True)
+    failing = ScriptedModel([ProviderError(f"401: key {SECRET} is not valid", status_code=401)])
+    route = Route(model="openai/gpt-4o", client=failing, params={"api_key": SECRET})
+    with pytest.raises(ProviderError):
+        await jeeves.run(Agent("x"), "t", model=route, session_id="s", tracer=traced.tracer)
+
+    chat = traced.named("chat openai/gpt-4o")
+    assert chat.status.description == "ProviderError: 401: key <redacted> is not valid"
+    for span in traced.spans:
+        assert SECRET not in json.dumps(attrs(span)) + repr(span.events) + str(span.status.description)
