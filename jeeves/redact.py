@@ -31,6 +31,7 @@ fingerprints do not change.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -138,7 +139,20 @@ def scrub(text: str, params: Any) -> str:
 
 
 def scrub_error(error: BaseException, params: Any) -> None:
-    """Scrub, in place, the text arguments of `error` (what `str(error)` shows for jeeves'
-    errors and most others), so events, journals and spans built from it hold no credential."""
-    if isinstance(error, Exception) and any(isinstance(a, str) for a in error.args):
-        error.args = tuple(scrub(a, params) if isinstance(a, str) else a for a in error.args)
+    """Scrub, in place, the text of `error` and of the exceptions chained to it.
+
+    What `str(error)` shows is in its text arguments for jeeves' errors and most others, and
+    in a `message` attribute for litellm's and the OpenAI SDK's; a traceback (a span's
+    `exception.stacktrace`) prints the whole `__cause__` / `__context__` chain. Events,
+    journals and spans built from the error then hold no credential of `params`.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen and isinstance(current, Exception):
+        seen.add(id(current))
+        current.args = tuple(scrub(a, params) if isinstance(a, str) else a for a in current.args)
+        message = getattr(current, "message", None)
+        if isinstance(message, str):
+            with contextlib.suppress(AttributeError, TypeError):
+                current.message = scrub(message, params)  # type: ignore[attr-defined]
+        current = current.__cause__ or current.__context__

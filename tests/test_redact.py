@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 import contextlib
+import json
+import traceback
+from pathlib import Path
 
 import pytest
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import jeeves
 from jeeves import ActorCritic, Agent, FunctionModel, LLMCritic, Route
-from jeeves.errors import ProviderError, RateLimited, ReplayDivergence
+from jeeves.errors import JeevesError, ProviderError, RateLimited, ReplayDivergence
 from jeeves.events import EVENT_ADAPTER, Event, SessionFailed
 from jeeves.messages import ModelRequest
-from jeeves.redact import REDACTED, is_credential, mask_credentials, scrub, strip_credentials
+from jeeves.redact import REDACTED, is_credential, mask_credentials, scrub, scrub_error, strip_credentials
 from jeeves.replay import MemoryJournal
+from jeeves.telemetry import OTelTracer
 from jeeves.testing import Reply
+from tests.models.mock_openai import Fail, serve
 
 pytestmark = pytest.mark.anyio
 
@@ -214,3 +222,68 @@ async def test_a_provider_error_quoting_the_key_reaches_no_event_journal_or_call
     shown = "\n".join(EVENT_ADAPTER.dump_json(e).decode() for e in seen) + step.model_dump_json()
     assert f"?key={REDACTED}" in shown
     assert KEY not in shown and ROTATED not in shown
+
+
+class _SDKError(Exception):
+    """Like litellm's and the OpenAI SDK's errors: `str()` shows `message`, not the args."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def test_scrub_error_reaches_the_chained_errors_a_traceback_prints() -> None:
+    params = {"api_key": KEY}
+    try:
+        try:
+            raise _SDKError(f"AuthenticationError: bad key {KEY}")
+        except _SDKError as inner:
+            raise ProviderError(f"Model failed ({inner}); check the key", status_code=401) from inner
+    except ProviderError as error:
+        scrub_error(error, params)
+        printed = "".join(traceback.format_exception(error))
+    assert f"bad key {REDACTED}" in printed and KEY not in printed
+
+
+def _event_text(span: ReadableSpan) -> str:
+    return json.dumps([[e.name, dict(e.attributes or {})] for e in span.events])
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # litellm is asyncio-only
+async def test_a_provider_that_echoes_the_key_through_litellm_leaks_it_nowhere(tmp_path: Path) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    journal = tmp_path / "runs.jsonl"
+    seen: list[Event] = []
+    with serve() as mock:
+        mock.script(Fail(401, message=f"Incorrect API key provided: {KEY}."))
+        route = Route(
+            model="openai/gpt-4o-mini", params={"api_key": KEY, "api_base": mock.base_url}, retries=0
+        )
+        with pytest.raises(JeevesError) as info:
+            async with jeeves.stream(
+                Agent("x"),
+                "t",
+                model=route,
+                journal=journal,
+                session_id="s",
+                tracer=OTelTracer(provider, capture_content=True),
+            ) as events:
+                async for event in events:
+                    seen.append(event)
+        assert mock.headers[0]["authorization"] == f"Bearer {KEY}"  # the provider got the key
+
+    spans = exporter.get_finished_spans()
+    assert any("exception.stacktrace" in _event_text(s) for s in spans)
+    assert f"key provided: {REDACTED}" in str(info.value)
+    shown = [
+        str(info.value),
+        "\n".join(EVENT_ADAPTER.dump_json(e).decode() for e in seen),
+        journal.read_text(),
+        *(repr(dict(s.attributes or {})) + _event_text(s) + str(s.status.description) for s in spans),
+    ]
+    assert all(KEY not in text for text in shown)
