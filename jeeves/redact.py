@@ -59,7 +59,7 @@ _LAST = frozenset({"token", "auth"})
 _BEFORE_KEY = frozenset(
     {"api", "access", "secret", "private", "subscription", "auth", "master", "account", "session"}
 )
-_HUMP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_HUMP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _SEPARATORS = re.compile(r"[^a-z0-9]+")
 
 

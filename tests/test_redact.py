@@ -35,6 +35,8 @@ ROTATED = "sk-live-0b1d4e8f-rotated-in"
         "api_key",
         "API_KEY",
         "apiKey",
+        "XApiKey",
+        "APIKey",
         "apikey",
         "api-key",
         "X-API-Key",
