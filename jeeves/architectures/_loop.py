@@ -22,7 +22,7 @@ from typing import Generic, Literal, NoReturn, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from jeeves.architecture import Architecture, Caller, Output, join_callers, model_callers
-from jeeves.architectures._templates import check_template, format_history, render
+from jeeves.architectures._templates import Template, check_template, format_history, render
 from jeeves.context import Context
 from jeeves.critics import Critic, CriticSession, Review, Verdict
 from jeeves.errors import PROGRAM_ERRORS, BudgetExceeded, CriticError, UserError
@@ -81,8 +81,8 @@ class LoopSettings:
     max_rounds: int
     no_improvement: int | None
     on_critic_error: OnCriticError
-    critic_template: str
-    refine_template: str
+    critic_template: Template
+    refine_template: Template
     share_route: bool = False
 
     @classmethod
@@ -228,7 +228,7 @@ class CriticLoop(Generic[OutputT]):
         assert self.best is not None
         return self.rounds[self.best]
 
-    def _render(self, template: str, r: int, output: str) -> str:
+    def _render(self, template: Template, r: int, output: str) -> str:
         """Fill a template; `issues` and `summary` are the best judged candidate's so far."""
         verdict = self._best().verdict if self.best is not None else None
         return render(

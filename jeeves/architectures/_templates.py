@@ -11,12 +11,19 @@ A template is a `str.format` string over these fields, all text:
 - `round`: the round the prompt is for (0 is the first draft).
 
 Write a literal brace as `{{` or `}}`.
+
+Inside the package a template can also be a `PromptRenderer`: a function of the same
+fields (`PromptFields`) that returns the prompt. It is how a compatibility layer renders
+another framework's placeholders exactly as that framework does; the public constructors
+take format strings only.
 """
 
 from __future__ import annotations
 
 import string
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TypeAlias
 
 from jeeves.critics import Verdict
 from jeeves.errors import UserError
@@ -27,6 +34,9 @@ __all__ = [
     "FEEDBACK_INSTRUCTIONS",
     "FIELDS",
     "SELF_REFINE_TEMPLATE",
+    "PromptFields",
+    "PromptRenderer",
+    "Template",
     "check_template",
     "format_history",
     "render",
@@ -101,6 +111,25 @@ def check_template(template: object, *, what: str) -> str:
     return template
 
 
+@dataclass(frozen=True)
+class PromptFields:
+    """What a template is filled with (the module docstring's fields, before formatting)."""
+
+    task: str
+    output: str
+    verdict: Verdict | None
+    """The best judged candidate's verdict so far; None before the first review."""
+    history: str
+    round: int
+
+
+PromptRenderer: TypeAlias = Callable[[PromptFields], str]
+"""A template as a function of the fields."""
+
+Template: TypeAlias = str | PromptRenderer
+"""A checked format string, or a renderer."""
+
+
 def _bullets(issues: Sequence[str]) -> str:
     return "\n".join(f"- {issue}" for issue in issues) if issues else "(none)"
 
@@ -118,7 +147,7 @@ def format_history(attempts: Sequence[tuple[int, str, Verdict]]) -> str:
 
 
 def render(
-    template: str,
+    template: Template,
     *,
     task: str,
     output: str,
@@ -126,7 +155,9 @@ def render(
     history: str,
     round: int,
 ) -> str:
-    """Fill a checked template."""
+    """Fill a checked template (or call a renderer with the same fields)."""
+    if not isinstance(template, str):
+        return template(PromptFields(task, output, verdict, history, round))
     return template.format(
         task=task,
         output=output,

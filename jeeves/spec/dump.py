@@ -16,6 +16,7 @@ from typing import Any
 
 from jeeves.agent import Agent
 from jeeves.architectures import ActorCritic, SelfRefine, Supervisor
+from jeeves.architectures._templates import Template
 from jeeves.critics import (
     VERDICT_FORMAT,
     CitationCritic,
@@ -179,6 +180,15 @@ def _description(arch: object, inner: object) -> str:
     return "" if described == getattr(inner, "description", "") else str(described)
 
 
+def _text(template: Template) -> str:
+    if not isinstance(template, str):
+        raise UserError(
+            f"The prompt template {template!r} is a Python function, which a spec cannot hold; "
+            f"give the architecture a format-string template to dump it."
+        )
+    return template
+
+
 def _actor_critic(arch: ActorCritic) -> ActorCriticSpec:
     s = arch.settings
     combined = type(arch.critic) is CombinedCritic
@@ -192,8 +202,8 @@ def _actor_critic(arch: ActorCritic) -> ActorCriticSpec:
         max_rounds=s.max_rounds,
         no_improvement=s.no_improvement or 0,
         on_critic_error=s.on_critic_error,
-        critic_template=s.critic_template,
-        refine_template=s.refine_template,
+        critic_template=_text(s.critic_template),
+        refine_template=_text(s.refine_template),
         weights=dict(weights or {}),
         role=arch.role,
         description=_description(arch, arch.actor),
@@ -213,8 +223,8 @@ def _self_refine(arch: SelfRefine) -> SelfRefineSpec:
         no_improvement=s.no_improvement or 0,
         on_critic_error=s.on_critic_error,
         feedback_instructions=feedback.removesuffix(suffix),
-        feedback_template=s.critic_template,
-        refine_template=s.refine_template,
+        feedback_template=_text(s.critic_template),
+        refine_template=_text(s.refine_template),
         role=None if arch.role == agent_role else arch.role,
         description=_description(arch, arch.agent),
     )

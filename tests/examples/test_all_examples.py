@@ -53,6 +53,16 @@ LIVE = {
             "stop reason: approved; best round: 0",
         ),
     ),
+    "from_jeevesagent.py": Live(
+        env=BY_ENV,
+        shows=(
+            f"  example__actor_0 (actor, model openai/{MODEL})",
+            f"  example__critic_0 (critic, model openai/{CRITIC})",
+            "  critique: score 0.90, approved",
+            "stop reason: approved",
+            "def slugify(text: str) -> str:",
+        ),
+    ),
     "nested_supervisor.py": Live(
         env=BY_ENV,
         shows=(
