@@ -149,7 +149,13 @@ class SQLiteJournal(StoreBase):
         text = steps.get(index)
         if text is None:
             return None
-        return self._decode(text, f"session {session_id!r} step {index}", StepRecord)
+        what = f"session {session_id!r} step {index}"
+        record = self._decode(text, what, StepRecord)
+        if (record.session_id, record.index) != (session_id, index):  # a row copied or edited by hand
+            raise JournalError(
+                f"{self.path} ({what}): the row holds step {record.index} of {excerpt(record.session_id)}. {DAMAGED}"
+            )
+        return record
 
     async def put_step(self, record: StepRecord) -> None:
         await self._call(self._put_step, record, encode_record(record))
