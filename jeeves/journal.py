@@ -241,6 +241,8 @@ def _damaged(where: str, problem: str) -> errors.JournalError:
 
 
 def first_error(exc: BaseException) -> str:
+    """What failed validation, in one short line (pydantic's own message spans lines and
+    quotes the input)."""
     if isinstance(exc, ValidationError):
         first = exc.errors(include_url=False, include_input=False)[0]
         loc = ".".join(str(part) for part in first["loc"]) or "value"

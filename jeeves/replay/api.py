@@ -25,6 +25,7 @@ from jeeves.journal import (
     JournalMode,
     SessionRecord,
     StepRecord,
+    excerpt,
     first_error,
     request_diff,
 )
@@ -253,7 +254,7 @@ def _outcome_difference(recorded: SessionRecord, replayed: SessionRecord) -> str
             f"journal lost its last records), so the replay's end ({replayed.status}) cannot be checked."
         )
     changed = [
-        f"{name} {getattr(recorded, name)!r}, replayed {getattr(replayed, name)!r}"
+        f"{name} {excerpt(getattr(recorded, name))}, replayed {excerpt(getattr(replayed, name))}"
         for name in ("status", "stop_reason", "rounds")
         if getattr(recorded, name) != getattr(replayed, name)
     ]

@@ -177,7 +177,7 @@ async def test_a_replay_that_ends_with_another_stop_reason_diverges(stores: Stor
     """The text is the same; the recorded verdict was another one: that is not the recorded run."""
     await record(stores.open())
     await replace_session(stores.open(), "r1", stop_reason="critic_failed")
-    with pytest.raises(ReplayDivergence, match="stop_reason 'critic_failed', replayed 'approved'") as info:
+    with pytest.raises(ReplayDivergence, match='stop_reason "critic_failed", replayed "approved"') as info:
         await jeeves.replay(None, stores.open(), "r1")
     assert (info.value.session_id, info.value.step) == ("r1", -1)
 
@@ -231,10 +231,9 @@ def test_jeeves_replay_of_a_cut_jsonl_warns_in_one_line_and_exits_2(tmp_path: Pa
         timeout=300,
     )
     assert done.returncode == 2, done.stderr
-    warning, error, *rest = done.stderr.splitlines()
+    warning, error, *_ = done.stderr.splitlines()  # the warning, then at once the error: no source line
     assert warning.startswith(f"{path}:{number}: JournalWarning: the last line is incomplete")
     assert error.startswith("error: Session 'r1' replayed every recorded step but the journal holds no end")
-    assert "warn" not in "".join(rest)  # no Python source line under the warning
     assert "output:" not in done.stdout
 
 
