@@ -219,11 +219,7 @@ class _Served:
         problem = _outcome_difference(recorded, record)
         if problem:
             raise ReplayDivergence(
-                f"Session {sid!r} replayed every recorded step but {problem}\nThe architecture decides "
-                f"something outside its journaled steps (a clock, random numbers, the environment; route it "
-                f"through ctx.step), or the journal was changed or cut short.",
-                session_id=sid,
-                step=-1,
+                f"Session {sid!r} replayed every recorded step but {problem}", session_id=sid, step=-1
             )
 
     @property
@@ -247,20 +243,30 @@ async def _check_steps_used(store: JournalStore, sid: str, served: set[tuple[str
 
 
 def _outcome_difference(recorded: SessionRecord, replayed: SessionRecord) -> str:
-    """How a replayed session's end differs from the recorded one ("" when it does not)."""
+    """How a replayed session's end differs from the recorded one, and what to do ("" when
+    it does not differ)."""
     if recorded.status == "running":
         return (
             f"the journal holds no end for it (status 'running': the run crashed or was still going, or the "
-            f"journal lost its last records), so the replay's end ({replayed.status}) cannot be checked."
+            f"journal lost its last records), so the replay's end ({replayed.status}) cannot be checked. "
+            f"Resume the run (run it again with its session id) or restore the journal."
         )
     changed = [
         f"{name} {excerpt(getattr(recorded, name))}, replayed {excerpt(getattr(replayed, name))}"
         for name in ("status", "stop_reason", "rounds")
         if getattr(recorded, name) != getattr(replayed, name)
     ]
+    diff = ""
     if recorded.output != replayed.output:
-        changed.append(f"another output:\n{request_diff(recorded.output, replayed.output)}")
-    return f"ended otherwise than recorded: {'; '.join(changed)}" if changed else ""
+        changed.append("another output (below)")
+        diff = "\n" + request_diff(recorded.output, replayed.output)
+    if not changed:
+        return ""
+    return (
+        f"ended otherwise than recorded: {'; '.join(changed)}. The architecture decides something outside "
+        f"its journaled steps (a clock, random numbers, the environment; route it through ctx.step), or the "
+        f"journal was changed.{diff}"
+    )
 
 
 @dataclass
