@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 
 from jeeves.demo import run_demo
-from jeeves.errors import UserError
+from jeeves.errors import JournalError, UserError
 from jeeves.history import replay_command, runs_command
 
 __all__ = ["main"]
@@ -139,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
     try:
         return _dispatch(args)
-    except UserError as exc:  # configuration, not a crash: one line, no traceback
+    except (UserError, JournalError) as exc:  # configuration or a damaged journal: one line, no traceback
         sys.stderr.write(f"error: {exc}\n")
         return 2
     except KeyboardInterrupt:

@@ -26,6 +26,7 @@ from jeeves.architecture import Architecture, Output, describe_model
 from jeeves.budget import BudgetMeter
 from jeeves.channel import EventChannel
 from jeeves.errors import (
+    PROGRAM_ERRORS,
     BudgetExceeded,
     MissingCredentials,
     ModelError,
@@ -34,7 +35,6 @@ from jeeves.errors import (
     tag_session,
 )
 from jeeves.events import (
-    EVENT_ADAPTER,
     BudgetExceededEvent,
     Event,
     ModelCompleted,
@@ -56,6 +56,9 @@ from jeeves.journal import (
     error_type_name,
     fingerprint,
     request_diff,
+    served_events,
+    served_result,
+    step_origin,
 )
 from jeeves.messages import ModelRequest, ModelResponse, Usage, UsageTally
 from jeeves.models.base import Route
@@ -151,7 +154,10 @@ def _tried_again_on_resume(record: StepRecord) -> bool:
     every failure as recorded."""
     if record.kind != "model" or record.error is None:
         return False
-    return isinstance(decode_error(record.error), ModelError | MissingCredentials)
+    return isinstance(
+        decode_error(record.error, f"session {record.session_id!r} step {record.index}"),
+        ModelError | MissingCredentials,
+    )
 
 
 def _step_name(kind: str, name: str) -> str:
@@ -334,8 +340,9 @@ class Context:
         error: BaseException | None = None,
     ) -> None:
         journal = self._state.journal
-        if journal is None or self._state.mode == "replay":
-            return
+        if journal is None or (self._state.mode == "replay" and isinstance(error, PROGRAM_ERRORS)):
+            return  # a strict replay's journal compares each outcome with the recorded one, except
+            # when the code or the journal is wrong: that error says more than a comparison
         with anyio.CancelScope(shield=True):
             await journal.put_session(
                 SessionRecord(
@@ -432,13 +439,13 @@ class Context:
                 )
             if state.mode == "replay" or not _tried_again_on_resume(record):
                 self._replayed += 1
-                for data in record.events:
-                    event = EVENT_ADAPTER.validate_python(data)
+                where = step_origin(record, journal)
+                for event in served_events(record, where):
                     event.replayed = True
                     await self.emit(event)
                 if record.error is not None:
-                    raise decode_error(record.error)
-                return StepResult(state.adapter(result_type).validate_python(record.result), True)
+                    raise decode_error(record.error, where)
+                return StepResult(served_result(record, state.adapter(result_type), where), True)
         elif state.mode == "replay":
             raise ReplayDivergence(
                 f"Session {self.session_id!r} asked for step {index} ({_step_name(kind, name)}), which the journal does not "

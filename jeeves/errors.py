@@ -15,7 +15,7 @@ JeevesError                      root: `except jeeves.JeevesError` catches all o
 │   └── CriticError              a critic failed and `on_critic_error="raise"`
 ├── BudgetExceeded               a shared budget ran out; the run stops, best output kept
 ├── ReplayDivergence             a replayed run asked for a step the journal does not hold as asked
-├── JournalError                 a journal file is damaged or from a newer jeeves
+├── JournalError (ValueError)    a journal file is damaged or from a newer jeeves
 └── ScriptError                  the testing models were used wrongly
     ├── UnexpectedModelCall      a model call came that the script does not have
     └── UnconsumedSteps          a script still has steps left at the end
@@ -150,8 +150,23 @@ class ReplayDivergence(JeevesError):
         self.step = step
 
 
-class JournalError(JeevesError):
-    """A journal is damaged, or was written by a newer version of jeeves."""
+class JournalError(JeevesError, ValueError):
+    """A journal is damaged, or was written by a newer version of jeeves.
+
+    The message names the file and the record. It is kept to one line of bounded length
+    (its head and its tail survive), since it can quote recorded data of any size.
+    """
+
+    MAX_MESSAGE = 2000
+
+    def __init__(self, message: str) -> None:
+        message = " ".join(message.split())
+        if len(message) > self.MAX_MESSAGE:
+            cut = len(message) - self.MAX_MESSAGE
+            message = (
+                f"{message[: self.MAX_MESSAGE - 500]} ... ({cut} characters left out) ... {message[-500:]}"
+            )
+        super().__init__(message)
 
 
 class ScriptError(JeevesError, AssertionError):

@@ -15,9 +15,10 @@ import hashlib
 import json
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from jeeves import errors
+from jeeves.events import EVENT_ADAPTER, Event
 from jeeves.redact import mask_credentials
 
 __all__ = [
@@ -29,8 +30,13 @@ __all__ = [
     "decode_error",
     "encode_error",
     "error_type_name",
+    "excerpt",
     "fingerprint",
+    "first_error",
     "request_diff",
+    "served_events",
+    "served_result",
+    "step_origin",
 ]
 
 SCHEMA_VERSION = 1
@@ -106,18 +112,40 @@ def fingerprint(payload: Any) -> str:
     return hashlib.sha256(canonical(payload).encode()).hexdigest()
 
 
-def request_diff(recorded: Any, current: Any, *, max_lines: int = 24) -> str:
-    """A short unified diff between a recorded request and the one asked now.
+def request_diff(recorded: Any, current: Any, *, max_lines: int = 24, width: int = 160) -> str:
+    """A short unified diff between a recorded request and the one asked now (at most
+    `max_lines` lines of at most `width` characters: a huge value cannot flood a message).
 
     Credentials read as `<redacted>` on both sides: a journal written before they were
     left out of requests may still hold one, and the diff ends up in an error message.
     """
-    before = json.dumps(mask_credentials(recorded), sort_keys=True, indent=1, default=str).splitlines()
-    after = json.dumps(mask_credentials(current), sort_keys=True, indent=1, default=str).splitlines()
+    before, after = _diff_lines(recorded, width), _diff_lines(current, width)
     lines = [ln for ln in difflib.unified_diff(before, after, "recorded", "now", lineterm="", n=1)]
     if len(lines) > max_lines:
         lines = [*lines[:max_lines], f"... ({len(lines) - max_lines} more diff lines)"]
     return "\n".join(lines)
+
+
+def _diff_lines(value: Any, width: int) -> list[str]:
+    try:
+        lines = json.dumps(mask_credentials(value), sort_keys=True, indent=1, default=str).splitlines()
+    except (ValueError, RecursionError):
+        lines = [excerpt(mask_credentials(value) if _shallow(value) else "<too deeply nested to show>", width)]
+    return [ln if len(ln) <= width else f"{ln[: width - 30]}... ({len(ln)} characters)" for ln in lines]
+
+
+def _shallow(value: Any, depth: int = 50) -> bool:
+    """Whether `value` nests less than `depth` containers deep (so it can be walked safely)."""
+    stack = [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        if level > depth:
+            return False
+        if isinstance(item, dict):
+            stack.extend((v, level + 1) for v in item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend((v, level + 1) for v in item)
+    return True
 
 
 class ReplayedError(Exception):
@@ -128,7 +156,18 @@ class ReplayedError(Exception):
         self.error_type = error_type
 
 
-_ERROR_ATTRS = ("limit", "allowed", "spent", "model", "status_code", "env_var")
+_ERROR_ATTRS: dict[str, tuple[type[errors.JeevesError], type | tuple[type, ...]]] = {
+    "limit": (errors.BudgetExceeded, str),
+    "allowed": (errors.BudgetExceeded, (int, float)),
+    "spent": (errors.BudgetExceeded, (int, float)),
+    "model": (errors.ModelError, str),
+    "status_code": (errors.ModelError, int),
+    "env_var": (errors.MissingCredentials, str),
+}
+"""The attributes an error keeps in a journal: which class owns each, and its JSON type.
+Decoding sets nothing else, so a journal can never set an arbitrary attribute."""
+
+_MAX_TYPE_NAME = 200
 
 
 def error_type_name(error: BaseException) -> str:
@@ -139,19 +178,103 @@ def error_type_name(error: BaseException) -> str:
 def encode_error(error: BaseException) -> dict[str, Any]:
     """An exception as JSON, so a replay can raise the same failure at the same step."""
     attrs = {
-        a: getattr(error, a) for a in _ERROR_ATTRS if isinstance(getattr(error, a, None), str | int | float)
+        name: value
+        for name, (owner, kind) in _ERROR_ATTRS.items()
+        if isinstance(error, owner)
+        and isinstance(value := getattr(error, name, None), kind)
+        and not isinstance(value, bool)
     }
     return {"type": error_type_name(error), "message": str(error), "attrs": attrs}
 
 
-def decode_error(data: dict[str, Any]) -> BaseException:
-    """The exception `encode_error` described: the jeeves class of that name, else ReplayedError."""
-    cls = getattr(errors, str(data.get("type")), None)
-    message = str(data.get("message", ""))
-    if isinstance(cls, type) and issubclass(cls, errors.JeevesError):
-        error = Exception.__new__(cls)
-        Exception.__init__(error, message)
-        for key, value in dict(data.get("attrs") or {}).items():
-            setattr(error, key, value)
-        return error
-    return ReplayedError(str(data.get("type")), message)
+def decode_error(data: Any, where: str = "the journal") -> BaseException:
+    """The exception `encode_error` described: the jeeves class of that name with its checked
+    attributes, else a ReplayedError. Anything else is damage: `JournalError` naming `where`."""
+    if not isinstance(data, dict):
+        raise _damaged(where, f"the recorded error is {excerpt(data)}, not an object")
+    name, message, attrs = data.get("type"), data.get("message", ""), data.get("attrs") or {}
+    if not isinstance(name, str) or not name.isidentifier() or len(name) > _MAX_TYPE_NAME:
+        raise _damaged(where, f"the recorded error type {excerpt(name)} is not a class name")
+    if not isinstance(message, str):
+        raise _damaged(where, f"the recorded error message is {excerpt(message)}, not text")
+    if not isinstance(attrs, dict):
+        raise _damaged(where, f"the recorded error attributes are {excerpt(attrs)}, not an object")
+    cls = getattr(errors, name, None) if name in errors.__all__ else None
+    if not (isinstance(cls, type) and issubclass(cls, errors.JeevesError)):
+        return ReplayedError(name, message)
+    error = Exception.__new__(cls)
+    Exception.__init__(error, message)
+    for key, (owner, _) in _ERROR_ATTRS.items():
+        if issubclass(cls, owner):
+            setattr(error, key, None)
+    for key, value in attrs.items():
+        if not _known_attr(cls, key, value):
+            raise _damaged(
+                where, f"a recorded {name} cannot have attribute {excerpt(key)} = {excerpt(value)}"
+            )
+        setattr(error, key, value)
+    return error
+
+
+def _known_attr(cls: type[errors.JeevesError], key: object, value: object) -> bool:
+    spec = _ERROR_ATTRS.get(key) if isinstance(key, str) else None
+    return (
+        spec is not None
+        and issubclass(cls, spec[0])
+        and isinstance(value, spec[1])
+        and not isinstance(value, bool)
+    )
+
+
+# -- serving a recorded step ---------------------------------------------------------------
+def step_origin(record: StepRecord, journal: object) -> str:
+    """Names a served step record in error messages: the journal's file (or the journal) and the
+    step's key."""
+    path = getattr(journal, "path", None)
+    return (
+        f"{path if path is not None else repr(journal)} (session {record.session_id!r} step {record.index})"
+    )
+
+
+def served_events(record: StepRecord, where: str) -> list[Event]:
+    """The events a recorded step emitted, validated; a bad one is damage, not a crash."""
+    try:
+        return [EVENT_ADAPTER.validate_python(data) for data in record.events]
+    except (ValidationError, RecursionError) as exc:
+        raise _damaged(where, f"a recorded event does not validate ({first_error(exc)})") from exc
+
+
+def served_result(record: StepRecord, adapter: TypeAdapter[Any], where: str) -> Any:
+    """A recorded step's result, validated with the type its step asks for."""
+    try:
+        return adapter.validate_python(record.result)
+    except (ValidationError, RecursionError) as exc:
+        raise _damaged(where, f"the recorded result does not fit the step ({first_error(exc)})") from exc
+
+
+DAMAGED = "The journal is damaged here; restore it from a backup or record into a new file."
+
+
+def _damaged(where: str, problem: str) -> errors.JournalError:
+    return errors.JournalError(f"{where}: {problem}. {DAMAGED}")
+
+
+def first_error(exc: BaseException) -> str:
+    """What failed validation, in one short line (pydantic's own message spans lines and
+    quotes the input)."""
+    if isinstance(exc, ValidationError):
+        first = exc.errors(include_url=False, include_input=False)[0]
+        loc = ".".join(str(part) for part in first["loc"]) or "value"
+        extra = f", and {exc.error_count() - 1} more" if exc.error_count() > 1 else ""
+        return f"{loc}: {first['msg']}{extra}"
+    return "nested too deeply"
+
+
+def excerpt(value: Any, width: int = 80) -> str:
+    """A value as a short, one-line JSON excerpt, for error messages about recorded data."""
+    try:
+        text = json.dumps(value, default=str, ensure_ascii=False)
+    except (ValueError, RecursionError):
+        text = f"a {type(value).__name__} nested too deeply"
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 3] + "..."

@@ -308,8 +308,9 @@ async def replay(
     Nothing runs live: every model call and tool call is served from the journal, and no
     model route exists to reach. The events are those of the recording (marked
     `replayed`); the result's usage is zero, since nothing was spent. A step the journal
-    lacks, a request that changed, a recorded step left unused or another final output
-    raises `ReplayDivergence` naming the session and step.
+    lacks, a request that changed, a recorded step left unused, or a session that ends
+    otherwise than recorded (status, stop reason, output, rounds) raises `ReplayDivergence`
+    naming the session and step; a damaged journal raises `JournalError`.
 
     Args:
         arch: The architecture that recorded the run, or None to rebuild it from the

@@ -171,3 +171,31 @@ def test_the_command_imports_the_architecture_from_the_current_directory(
         "recorded: 9 model calls · 123 tokens · $0.0000",  # what the run spent; the replay spends nothing
         "  fanout.worker: 9 calls, 123 tokens, $0.0000",
     ]
+
+
+def test_a_failed_run_that_replays_into_another_failure_is_a_divergence_with_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "runs.jsonl"
+
+    async def go() -> None:
+        model = jeeves.ScriptedModel([ProviderError("the provider is down", status_code=400)])
+        with pytest.raises(ProviderError):
+            await jeeves.run(
+                archs.build_agent(),
+                "t",
+                model=model,
+                journal=path,
+                session_id="job-1",
+                architecture_ref="tests.replay.archs:build_agent",
+            )
+
+    anyio.run(go)
+    lines = path.read_text().splitlines()
+    last = json.loads(lines[-1])
+    assert (last["session_id"], last["status"]) == ("job-1", "failed")
+    path.write_text("\n".join([*lines[:-1], json.dumps({**last, "output": "a quota error"})]) + "\n")
+    assert main(["replay", str(path), "job-1"]) == 2
+    err = capsys.readouterr().err
+    assert "failed the same way" not in err
+    assert "error: Session 'job-1' replayed every recorded step but ended otherwise than recorded" in err

@@ -2,8 +2,8 @@
 
 `jeeves.run(..., journal=...)` and `jeeves.replay(...)` (in `jeeves.runner`, which sits
 above this package) use `attach` to open a path, to keep a resumed run's source, and, in
-a strict replay, to check afterwards that the replay used every recorded step and ended
-with the recorded output.
+a strict replay, to check that every session used all its recorded steps and ended as
+recorded (status, stop reason, output, rounds).
 """
 
 from __future__ import annotations
@@ -15,11 +15,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from jeeves.architecture import Architecture
 from jeeves.errors import JournalError, ReplayDivergence, UserError
-from jeeves.journal import Journal, JournalMode, SessionRecord, StepRecord, request_diff
+from jeeves.journal import (
+    DAMAGED,
+    Journal,
+    JournalMode,
+    SessionRecord,
+    StepRecord,
+    excerpt,
+    first_error,
+    request_diff,
+)
 from jeeves.messages import ModelRequest, ModelResponse, Usage
 from jeeves.models.base import DeltaSink
 from jeeves.models.router import Router
@@ -125,20 +134,27 @@ async def list_runs(journal: JournalStore | str | os.PathLike[str]) -> list[RunS
     finally:
         if store is not journal:
             await store.aclose()
-    return [
-        RunSummary(
-            session_id=r.session_id,
-            architecture=r.architecture,
-            status=r.status,
-            stop_reason=r.stop_reason,
-            rounds=r.rounds,
-            usage=Usage.model_validate(r.usage),
-            task=r.task,
-            output=r.output,
-        )
-        for r in records
-        if r.parent_id is None
-    ]
+    return [_summary(store, r) for r in records if r.parent_id is None]
+
+
+def _summary(store: JournalStore, record: SessionRecord) -> RunSummary:
+    try:
+        usage = Usage.model_validate(record.usage)
+    except ValidationError as exc:
+        raise JournalError(
+            f"{getattr(store, 'path', store)} (session {record.session_id!r}): the recorded usage does not "
+            f"validate ({first_error(exc)}). {DAMAGED}"
+        ) from exc
+    return RunSummary(
+        session_id=record.session_id,
+        architecture=record.architecture,
+        status=record.status,
+        stop_reason=record.stop_reason,
+        rounds=record.rounds,
+        usage=usage,
+        task=record.task,
+        output=record.output,
+    )
 
 
 @dataclass
@@ -188,10 +204,69 @@ class _Served:
         raise JournalError(f"A strict replay tried to record step {record.index} of {record.session_id!r}.")
 
     async def put_session(self, record: SessionRecord) -> None:
-        raise JournalError(f"A strict replay tried to record session {record.session_id!r}.")
+        """Not a write: the context reports each session's end here, and it must be the
+        recorded one. Every recorded step of the session was asked for, and its status, stop
+        reason, output and rounds are the recorded ones: a critic's verdict, a stop reason or
+        a failure that differs is a divergence even when the final text is the same."""
+        if record.status == "running":
+            return
+        sid = record.session_id
+        recorded = await self.store.get_session(sid)
+        if recorded is None:  # the context checks this when the session starts
+            raise JournalError(f"A strict replay tried to record session {sid!r}.")
+        if isinstance(self.store, JournalStore):
+            await _check_steps_used(self.store, sid, self.steps)
+        problem = _outcome_difference(recorded, record)
+        if problem:
+            raise ReplayDivergence(
+                f"Session {sid!r} replayed every recorded step but {problem}", session_id=sid, step=-1
+            )
+
+    @property
+    def path(self) -> object:
+        """The store's file, when it has one (error messages name it)."""
+        return getattr(self.store, "path", None)
 
     def __repr__(self) -> str:
         return repr(self.store)
+
+
+async def _check_steps_used(store: JournalStore, sid: str, served: set[tuple[str, int]]) -> None:
+    for index in await store.step_indices(sid):
+        if (sid, index) not in served:
+            raise ReplayDivergence(
+                f"The recorded run has step {index} of session {sid!r}, which the replay never asked "
+                f"for: the code took a shorter path. Replay with the code that recorded the run.",
+                session_id=sid,
+                step=index,
+            )
+
+
+def _outcome_difference(recorded: SessionRecord, replayed: SessionRecord) -> str:
+    """How a replayed session's end differs from the recorded one, and what to do ("" when
+    it does not differ)."""
+    if recorded.status == "running":
+        return (
+            f"the journal holds no end for it (status 'running': the run crashed or was still going, or the "
+            f"journal lost its last records), so the replay's end ({replayed.status}) cannot be checked. "
+            f"Resume the run (run it again with its session id) or restore the journal."
+        )
+    changed = [
+        f"{name} {excerpt(getattr(recorded, name))}, replayed {excerpt(getattr(replayed, name))}"
+        for name in ("status", "stop_reason", "rounds")
+        if getattr(recorded, name) != getattr(replayed, name)
+    ]
+    diff = ""
+    if recorded.output != replayed.output:
+        changed.append("another output (below)")
+        diff = "\n" + request_diff(recorded.output, replayed.output)
+    if not changed:
+        return ""
+    return (
+        f"ended otherwise than recorded: {'; '.join(changed)}. The architecture decides something outside "
+        f"its journaled steps (a clock, random numbers, the environment; route it through ctx.step), or the "
+        f"journal was changed.{diff}"
+    )
 
 
 @dataclass
@@ -218,14 +293,7 @@ class Attached:
                     session_id=sid,
                     step=-1,
                 )
-            for index in await served.store.step_indices(sid):
-                if (sid, index) not in served.steps:
-                    raise ReplayDivergence(
-                        f"The recorded run has step {index} of session {sid!r}, which the replay never asked "
-                        f"for: the code took a shorter path. Replay with the code that recorded the run.",
-                        session_id=sid,
-                        step=index,
-                    )
+            await _check_steps_used(served.store, sid, served.steps)
         root = next((r for r in records if r.session_id == root_id), None)
         if root is not None and root.status == "completed" and root.output != output:
             raise ReplayDivergence(

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
 from jeeves.errors import JournalError, UserError
-from jeeves.journal import SCHEMA_VERSION, Journal, SessionRecord, StepRecord
+from jeeves.journal import DAMAGED, SCHEMA_VERSION, Journal, SessionRecord, StepRecord, excerpt, first_error
 
 __all__ = ["JournalStore", "JournalWarning", "StoreBase", "decode_record", "encode_record", "in_tree"]
 
@@ -66,12 +66,12 @@ def encode_record(record: Record) -> str:
 
 
 def decode_record(data: Any, where: str) -> Record:
-    """A parsed JSON object back into its record; `where` names the file and line for errors."""
+    """A parsed JSON object back into its record; `where` names the file and line (or row) for errors."""
     if not isinstance(data, dict) or data.get("type") not in ("step", "session"):
-        raise JournalError(f"{where}: not a jeeves journal record ({_excerpt(data)}). {_DAMAGED}")
+        raise JournalError(f"{where}: not a jeeves journal record ({excerpt(data)}). {DAMAGED}")
     version = data.get("v")
     if not isinstance(version, int) or isinstance(version, bool):
-        raise JournalError(f"{where}: the record has no schema version (v={version!r}). {_DAMAGED}")
+        raise JournalError(f"{where}: the record has no schema version (v={excerpt(version)}). {DAMAGED}")
     if version > SCHEMA_VERSION:
         raise JournalError(
             f"{where}: the record was written by a newer jeeves (journal schema v{version}; this jeeves "
@@ -80,16 +80,10 @@ def decode_record(data: Any, where: str) -> Record:
     cls: type[Record] = StepRecord if data["type"] == "step" else SessionRecord
     try:
         return cls.model_validate({k: v for k, v in data.items() if k != "type"})
-    except ValidationError as exc:
-        raise JournalError(f"{where}: a malformed {data['type']} record: {exc}. {_DAMAGED}") from exc
-
-
-_DAMAGED = "The journal is damaged here; restore it from a backup or record into a new file."
-
-
-def _excerpt(data: Any) -> str:
-    text = json.dumps(data, default=str)
-    return text if len(text) <= 80 else text[:77] + "..."
+    except (ValidationError, RecursionError) as exc:
+        raise JournalError(
+            f"{where}: a malformed {data['type']} record ({first_error(exc)}). {DAMAGED}"
+        ) from exc
 
 
 class StoreBase:

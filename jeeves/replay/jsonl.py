@@ -16,6 +16,7 @@ event loop. One writer at a time: for several processes, use `SQLiteJournal`.
 from __future__ import annotations
 
 import json
+import linecache
 import os
 import threading
 import warnings
@@ -25,10 +26,24 @@ from typing import IO, Any
 import anyio.to_thread
 
 from jeeves.errors import JournalError, UserError
-from jeeves.journal import SessionRecord, StepRecord
+from jeeves.journal import DAMAGED, SessionRecord, StepRecord
 from jeeves.replay.base import JournalWarning, StoreBase, decode_record, encode_record, in_tree
 
 __all__ = ["JSONLJournal"]
+
+
+def _warn(path: Path, number: int, message: str) -> None:
+    """Warn as `run.jsonl:7: JournalWarning: ...`, one line: the location is the journal's
+    line, and the formatter is kept from quoting it (the torn line may be any size)."""
+    filename = str(path)
+    seeded = filename not in linecache.cache
+    if seeded:
+        linecache.cache[filename] = (0, None, [], filename)  # no source lines to show
+    try:
+        warnings.warn_explicit(message, JournalWarning, filename, number, module="jeeves.replay.jsonl")
+    finally:
+        if seeded:
+            linecache.cache.pop(filename, None)
 
 
 class JSONLJournal(StoreBase):
@@ -58,11 +73,11 @@ class JSONLJournal(StoreBase):
     # -- reading -----------------------------------------------------------------------
     async def _ensure_loaded(self) -> None:
         if not self._loaded:
-            warning = await anyio.to_thread.run_sync(self._load)
-            if warning:  # warned here, in the caller's thread, where warning filters apply
-                warnings.warn(warning, JournalWarning, stacklevel=3)
+            torn = await anyio.to_thread.run_sync(self._load)
+            if torn is not None:  # warned here, in the caller's thread, where warning filters apply
+                _warn(self.path, *torn)
 
-    def _load(self) -> str | None:
+    def _load(self) -> tuple[int, str] | None:
         with self._lock:
             if self._loaded:
                 return None
@@ -72,26 +87,30 @@ class JSONLJournal(StoreBase):
                 if not self._create:
                     raise UserError(f"There is no journal at {str(self.path)!r}; check the path.") from None
                 data = b""
-            warning = self._index(data)
+            torn = self._index(data)
             self._loaded = True
-            return warning
+            return torn
 
-    def _index(self, data: bytes) -> str | None:
+    def _index(self, data: bytes) -> tuple[int, str] | None:
+        """Read every line; a torn last line is left out and described (its number, what was kept)."""
         lines = data.split(b"\n")
+        kept = 0
         for number, raw in enumerate(lines[:-1], start=1):
             if raw.strip():
                 self._add(decode_record(self._parse(raw, number), f"{self.path}:{number}"))
+                kept += 1
         tail, number = lines[-1], len(lines)
         if not tail.strip():
             return None
         try:
             parsed = json.loads(tail)
+        except RecursionError as exc:
+            raise self._unreadable(number, exc) from exc
         except ValueError:  # cut short by a crash mid-write
             self._cut_at = len(data) - len(tail)
-            kept = sum(len(s) for s in self._steps.values()) + len(self._sessions)
-            return (
-                f"{self.path}:{number}: the last line is incomplete ({len(tail)} bytes, a crash mid-write?); "
-                f"it is ignored and the {kept} records before it are kept. The next write cuts it off."
+            return number, (
+                f"the last line is incomplete ({len(tail)} bytes, a crash mid-write?); it is ignored and the "
+                f"{kept} records before it are kept. The next write cuts it off."
             )
         self._add(decode_record(parsed, f"{self.path}:{number}"))
         self._needs_newline = True
@@ -100,11 +119,12 @@ class JSONLJournal(StoreBase):
     def _parse(self, raw: bytes, number: int) -> Any:
         try:
             return json.loads(raw)
-        except ValueError as exc:  # malformed JSON or undecodable bytes
-            raise JournalError(
-                f"{self.path}:{number}: the line is not JSON ({exc}); the journal is damaged here. Restore "
-                f"it from a backup or record into a new file."
-            ) from exc
+        except (ValueError, RecursionError) as exc:  # malformed JSON, undecodable bytes, nested too deeply
+            raise self._unreadable(number, exc) from exc
+
+    def _unreadable(self, number: int, exc: Exception) -> JournalError:
+        why = "it is nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        return JournalError(f"{self.path}:{number}: the line is not JSON jeeves can read ({why}). {DAMAGED}")
 
     def _add(self, record: StepRecord | SessionRecord) -> None:
         if isinstance(record, StepRecord):

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 import anyio.to_thread
 
 from jeeves.errors import JournalError, UserError
-from jeeves.journal import SCHEMA_VERSION, SessionRecord, StepRecord
+from jeeves.journal import DAMAGED, SCHEMA_VERSION, SessionRecord, StepRecord, excerpt
 from jeeves.replay.base import StoreBase, decode_record, encode_record
 
 __all__ = ["SQLiteJournal"]
@@ -149,7 +149,13 @@ class SQLiteJournal(StoreBase):
         text = steps.get(index)
         if text is None:
             return None
-        return self._decode(text, f"session {session_id!r} step {index}", StepRecord)
+        what = f"session {session_id!r} step {index}"
+        record = self._decode(text, what, StepRecord)
+        if (record.session_id, record.index) != (session_id, index):  # a row copied or edited by hand
+            raise JournalError(
+                f"{self.path} ({what}): the row holds step {record.index} of {excerpt(record.session_id)}. {DAMAGED}"
+            )
+        return record
 
     async def put_step(self, record: StepRecord) -> None:
         await self._call(self._put_step, record, encode_record(record))
@@ -198,13 +204,12 @@ class SQLiteJournal(StoreBase):
         where = f"{self.path} ({what})"
         try:
             data = json.loads(text)
-        except ValueError as exc:
-            raise JournalError(
-                f"{where}: the record is not JSON ({exc}); the journal is damaged here."
-            ) from exc
+        except (ValueError, RecursionError) as exc:
+            why = "it is nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            raise JournalError(f"{where}: the record is not JSON jeeves can read ({why}). {DAMAGED}") from exc
         record = decode_record(data, where)
         if not isinstance(record, cls):
-            raise JournalError(f"{where}: found a {data.get('type')} record; the journal is damaged here.")
+            raise JournalError(f"{where}: found a {excerpt(data.get('type'))} record. {DAMAGED}")
         return record
 
     # -- closing -------------------------------------------------------------------------

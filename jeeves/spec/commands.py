@@ -20,7 +20,7 @@ import anyio
 
 from jeeves.architecture import Architecture
 from jeeves.budget import Budget
-from jeeves.errors import JeevesError, MissingCredentials, UserError
+from jeeves.errors import JeevesError, JournalError, MissingCredentials, UserError
 from jeeves.journal import error_type_name
 from jeeves.models.router import Router
 from jeeves.runner import RunResult, stream
@@ -110,7 +110,7 @@ async def run_command(options: RunOptions, out: TextIO | None = None, err: TextI
         err.write(f"error: {str(exc).rstrip('.')}{hint if spec.demo and not options.offline else '.'}\n")
         err.write(_resume_hint(options, root))
         return 2
-    except UserError as exc:
+    except (UserError, JournalError) as exc:
         _error(exc, err)
         return 2
     except JeevesError as exc:

@@ -159,3 +159,17 @@ def team_models() -> dict[str, FunctionModel]:
         "critic": FunctionModel(_review, model_name="critic-model"),
         "helper": model(),
     }
+
+
+def approves(task: str, output: str) -> bool:
+    """A function critic that approves any draft (journaled as a function step)."""
+    return True
+
+
+def build_checked() -> ActorCritic:
+    """An ActorCritic judged by a function critic: one model step, one function step, approved."""
+    return ActorCritic(Agent("You write code."), [approves], max_rounds=2)
+
+
+def coder_model() -> FunctionModel:
+    return FunctionModel(_write_code, model_name="coder-model")

@@ -107,7 +107,7 @@ def test_records_are_json_lines_with_type_and_version() -> None:
     [
         ([1, 2], "here: not a jeeves journal record"),
         ({"type": "other", "v": 1}, "here: not a jeeves journal record"),
-        ({"type": "step", "session_id": "r1"}, r"here: the record has no schema version \(v=None\)"),
+        ({"type": "step", "session_id": "r1"}, r"here: the record has no schema version \(v=null\)"),
         (
             {"type": "step", "v": 2},
             r"here: the record was written by a newer jeeves \(journal schema v2; .*Upgrade jeeves",

@@ -134,3 +134,17 @@ async def test_a_replay_reads_each_session_once(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setattr(SQLiteJournal, "_session_steps", spy)
     await jeeves.replay(archs.build_agent(), path, "r1")
     assert reads == ["r1"]
+
+
+async def test_a_row_holding_another_steps_record_is_damage(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    async with SQLiteJournal(path) as journal:
+        await journal.put_step(step(index=0))
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE steps SET idx = 5")
+    conn.close()
+    with pytest.raises(
+        JournalError, match=r"runs.db \(session 'r1' step 5\): the row holds step 0 of \"r1\""
+    ):
+        async with SQLiteJournal(path) as journal:
+            await journal.get_step("r1", 5)

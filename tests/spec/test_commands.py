@@ -260,3 +260,14 @@ def test_ctrl_c_stops_a_run_at_once_and_says_how_to_resume_it(tmp_path: Path) ->
         ("tool.completed", False),  # it never returned before the interrupt, so it runs again
     ]
     assert events[-1]["type"] == "session.completed"
+
+
+def test_run_with_a_damaged_journal_is_one_error_line_and_exit_2(tmp_path: Path) -> None:
+    journal = tmp_path / "runs.jsonl"
+    journal.write_text('{"type": "step", "v": 1}\n{"type": "session"}\n')
+    out = jeeves_cli("run", "architectures/self_refine.toml", "--offline", "--journal", str(journal))
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.splitlines() == [
+        f"error: {journal}:1: a malformed step record (session_id: Field required, and 3 more). The journal "
+        f"is damaged here; restore it from a backup or record into a new file."
+    ]
