@@ -130,7 +130,9 @@ def _diff_lines(value: Any, width: int) -> list[str]:
     try:
         lines = json.dumps(mask_credentials(value), sort_keys=True, indent=1, default=str).splitlines()
     except (ValueError, RecursionError):
-        lines = [excerpt(mask_credentials(value) if _shallow(value) else "<too deeply nested to show>", width)]
+        lines = [
+            excerpt(mask_credentials(value) if _shallow(value) else "<too deeply nested to show>", width)
+        ]
     return [ln if len(ln) <= width else f"{ln[: width - 30]}... ({len(ln)} characters)" for ln in lines]
 
 
