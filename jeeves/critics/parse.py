@@ -56,7 +56,7 @@ _LABEL_LINE = re.compile(
 _PROSE_SCORE = re.compile(r"\b(?:score|rating|grade)\b[^0-9\n+-]{0,24}?" + _VALUE, re.IGNORECASE)
 _BARE_FRACTION = re.compile(r"(?<![\d.,])(?P<value>\d+(?:\.\d+)?\s*/\s*(?:10|100))(?![.,]?\d)")
 _FENCE = re.compile(r"^[ \t]*```")
-_BLANK_LINE = re.compile(r"\n[ \t]*\n")
+_QUOTE_END = re.compile(r"\n[ \t]*(?:\n|```)")  # a blank line or a fence ends any quotation
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.+)$")
 _CLOSING = {'"': '"', "“": "”", "`": "`"}
 _MAX_RAW = 4000
@@ -122,8 +122,8 @@ def _scan(text: str) -> _Scan:
     """One pass that finds the JSON objects and the quotations, which hide each other.
 
     Quotes inside a JSON object do not open quotations, and an object that starts inside
-    a quotation is skipped whole. A quotation left open ends at a blank line, so a stray
-    `"` cannot hide the rest of the reply.
+    a quotation is skipped whole. A quotation left open ends at a blank line or a code
+    fence, so a stray `"` (5" wide) cannot hide the rest of the reply.
     """
     decoder = json.JSONDecoder()
     objects: list[dict[str, Any]] = []
@@ -145,7 +145,7 @@ def _scan(text: str) -> _Scan:
                 continue
         if closing is not None:
             hidden[i] = True
-            if (char == closing and text[i - 1] != "\\") or _BLANK_LINE.match(text, i):
+            if (char == closing and text[i - 1] != "\\") or _QUOTE_END.match(text, i):
                 closing = None
         elif char in _CLOSING and _opens(text, i):
             closing = _CLOSING[char]
