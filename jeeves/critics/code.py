@@ -100,7 +100,7 @@ class CodeCritic:
         tests: The pytest file's source.
         module: The module name the tests import the candidate as.
         test_file: The file name the tests are written to.
-        timeout_s: Wall-clock seconds before the process group is killed (a hard fail).
+        timeout_s: Wall-clock seconds before every process of the run is killed (a hard fail).
         memory_mb: Address-space cap in MiB where the OS enforces RLIMIT_AS; None for none.
         all_must_pass: A failing test is a hard fail (the score still counts passes, so a
             better candidate ranks higher). False: only the score decides.

@@ -123,8 +123,8 @@ def _become_subreaper() -> None:
         import ctypes
 
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass  # no prctl: layers 2 and 3 remain
+    except (ImportError, OSError, AttributeError):
+        pass  # no ctypes or no prctl: layers 2 and 3 remain
 
 
 def _reap_all() -> bool:
