@@ -2,8 +2,10 @@
 
 The function's signature becomes the JSON schema the model sees, its docstring the
 description. Arguments are validated with pydantic before the function runs; a
-validation failure or an exception inside the function becomes an error result that
-the model reads (with the message) rather than a crash. Sync functions run in a worker
+validation failure, an exception inside the function, or a return value that cannot be
+turned into text (neither a str, a pydantic model, nor JSON-serialisable data) becomes an
+error result that the model reads (with the message) rather than a crash. The error
+result is the step's outcome, so the journal records it and a replay serves it. Sync functions run in a worker
 thread so they cannot stall the event loop; async ones run in the loop.
 """
 
@@ -50,12 +52,28 @@ def _arguments_model(fn: Callable[..., Any], name: str) -> type[BaseModel]:
     return create_model(f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
 
 
+_MAX_DETAIL = 300
+
+
 def _render(value: Any) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, BaseModel):
         return value.model_dump_json()
     return _ANY.dump_json(value).decode()
+
+
+def _unrenderable(name: str, value: Any, exc: Exception) -> ToolOutcome:
+    kind = type(value)
+    detail = str(exc) if len(str(exc)) <= _MAX_DETAIL else str(exc)[:_MAX_DETAIL] + " …"
+    return ToolOutcome(
+        text=(
+            f"Tool {name!r} returned a value of type {kind.__module__}.{kind.__qualname__} that cannot be "
+            f"sent as text: {detail}. The tool must return a str, a pydantic model, or JSON-serialisable "
+            f"data (dict, list, str, int, float, bool, None) instead."
+        ),
+        is_error=True,
+    )
 
 
 class Tool:
@@ -100,7 +118,12 @@ class Tool:
             raise
         except Exception as exc:
             return ToolOutcome(text=f"Tool {self.name!r} failed: {type(exc).__name__}: {exc}", is_error=True)
-        return ToolOutcome(text=_render(value))
+        try:
+            # Serialisation runs user code too (validators, custom serialisers), so any
+            # exception here is the tool's fault, not the run's.
+            return ToolOutcome(text=_render(value))
+        except Exception as exc:
+            return _unrenderable(self.name, value, exc)
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"

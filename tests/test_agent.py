@@ -8,8 +8,11 @@ import jeeves
 from jeeves import Agent, FunctionModel, ScriptedModel, tool
 from jeeves.agent import extract_json
 from jeeves.errors import MaxTurnsExceeded, OutputValidationError, UserError
+from jeeves.events import Event, ToolCompleted
 from jeeves.messages import ModelRequest
+from jeeves.replay import MemoryJournal
 from jeeves.testing import Reply, call
+from jeeves.tools import ToolOutcome
 
 pytestmark = pytest.mark.anyio
 
@@ -155,3 +158,42 @@ def test_bad_configuration_is_a_user_error() -> None:
 )
 def test_extract_json(text: str, expected: str) -> None:
     assert extract_json(text) == expected
+
+
+class _Opaque:
+    """A tool result pydantic has no JSON form for."""
+
+
+async def test_an_unserialisable_tool_result_is_an_error_the_model_reads_and_replays() -> None:
+    @tool
+    def lookup(key: str) -> object:
+        """Returns an object the model cannot read."""
+        return _Opaque()
+
+    def script() -> ScriptedModel:
+        return ScriptedModel([Reply(tool_calls=[call("lookup", {"key": "k"})]), "recovered"])
+
+    def comparable(events: list[Event]) -> list[dict[str, object]]:
+        return [e.model_dump(mode="json", exclude={"seq", "ts", "replayed"}) for e in events]
+
+    journal = MemoryJournal()
+    model = script()
+    async with jeeves.stream(
+        Agent("x", tools=[lookup]), "t", model=model, journal=journal, session_id="s"
+    ) as live:
+        recorded = [e async for e in live]
+    assert recorded[-1].type == "session.completed"
+    (done,) = [e for e in recorded if isinstance(e, ToolCompleted)]
+    assert done.is_error and "returned a value of type tests.test_agent._Opaque" in done.result
+    assert [m.content for m in model.requests[1].messages if m.role == "tool"] == [done.result]
+    step = await journal.get_step("s", 1)
+    assert step is not None and step.kind == "tool"
+    assert ToolOutcome.model_validate(step.result) == ToolOutcome(text=done.result, is_error=True)
+
+    async with jeeves.stream(
+        Agent("x", tools=[lookup]), "t", journal=journal, session_id="s", mode="replay"
+    ) as again:
+        replayed = [e async for e in again]
+        result = await again.result()
+    assert result.output == "recovered"
+    assert comparable(replayed) == comparable(recorded)

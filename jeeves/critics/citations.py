@@ -11,8 +11,12 @@ Deterministic, for answers grounded in retrieved evidence. Rules:
   source. Its sentence also counts as unsupported.
 - score = max(0, 1 − `uncited_penalty` × unsupported claims); uncited sentences are
   listed as issues. With the default penalty 0.2 one uncited claim scores 0.8.
+- An answer that makes claims but cites none of the evidence is a **hard fail** (with
+  `require_citations=True`, the default): without it a short uncited answer would score
+  `1 - uncited_penalty` and pass a threshold as high as 0.8. Pass
+  `require_citations=False` when citations are optional; the score alone then decides.
 - An answer with no text is a hard fail with score 0; one whose every sentence hedges
-  scores 1.
+  makes no claim, needs no citation and scores 1.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ _ID = r"[A-Za-z0-9][A-Za-z0-9_.:#/-]*"
 _CITATION = re.compile(rf"\[\s*({_ID}(?:\s*[,;]\s*{_ID})*)\s*\](?!\()")
 _ONLY_CITATIONS = re.compile(rf"^(?:\s*\[\s*{_ID}(?:\s*[,;]\s*{_ID})*\s*\])+[\s.]*$")
 _SPLIT = re.compile(r"(?<=[.!?])\s+")
+_SHOWN_IDS = 20
 _MARKER = re.compile(r"^\s*(?:[-*•>]|\d+[.)])\s+")
 
 
@@ -86,6 +91,8 @@ class CitationCritic:
         evidence_ids: The ids the answer may cite (a dict of id → text works too).
         uncited_penalty: What each unsupported claim takes off the score, in (0, 1].
         hedges: Phrases that exempt a sentence from needing a citation.
+        require_citations: An answer whose claims cite none of the evidence is a hard fail
+            (never approved). False: citations are optional and only the score counts.
         name: The source tag of its verdicts.
     """
 
@@ -97,6 +104,7 @@ class CitationCritic:
         *,
         uncited_penalty: float = 0.2,
         hedges: Sequence[str] = HEDGES,
+        require_citations: bool = True,
         name: str = "citations",
     ) -> None:
         if isinstance(evidence_ids, str):
@@ -113,6 +121,9 @@ class CitationCritic:
             raise UserError(f"uncited_penalty must be in (0, 1], got {uncited_penalty!r}.")
         self.uncited_penalty = uncited_penalty
         self.hedges = tuple(h.lower() for h in hedges)
+        if not isinstance(require_citations, bool):
+            raise UserError(f"require_citations must be True or False, got {require_citations!r}.")
+        self.require_citations = require_citations
         self.name = validate_name(name, what="critic")
 
     def model_callers(self, path: tuple[str, ...], routed: tuple[str, ...]) -> list[Caller]:
@@ -123,7 +134,9 @@ class CitationCritic:
         async def live() -> Verdict:
             return self.check(review.output)
 
-        request = {"output": review.output, "evidence_ids": sorted(self.evidence_ids)}
+        request: dict[str, object] = {"output": review.output, "evidence_ids": sorted(self.evidence_ids)}
+        if not self.require_citations:  # only when set, so runs recorded before it replay
+            request["require_citations"] = False
         verdict, _ = await ctx.step("function", self.name, request, live, Verdict)
         return verdict
 
@@ -146,8 +159,9 @@ class CitationCritic:
             if unknown:
                 unsupported += 1
                 unknown_seen.update(unknown)
-                known = ", ".join(sorted(self.evidence_ids)) or "none"
-                issues.append(f"cites unknown evidence {unknown!r} (known: {known}): {_clip(sentence)!r}")
+                issues.append(
+                    f"cites unknown evidence {unknown!r} (known: {self._known()}): {_clip(sentence)!r}"
+                )
             elif not ids:
                 unsupported += 1
                 issues.append(f"uncited claim: {_clip(sentence)!r}")
@@ -157,7 +171,18 @@ class CitationCritic:
             if claims
             else "No claims that need a citation (every sentence hedges or is too short)."
         )
-        return computed_verdict(self.name, score, issues, summary, hard_fail=bool(unknown_seen))
+        uncited = self.require_citations and claims > 0 and unsupported == claims and not unknown_seen
+        if uncited:
+            issues.insert(
+                0, f"the answer cites none of the evidence; cite each claim as [id] (ids: {self._known()})"
+            )
+            summary += " An answer that cites no evidence is not approved."
+        return computed_verdict(self.name, score, issues, summary, hard_fail=bool(unknown_seen) or uncited)
+
+    def _known(self) -> str:
+        ids = sorted(self.evidence_ids)
+        shown = ", ".join(ids[:_SHOWN_IDS]) or "none"
+        return shown if len(ids) <= _SHOWN_IDS else f"{shown}, … ({len(ids)} ids)"
 
     def _hedged(self, sentence: str) -> bool:
         lowered = sentence.lower()

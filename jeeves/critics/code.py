@@ -2,8 +2,10 @@
 
 This is isolation, not a security sandbox. The candidate runs as your user, in a fresh
 temporary directory, in its own process group, with a minimal environment (no API keys
-from yours), a timeout that kills the whole group, and, where the OS enforces it
-(Linux), an address-space cap. It can still read your files, use the network, and, if
+from yours), a timeout, and, where the OS enforces it (Linux), an address-space cap.
+When the review ends (done, timed out or cancelled) every process the candidate started
+is ended, including those it put in sessions of their own and double-forked daemons
+(`jeeves.critics.reaper`: a subreaper supervisor on Linux, the process group elsewhere). It can still read your files, use the network, and, if
 it is written to cheat, patch pytest or rewrite the report. Run code you do not trust
 inside a container or a VM.
 
@@ -14,6 +16,7 @@ without a report, or, with `all_must_pass=True` (the default), any failing test.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -23,6 +26,7 @@ import sys
 import tempfile
 import textwrap
 from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -30,8 +34,10 @@ import anyio
 from anyio.abc import Process
 
 from jeeves.architecture import Caller
+from jeeves.critics import reaper
 from jeeves.critics.base import Review
 from jeeves.critics.junit import STARTED, PytestReport, read_report
+from jeeves.critics.reaper import MARKER, kill_marked
 from jeeves.critics.verdict import Verdict, computed_verdict
 from jeeves.errors import CriticError, UserError
 from jeeves.ids import validate_name
@@ -43,6 +49,8 @@ __all__ = ["CodeCritic", "extract_code"]
 
 _FENCE = re.compile(r"^[ \t]*```[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)^[ \t]*```", re.DOTALL | re.MULTILINE)
 _PYTHON_TAGS = {"python", "py", "python3"}
+_SUPERVISOR_GRACE_S = 15.0
+"""How long a timed-out or cancelled review waits for its supervisor's sweep (bounded at 10 s)."""
 _ENV_KEEP = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TEMP", "TMP", "SYSTEMROOT")
 # Runs in the child: cap the address space where the OS allows, then hand over to pytest.
 _BOOT = """\
@@ -92,7 +100,7 @@ class CodeCritic:
         tests: The pytest file's source.
         module: The module name the tests import the candidate as.
         test_file: The file name the tests are written to.
-        timeout_s: Wall-clock seconds before the process group is killed (a hard fail).
+        timeout_s: Wall-clock seconds before every process of the run is killed (a hard fail).
         memory_mb: Address-space cap in MiB where the OS enforces RLIMIT_AS; None for none.
         all_must_pass: A failing test is a hard fail (the score still counts passes, so a
             better candidate ranks higher). False: only the score decides.
@@ -224,6 +232,7 @@ class CodeCritic:
         limit = (self.memory_mb or 0) << 20
         plugins = [arg for p in self.plugins for arg in ("-p", p)]
         command = [
+            *(self.python, "-c", _supervisor_source()),  # reaper.main: it runs the rest
             *(self.python, "-c", _BOOT, str(limit)),
             *("-q", "--no-header", "--tb=short", "-p", "no:cacheprovider", "-o", "junit_family=xunit1"),
             *(f"--junitxml={workdir / 'report.xml'}", *plugins, self.test_file),
@@ -237,7 +246,7 @@ class CodeCritic:
                     stdout=out,
                     stderr=err,
                     cwd=workdir,
-                    env=self._environment(),
+                    env={**self._environment(), MARKER: workdir.name},
                     start_new_session=True,
                 )
             except OSError as exc:
@@ -246,25 +255,39 @@ class CodeCritic:
                 with anyio.move_on_after(self.timeout_s) as scope:
                     await process.wait()
             finally:
-                await _reap(process)
+                await _reap(process, workdir.name)
         finally:
             out.close()
             err.close()
         return process.returncode, scope.cancelled_caught
 
 
-async def _reap(process: Process) -> None:
-    """Kill the process group (the candidate may have started children) and wait, shielded."""
+async def _reap(process: Process, review: str) -> None:
+    """End every process of the review, shielded (see `jeeves.critics.reaper` for the layers).
+
+    On a timeout or a cancellation the supervisor is still running: SIGTERM asks it to kill
+    everything below it. Then the process group is killed (all there is without /proc),
+    and any process still carrying the review's marker (its supervisor was killed).
+    """
     with anyio.CancelScope(shield=True):
-        try:
-            if hasattr(os, "killpg"):
+        if process.returncode is None:
+            with suppress(ProcessLookupError):
+                process.terminate()
+            with anyio.move_on_after(_SUPERVISOR_GRACE_S):
+                await process.wait()
+        if hasattr(os, "killpg"):
+            with suppress(ProcessLookupError, PermissionError):
                 os.killpg(process.pid, signal.SIGKILL)
-            elif process.returncode is None:  # pragma: no cover - Windows
-                process.kill()
-        except (ProcessLookupError, PermissionError):
-            pass
+        elif process.returncode is None:  # pragma: no cover - Windows
+            process.kill()
         await process.wait()
         await process.aclose()
+        await anyio.to_thread.run_sync(kill_marked, review)
+
+
+@functools.cache
+def _supervisor_source() -> str:
+    return Path(reaper.__file__).read_text(encoding="utf-8")
 
 
 def _write_files(workdir: Path, files: Mapping[str, str]) -> None:

@@ -103,9 +103,7 @@ class LLMCritic:
         verdict = parse_verdict(response.text, source=self.name)
         if verdict.obtained != "fallback" or not self.repair:
             return verdict
-        await ctx.emit(
-            OutputRetrying(session_id=ctx.session_id, error="the critic's reply had no readable score")
-        )
+        await ctx.emit(OutputRetrying(session_id=ctx.session_id, error=verdict.summary))
         messages += [Message(role="assistant", content=response.text or None), Message.user(_REPAIR)]
         second = await ctx.call_model(self._request(messages), route=self.route)
         repaired = parse_verdict(second.text, source=self.name)

@@ -35,7 +35,8 @@ __all__ = ["Obtained", "Verdict", "combine_verdicts", "computed_verdict", "norma
 Obtained = Literal["schema", "repaired", "fallback", "function"]
 """How a verdict was obtained. schema: the model's reply fit the schema as it was;
 repaired: a score was recovered from a reply that did not (fences, a preamble, another
-scale, prose, a repair turn); fallback: no score could be read (never approves);
+scale, prose, a repair turn); fallback: no score could be read, or the reply named
+several and none is clearly the verdict (never approves);
 function: a Python critic (tests, citations, your function) computed it."""
 
 _NUMBER = r"[-+]?\d+(?:\.\d+)?"

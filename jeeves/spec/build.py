@@ -289,6 +289,7 @@ class _Builder:
                     spec.evidence_ids,
                     uncited_penalty=spec.uncited_penalty,
                     hedges=spec.hedges,
+                    require_citations=spec.require_citations,
                     name=spec.name,
                 )
             if isinstance(spec, FunctionCriticSpec):

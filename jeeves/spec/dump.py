@@ -279,6 +279,7 @@ def _citation_critic(critic: CitationCritic) -> CitationCriticSpec:
         evidence_ids=sorted(critic.evidence_ids),
         uncited_penalty=critic.uncited_penalty,
         hedges=list(critic.hedges),
+        require_citations=critic.require_citations,
         name=critic.name,
     )
 

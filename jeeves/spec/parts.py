@@ -191,6 +191,8 @@ class CitationCriticSpec(SpecModel):
     """What each unsupported claim takes off the score."""
     hedges: list[str] = Field(default_factory=lambda: list(HEDGES))
     """Phrases that exempt a sentence from needing a citation."""
+    require_citations: bool = True
+    """An answer that cites none of the evidence is a hard fail; false makes citations optional."""
     name: Name = "citations"
     """The critic's name: tags its verdicts and issues, and keys `weights`."""
 

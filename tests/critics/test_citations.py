@@ -60,10 +60,39 @@ def test_hedged_short_and_lead_in_sentences_need_no_citation() -> None:
 
 
 def test_markdown_links_are_not_citations_and_empty_answers_fail() -> None:
-    assert check("See [the docs](https://example.com) for the full details.")[2] == [
+    assert check("See [the docs](https://example.com) for the full details.", require_citations=False)[2] == [
         "uncited claim: 'See [the docs](https://example.com) for the full details.'"
     ]
     assert check("   ")[:2] == (0.0, True)
+
+
+def test_an_answer_that_cites_no_evidence_is_never_approved() -> None:
+    verdict = CitationCritic(EVIDENCE).check("Paris is the capital of France.")
+    assert (verdict.score, verdict.hard_fail) == (pytest.approx(0.8), True)
+    assert verdict.issues == [
+        "the answer cites none of the evidence; cite each claim as [id] (ids: e1, e2)",
+        "uncited claim: 'Paris is the capital of France.'",
+    ]
+    assert not verdict.approves(0.8)
+    assert "cites no evidence is not approved" in verdict.summary
+    assert check("See [the docs](https://example.com) for the full details.")[1]  # a link is no citation
+
+
+def test_citations_can_be_made_optional() -> None:
+    optional = CitationCritic(EVIDENCE, require_citations=False).check("Paris is the capital of France.")
+    assert (optional.score, optional.hard_fail, optional.approves(0.8)) == (pytest.approx(0.8), False, True)
+
+
+def test_one_citation_is_enough_to_be_judged_by_the_score_and_hedges_need_none() -> None:
+    partly = "Paris is the capital of France [e1]. It is very beautiful in spring."
+    assert check(partly)[:2] == (pytest.approx(0.8), False)
+    assert check("There is insufficient evidence to say who founded Paris.") == (1.0, False, [])
+
+
+def test_a_long_evidence_list_is_shown_bounded() -> None:
+    many = [f"doc{i:03}" for i in range(500)]
+    (issue, _) = CitationCritic(many).check("Paris is the capital of France.").issues
+    assert issue.endswith("doc019, … (500 ids))") and len(issue) < 400
 
 
 async def test_review_is_a_journaled_function_step() -> None:
@@ -78,3 +107,5 @@ def test_bad_configuration() -> None:
         CitationCritic(["has space"])
     with pytest.raises(UserError, match="uncited_penalty"):
         CitationCritic(["e1"], uncited_penalty=0)
+    with pytest.raises(UserError, match="require_citations must be True or False, got 'no'"):
+        CitationCritic(["e1"], require_citations="no")  # type: ignore[arg-type]

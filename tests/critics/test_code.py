@@ -164,3 +164,83 @@ def test_bad_configuration() -> None:
 )
 def test_extract_code(text: str, expected: str) -> None:
     assert extract_code(text) == expected
+
+
+# A candidate that leaves processes behind: 5 `sleep 600` in sessions of their own and a
+# double-forked daemon (its parent exits at once), then, as MODE says, returns, hangs, or
+# kills the review's supervisor (pytest's parent) first. It adds their pids to PIDS.
+ESCAPING = """```python
+import os, signal, subprocess, sys, time
+
+DAEMON = (
+    "import subprocess; print(subprocess.Popen(['sleep', '600'], stdin=subprocess.DEVNULL, "
+    "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True).pid)"
+)
+
+def supervised():  # the parent is a review's supervisor, not the test run itself
+    with open(f"/proc/{os.getppid()}/environ", "rb") as environ:
+        return b"JEEVES_CODE_REVIEW=" in environ.read()
+
+def add(a, b):
+    pids = [subprocess.Popen(["sleep", "600"], start_new_session=True).pid for _ in range(5)]
+    daemon = subprocess.run([sys.executable, "-c", DAEMON], capture_output=True, text=True, check=True)
+    pids.append(int(daemon.stdout))
+    with open(os.environ["PIDS"], "a") as out:  # each test calls add: one line each
+        out.write(" ".join(map(str, pids)) + "\\n")
+    if os.environ["MODE"] == "kill_supervisor" and supervised():
+        os.kill(os.getppid(), signal.SIGKILL)
+    if os.environ["MODE"] == "hang":
+        time.sleep(600)
+    return a + b
+```"""
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie is dead: only its parent's bookkeeping is left)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except FileNotFoundError:
+        return False
+
+
+def _survivors(pids_file: Path) -> list[int]:
+    pids = [int(p) for p in pids_file.read_text().split()]
+    assert pids and len(pids) % 6 == 0, pids
+    alive = [pid for pid in pids if _alive(pid)]
+    for pid in alive:  # leave nothing behind, even when the test fails
+        os.kill(pid, 9)
+    return alive
+
+
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and a subreaper: Linux")
+
+
+@linux_only
+@pytest.mark.parametrize("mode", ["return", "hang", "kill_supervisor"])
+async def test_a_review_ends_every_process_the_candidate_started(tmp_path: Path, mode: str) -> None:
+    pids_file = tmp_path / "pids"
+    timeout = 15 if mode == "hang" else 60  # generous: the children must be started first
+    critic = CodeCritic(TESTS, timeout_s=timeout, env={"PIDS": str(pids_file), "MODE": mode})
+    verdict = await review(critic, ESCAPING)
+    if mode == "return":
+        assert (verdict.score, verdict.hard_fail) == (1.0, False), verdict.issues
+    elif mode == "hang":
+        assert verdict.issues[0].startswith("timed out after 15s")
+    assert _survivors(pids_file) == []
+
+
+@linux_only
+async def test_cancelling_a_review_ends_every_process_the_candidate_started(tmp_path: Path) -> None:
+    pids_file = tmp_path / "pids"
+    critic = CodeCritic(TESTS, env={"PIDS": str(pids_file), "MODE": "hang"})
+    with anyio.move_on_after(60) as scope:
+        async with anyio.create_task_group() as group:
+            group.start_soon(review, critic, ESCAPING)
+            for _ in range(1200):  # another process writes the pids: poll for them
+                if pids_file.exists() and pids_file.read_text().strip():
+                    break
+                await anyio.sleep(0.05)
+            group.cancel_scope.cancel()
+    assert not scope.cancelled_caught, "the candidate never started its children"
+    assert _survivors(pids_file) == []

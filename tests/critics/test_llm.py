@@ -48,6 +48,19 @@ async def test_an_unreadable_reply_gets_one_repair_turn() -> None:
     assert "could not be read" in (model.requests[1].messages[-1].content or "")
 
 
+async def test_a_reply_with_two_different_scores_is_asked_again_not_read_as_either() -> None:
+    ambiguous = "I'd give it a score of 0.4. Once the sign is fixed it would get a score of 0.95."
+    model = ScriptedModel([ambiguous, '{"score": 0.4, "issues": ["fix the sign"], "summary": "s"}'])
+    async with jeeves.stream(_session(), "review", model=model) as events:
+        retrying = [e async for e in events if e.type == "output.retrying"]
+        verdict = (await events.result()).output
+    assert (verdict.score, verdict.obtained) == (0.4, "repaired")
+    assert [e.error for e in retrying] == [
+        "The critic's reply could not be read as a verdict: it mentions different scores ('0.4', '0.95') "
+        "and has no `Score:` line to settle which is the verdict; it does not count as an approval."
+    ]
+
+
 async def test_two_unreadable_replies_fall_back_with_the_first_reply_as_the_issue() -> None:
     model = ScriptedModel(["It looks fine.", "Still fine!"])
     verdict = await review(LLMCritic(), "x", model=model)

@@ -78,7 +78,7 @@ def test_a_supervisor_over_every_architecture_and_critic_kind() -> None:
         [
             CodeCritic(TESTS, timeout_s=30, memory_mb=None, env={"X": "1"}),
             LLMCritic(name="review", model="openai/gpt-4o", params={"temperature": 0}, repair=False),
-            CitationCritic({"a", "b"}, uncited_penalty=0.5),
+            CitationCritic({"a", "b"}, uncited_penalty=0.5, require_citations=False),
             FunctionCritic(helpers.no_todo, name="todo"),
         ],
         threshold=0.9,
@@ -117,6 +117,7 @@ def test_a_supervisor_over_every_architecture_and_critic_kind() -> None:
     critics = table["workers"]["coder"]["critic"]
     assert [c["type"] for c in critics] == ["code", "llm", "citations", "function"]
     assert critics[0]["tests_source"] == TESTS and critics[0]["memory_mb"] == 0
+    assert critics[2]["require_citations"] is False
     assert table["workers"]["team"]["workers"]["writer"]["no_improvement"] == 0
 
 
