@@ -7,7 +7,7 @@ from pydantic import BaseModel
 import jeeves
 from jeeves import Agent, FunctionModel, ScriptedModel, tool
 from jeeves.agent import extract_json
-from jeeves.errors import MaxTurnsExceeded, OutputValidationError, UserError
+from jeeves.errors import MaxTurnsExceeded, OutputValidationError, UserError, UserTypeError
 from jeeves.messages import ModelRequest
 from jeeves.testing import Reply, call
 
@@ -155,3 +155,37 @@ def test_bad_configuration_is_a_user_error() -> None:
 )
 def test_extract_json(text: str, expected: str) -> None:
     assert extract_json(text) == expected
+
+
+def typed(x: int) -> int:
+    """A typed tool."""
+    return x
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "shown"),
+    [
+        ({"max_turns": "3"}, UserTypeError, "max_turns must be an int >= 1, got '3'"),
+        ({"max_turns": True}, UserTypeError, "max_turns must be an int >= 1, got True"),
+        ({"max_turns": 0}, UserError, "max_turns must be an int >= 1, got 0"),
+        ({"tools": [42]}, UserTypeError, r"tools\[0\] is 42, not a tool"),
+        ({"tools": [typed, int]}, UserTypeError, r"tools\[1\] is <class 'int'>, not a tool"),
+        ({"tools": typed}, UserTypeError, "tools must be a list, got <function typed"),
+        ({"params": [("temperature", 0)]}, UserTypeError, r"params must be a dict.*\[\('temperature', 0\)\]"),
+        ({"description": 7}, UserTypeError, "description must be a str, got 7"),
+        ({"instructions": None}, UserTypeError, "instructions must be a str, got None"),
+    ],
+)
+def test_bad_arguments_are_user_errors_naming_the_value(
+    kwargs: dict[str, object], error: type[UserError], shown: str
+) -> None:
+    arguments: dict[str, object] = {"instructions": "x", **kwargs}
+    with pytest.raises(error, match=shown):
+        Agent(**arguments)  # type: ignore[arg-type]
+
+
+def test_a_wrong_type_is_also_a_type_error() -> None:
+    with pytest.raises(TypeError):
+        Agent("x", max_turns="3")  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        Agent("x", max_turns=0)
