@@ -120,8 +120,15 @@ class CodeCritic:
         env: Mapping[str, str] | None = None,
     ) -> None:
         if not isinstance(tests, str) or "def test" not in tests:
+            # A one-line string is likely a path passed by mistake: show it. Text is not
+            # shown: it may be a file's contents, and errors travel further than files.
+            shown = (
+                repr(tests)
+                if not isinstance(tests, str) or "\n" not in tests
+                else f"{len(tests)} characters of text"
+            )
             raise UserError(
-                f"CodeCritic needs the pytest file's source with at least one `def test...`, got {tests!r:.120}. "
+                f"CodeCritic needs the pytest file's source with at least one `def test...`, got {shown:.120}. "
                 f"Pass Path('tests/test_x.py').read_text(), not the path."
             )
         if not module.isidentifier():

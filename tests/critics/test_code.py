@@ -164,3 +164,11 @@ def test_bad_configuration() -> None:
 )
 def test_extract_code(text: str, expected: str) -> None:
     assert extract_code(text) == expected
+
+
+def test_text_that_is_not_a_test_file_is_not_echoed_in_the_error() -> None:
+    with pytest.raises(UserError, match=r"got 30 characters of text\. Pass Path") as info:
+        CodeCritic("API_KEY = 'sk-live-123'\nx = 1\n")
+    assert "sk-live" not in str(info.value)
+    with pytest.raises(UserError, match=r"got 'tests/test_slug\.py'\. Pass Path"):
+        CodeCritic("tests/test_slug.py")  # a path by mistake is shown, to be recognised
