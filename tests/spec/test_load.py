@@ -187,6 +187,29 @@ def test_a_file_that_is_not_a_pytest_file_is_named_not_shown(tmp_path: Path) -> 
     assert not any("hunter2" in line or "secret" in line for line in found)
 
 
+def test_bad_keys_and_keys_no_session_uses_are_reported_together() -> None:
+    data = {
+        **coder(max_round=2, critic={"type": "llm", "repair": "yes"}),
+        "role": "codegen",
+        "models": {"critc": "openai/gpt-4o", "actor": {"model": "m/x", "retries": -1}},
+        "demo": {"script": {"actr": ["x"]}},
+    }
+    assert [line.split(":")[0] for line in problems(data)] == [
+        "critic.repair",
+        "max_round",
+        "models.actor.retries",
+        "models.critc",
+        "demo.script.actr",
+    ]
+
+
+def test_later_problems_wait_when_the_rest_cannot_stand_alone() -> None:
+    data = {**coder(role="Codegen"), "models": {"critc": "m/x"}}  # a bad role: keys would be misjudged
+    assert [line.split(":")[0] for line in problems(data)] == ["role"]
+    missing = {"type": "actor_critic", "critic": {"type": "llm"}, "models": {"critc": "m/x"}}
+    assert [line.split(":")[0] for line in problems(missing)] == ["actor"]
+
+
 def test_type_defaults_to_agent_and_a_route_string_is_a_route() -> None:
     spec = parse_spec({"instructions": "Hi.", "models": {"default": "openai/gpt-4o-mini"}})
     assert isinstance(spec.architecture, AgentSpec)
