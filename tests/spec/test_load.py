@@ -176,7 +176,12 @@ def test_a_file_that_is_not_a_pytest_file_is_named_not_shown(tmp_path: Path) -> 
     (tmp_path / "notes.txt").write_text("password = hunter2\n")
     (tmp_path / "data.bin").write_bytes(b"\xff\xfe\x00secret")
     found = problems(
-        coder(critic=[{"type": "code", "tests": "notes.txt"}, {"type": "code", "tests": "data.bin"}]),
+        coder(
+            critic=[
+                {"type": "code", "tests": "notes.txt"},
+                {"type": "code", "tests": "data.bin", "name": "more"},
+            ]
+        ),
         path=str(tmp_path / "x.toml"),
     )
     assert found == [
@@ -200,6 +205,14 @@ def test_bad_keys_and_keys_no_session_uses_are_reported_together() -> None:
         "models.actor.retries",
         "models.critc",
         "demo.script.actr",
+    ]
+
+
+def test_a_bad_test_file_does_not_hide_the_later_problems(tmp_path: Path) -> None:
+    data = {**coder(critic={"type": "code", "tests": "missing.py"}), "models": {"critc": "m/x"}}
+    assert [line.split(":")[0] for line in problems(data, path=str(tmp_path / "x.toml"))] == [
+        "critic.tests",
+        "models.critc",
     ]
 
 
