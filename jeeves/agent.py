@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import anyio
-from pydantic import TypeAdapter, ValidationError
+from pydantic import PydanticUserError, TypeAdapter, ValidationError
 
 from jeeves.architecture import Caller, Output
 from jeeves.checks import check_int, check_mapping, check_str, short_repr
@@ -62,6 +62,23 @@ def _items(values: object, *, name: str) -> list[Any]:
     if isinstance(values, str | bytes | Mapping) or not isinstance(values, Iterable):
         raise UserTypeError(f"{name} must be a list, got {short_repr(values)}; wrap a single one in [].")
     return list(values)
+
+
+def _adapter(output_type: Any) -> tuple[TypeAdapter[Any], dict[str, Any]]:
+    """The validator of `output_type` and the JSON schema the model is shown, or a UserTypeError."""
+    if isinstance(output_type, str):  # a name, not a type: pydantic would take it as a forward reference
+        raise UserTypeError(
+            f"Agent output_type is the string {short_repr(output_type)}; pass the type itself "
+            f"(output_type=Answer), not its name."
+        )
+    try:
+        adapter: TypeAdapter[Any] = TypeAdapter(output_type)
+        return adapter, adapter.json_schema()
+    except PydanticUserError:  # not a type, or one pydantic cannot describe as JSON
+        raise UserTypeError(
+            f"Agent output_type {short_repr(output_type)} is not a type pydantic can validate as JSON; "
+            f"pass a pydantic model, a dataclass, a TypedDict or a type such as list[str]."
+        ) from None
 
 
 def _as_tool(value: object, index: int) -> Tool:
@@ -114,16 +131,16 @@ class Agent:
             raise UserError(f"Agent has two tools with the same name: {sorted(names)!r}; rename one.")
         self._tools = {t.name: t for t in self.tools}
         self.output_type = None if output_type is str else output_type
-        self._adapter: TypeAdapter[Any] | None = (
-            TypeAdapter(output_type) if self.output_type is not None else None
-        )
+        self._adapter: TypeAdapter[Any] | None = None
+        self._schema: dict[str, Any] | None = None
+        if self.output_type is not None:
+            self._adapter, self._schema = _adapter(self.output_type)
         self.max_turns = check_int(max_turns, name="Agent max_turns", minimum=1)
         self.route = None if model is None else Route.coerce(model, key=f"{role} (Agent model=)")
         self.params = check_mapping(params, name="Agent params")
         self.description = (
             check_str(description, name="Agent description") or instructions.split("\n", 1)[0][:200]
         )
-        self._schema = self._adapter.json_schema() if self._adapter is not None else None
         self._specs = [t.spec() for t in self.tools]
 
     def describe_model(self, ctx: Context) -> str:

@@ -174,6 +174,12 @@ def typed(x: int) -> int:
         ({"params": [("temperature", 0)]}, UserTypeError, r"params must be a dict.*\[\('temperature', 0\)\]"),
         ({"description": 7}, UserTypeError, "description must be a str, got 7"),
         ({"instructions": None}, UserTypeError, "instructions must be a str, got None"),
+        ({"output_type": 42}, UserTypeError, "output_type 42 is not a type pydantic can validate"),
+        (
+            {"output_type": "Answer"},
+            UserTypeError,
+            "output_type is the string 'Answer'; pass the type itself",
+        ),
     ],
 )
 def test_bad_arguments_are_user_errors_naming_the_value(
