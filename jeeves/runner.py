@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any, get_args
+from typing import Any
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
@@ -78,13 +78,7 @@ def build_router(
     return base
 
 
-def _check_arguments(
-    task: object,
-    router: object,
-    models: object,
-    budget: object,
-    mode: object,
-) -> None:
+def _check_arguments(task: object, router: object, models: object, budget: object, mode: object) -> None:
     """Refuse arguments of `run`/`stream` that would fail later and far away (an event that
     cannot hold a None task, a dict where a Budget belongs)."""
     check_str(task, name="The task")
@@ -100,8 +94,10 @@ def _check_arguments(
         raise UserTypeError(
             f"budget= must be a jeeves.Budget, got {short_repr(budget)}; e.g. Budget(max_usd=1)."
         )
-    if mode not in get_args(JournalMode):
-        raise UserError(f"mode= must be one of {get_args(JournalMode)!r}, got {short_repr(mode)}.")
+    if mode not in ("record", "replay", "resume"):  # here too, so `stream` refuses it on entry
+        raise UserError(
+            f"mode={short_repr(mode)} is not a journal mode; use 'record' (resumes too) or 'replay'."
+        )
 
 
 def _root_context(state: RunState, arch: Architecture, session_id: str | None, role: str | None) -> Context:
