@@ -19,16 +19,17 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import anyio
-from pydantic import TypeAdapter, ValidationError
+from pydantic import PydanticUserError, TypeAdapter, ValidationError
 
 from jeeves.architecture import Caller, Output
+from jeeves.checks import check_int, check_mapping, check_str, short_repr
 from jeeves.concurrency import run_all
 from jeeves.context import Context, StepResult
-from jeeves.errors import BudgetExceeded, MaxTurnsExceeded, OutputValidationError, UserError
+from jeeves.errors import BudgetExceeded, MaxTurnsExceeded, OutputValidationError, UserError, UserTypeError
 from jeeves.events import OutputRetrying, ToolCompleted, ToolStarted
 from jeeves.ids import validate_name
 from jeeves.messages import Message, ModelRequest, ToolCall
@@ -54,6 +55,40 @@ def extract_json(text: str) -> str:
     start = min(starts)
     end = max(stripped.rfind("}"), stripped.rfind("]"))
     return stripped[start : end + 1] if end > start else stripped[start:]
+
+
+def _items(values: object, *, name: str) -> list[Any]:
+    """The items of a list-like argument; a lone str, mapping or non-iterable is a mistake."""
+    if isinstance(values, str | bytes | Mapping) or not isinstance(values, Iterable):
+        raise UserTypeError(f"{name} must be a list, got {short_repr(values)}; wrap a single one in [].")
+    return list(values)
+
+
+def _adapter(output_type: Any) -> tuple[TypeAdapter[Any], dict[str, Any]]:
+    """The validator of `output_type` and the JSON schema the model is shown, or a UserTypeError."""
+    if isinstance(output_type, str):  # a name, not a type: pydantic would take it as a forward reference
+        raise UserTypeError(
+            f"Agent output_type is the string {short_repr(output_type)}; pass the type itself "
+            f"(output_type=Answer), not its name."
+        )
+    try:
+        adapter: TypeAdapter[Any] = TypeAdapter(output_type)
+        return adapter, adapter.json_schema()
+    except PydanticUserError:  # not a type, or one pydantic cannot describe as JSON
+        raise UserTypeError(
+            f"Agent output_type {short_repr(output_type)} is not a type pydantic can validate as JSON; "
+            f"pass a pydantic model, a dataclass, a TypedDict or a type such as list[str]."
+        ) from None
+
+
+def _as_tool(value: object, index: int) -> Tool:
+    if isinstance(value, Tool):
+        return value
+    if not callable(value) or isinstance(value, type):
+        raise UserTypeError(
+            f"Agent tools[{index}] is {short_repr(value)}, not a tool; pass a typed function or a @tool."
+        )
+    return Tool(value)
 
 
 class Agent:
@@ -88,26 +123,24 @@ class Agent:
         params: Mapping[str, Any] | None = None,
         description: str = "",
     ) -> None:
-        if not isinstance(instructions, str):
-            raise UserError(f"Agent instructions must be a str, got {instructions!r}.")
-        if max_turns < 1:
-            raise UserError(f"max_turns must be at least 1, got {max_turns!r}.")
-        self.instructions = instructions
+        self.instructions = check_str(instructions, name="Agent instructions")
         self.role = validate_name(role)
-        self.tools = [t if isinstance(t, Tool) else Tool(t) for t in tools]
+        self.tools = [_as_tool(t, i) for i, t in enumerate(_items(tools, name="Agent tools"))]
         names = [t.name for t in self.tools]
         if len(set(names)) != len(names):
             raise UserError(f"Agent has two tools with the same name: {sorted(names)!r}; rename one.")
         self._tools = {t.name: t for t in self.tools}
         self.output_type = None if output_type is str else output_type
-        self._adapter: TypeAdapter[Any] | None = (
-            TypeAdapter(output_type) if self.output_type is not None else None
-        )
-        self.max_turns = max_turns
+        self._adapter: TypeAdapter[Any] | None = None
+        self._schema: dict[str, Any] | None = None
+        if self.output_type is not None:
+            self._adapter, self._schema = _adapter(self.output_type)
+        self.max_turns = check_int(max_turns, name="Agent max_turns", minimum=1)
         self.route = None if model is None else Route.coerce(model, key=f"{role} (Agent model=)")
-        self.params = dict(params or {})
-        self.description = description or instructions.split("\n", 1)[0][:200]
-        self._schema = self._adapter.json_schema() if self._adapter is not None else None
+        self.params = check_mapping(params, name="Agent params")
+        self.description = (
+            check_str(description, name="Agent description") or instructions.split("\n", 1)[0][:200]
+        )
         self._specs = [t.spec() for t in self.tools]
 
     def describe_model(self, ctx: Context) -> str:

@@ -10,34 +10,31 @@ from __future__ import annotations
 
 import time
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import ConfigDict, Field
 
+from jeeves.checks import ConfigModel
 from jeeves.errors import BudgetExceeded
 from jeeves.messages import Usage, UsageTally
 
 __all__ = ["Budget", "BudgetMeter"]
 
 
-class Budget(BaseModel):
-    """Limits for a run; None means no limit on that axis."""
+class Budget(ConfigModel):
+    """Limits for a run; None means no limit on that axis.
+
+    Limits are numbers >= 0 (ints for counts); anything else is a UserError at construction.
+    """
 
     model_config = ConfigDict(defer_build=True, frozen=True)
 
-    max_tokens: int | None = None
+    max_tokens: int | None = Field(default=None, ge=0, strict=True)
     """Input plus output tokens, summed over every model call in the tree."""
-    max_usd: float | None = None
+    max_usd: float | None = Field(default=None, ge=0, allow_inf_nan=False, strict=True)
     """USD, by litellm's price map (models without a known price cost 0)."""
-    max_model_calls: int | None = None
+    max_model_calls: int | None = Field(default=None, ge=0, strict=True)
     """Live model calls, retries excluded."""
-    deadline_s: float | None = None
+    deadline_s: float | None = Field(default=None, ge=0, allow_inf_nan=False, strict=True)
     """Seconds from the start of the run."""
-
-    @field_validator("max_tokens", "max_usd", "max_model_calls", "deadline_s")
-    @classmethod
-    def _positive(cls, value: float | None) -> float | None:
-        if value is not None and value < 0:
-            raise ValueError(f"budget limits must be >= 0, got {value!r}")
-        return value
 
 
 class BudgetMeter:

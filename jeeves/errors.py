@@ -3,6 +3,7 @@
 ```
 JeevesError                      root: `except jeeves.JeevesError` catches all of ours
 ├── UserError (ValueError)       a usage mistake by the developer: bad config, bad name, bad spec
+│   ├── UserTypeError (TypeError)  an argument of the wrong type (`max_turns="3"`, `tools=[42]`)
 │   └── MissingCredentials       a provider's API key is not set (names the variable)
 ├── ModelError                   a model call failed after retries and fallbacks
 │   ├── RateLimited              the provider said 429
@@ -48,6 +49,7 @@ __all__ = [
     "UnconsumedSteps",
     "UnexpectedModelCall",
     "UserError",
+    "UserTypeError",
     "tag_session",
 ]
 
@@ -60,6 +62,10 @@ class JeevesError(Exception):
 
 class UserError(JeevesError, ValueError):
     """A usage mistake by the application developer: fix the call or the config."""
+
+
+class UserTypeError(UserError, TypeError):
+    """An argument of the wrong type: also a TypeError, as Python's own would be."""
 
 
 class MissingCredentials(UserError):

@@ -20,8 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from jeeves.architecture import Architecture, Output
 from jeeves.budget import Budget, BudgetMeter
 from jeeves.channel import EventChannel
+from jeeves.checks import check_int, check_str, short_repr
 from jeeves.context import Context, RunState
-from jeeves.errors import BudgetExceeded, UserError
+from jeeves.errors import BudgetExceeded, UserError, UserTypeError
 from jeeves.events import Event
 from jeeves.hooks import Tracer, default_tracer
 from jeeves.ids import new_root_id, validate_name, validate_root_id
@@ -75,6 +76,28 @@ def build_router(
     if models:
         base = base.override(models)
     return base
+
+
+def _check_arguments(task: object, router: object, models: object, budget: object, mode: object) -> None:
+    """Refuse arguments of `run`/`stream` that would fail later and far away (an event that
+    cannot hold a None task, a dict where a Budget belongs)."""
+    check_str(task, name="The task")
+    if router is not None and not isinstance(router, Router):
+        raise UserTypeError(
+            f"router= must be a jeeves.Router, got {short_repr(router)}; or pass models={{...}}."
+        )
+    if models is not None and not isinstance(models, Mapping):
+        raise UserTypeError(
+            f"models= must map roles to models, got {short_repr(models)}; e.g. models={{'critic': 'openai/gpt-4o'}}."
+        )
+    if budget is not None and not isinstance(budget, Budget):
+        raise UserTypeError(
+            f"budget= must be a jeeves.Budget, got {short_repr(budget)}; e.g. Budget(max_usd=1)."
+        )
+    if mode not in ("record", "replay", "resume"):  # here too, so `stream` refuses it on entry
+        raise UserError(
+            f"mode={short_repr(mode)} is not a journal mode; use 'record' (resumes too) or 'replay'."
+        )
 
 
 def _root_context(state: RunState, arch: Architecture, session_id: str | None, role: str | None) -> Context:
@@ -174,6 +197,7 @@ async def run(
             record; a resumed run given none keeps the recorded one.
         tracer: Span hooks; defaults to the one `jeeves.telemetry.configure` installed.
     """
+    _check_arguments(task, router, models, budget, mode)
     channel = EventChannel()
     channel.consume = False
     state = _state(
@@ -263,6 +287,8 @@ async def stream(
     Takes the same arguments as `jeeves.run`, plus `max_buffer`: how many unread events
     the run may get ahead of the reader before it waits (backpressure).
     """
+    _check_arguments(task, router, models, budget, mode)
+    check_int(max_buffer, name="max_buffer", minimum=0)
     channel = EventChannel(max_buffer)
     state = _state(
         router=router,

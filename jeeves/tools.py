@@ -18,7 +18,8 @@ from typing import Any, get_type_hints, overload
 import anyio
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
 
-from jeeves.errors import UserError
+from jeeves.checks import check_str, short_repr
+from jeeves.errors import UserError, UserTypeError
 from jeeves.ids import validate_name
 from jeeves.messages import ToolSpec
 
@@ -82,8 +83,14 @@ class Tool:
     def __init__(
         self, function: Callable[..., Any], *, name: str | None = None, description: str | None = None
     ) -> None:
+        if not callable(function) or isinstance(function, type):
+            raise UserTypeError(
+                f"Tool needs a typed function, got {short_repr(function)}; pass a def or async def."
+            )
         self.function = function
-        self.name = validate_name(name or function.__name__, what="tool")
+        self.name = validate_name(name or getattr(function, "__name__", ""), what="tool")
+        if description is not None:
+            check_str(description, name=f"Tool {self.name!r} description")
         self.description = description if description is not None else _describe(function)
         self._arguments = _arguments_model(function, self.name)
         self._is_async = inspect.iscoroutinefunction(function)

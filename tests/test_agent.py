@@ -7,7 +7,7 @@ from pydantic import BaseModel
 import jeeves
 from jeeves import Agent, FunctionModel, ScriptedModel, tool
 from jeeves.agent import extract_json
-from jeeves.errors import MaxTurnsExceeded, OutputValidationError, UserError
+from jeeves.errors import MaxTurnsExceeded, OutputValidationError, UserError, UserTypeError
 from jeeves.events import Event, ToolCompleted
 from jeeves.messages import ModelRequest
 from jeeves.replay import MemoryJournal
@@ -197,3 +197,43 @@ async def test_an_unserialisable_tool_result_is_an_error_the_model_reads_and_rep
         result = await again.result()
     assert result.output == "recovered"
     assert comparable(replayed) == comparable(recorded)
+
+
+def typed(x: int) -> int:
+    """A typed tool."""
+    return x
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "shown"),
+    [
+        ({"max_turns": "3"}, UserTypeError, "max_turns must be an int >= 1, got '3'"),
+        ({"max_turns": True}, UserTypeError, "max_turns must be an int >= 1, got True"),
+        ({"max_turns": 0}, UserError, "max_turns must be an int >= 1, got 0"),
+        ({"tools": [42]}, UserTypeError, r"tools\[0\] is 42, not a tool"),
+        ({"tools": [typed, int]}, UserTypeError, r"tools\[1\] is <class 'int'>, not a tool"),
+        ({"tools": typed}, UserTypeError, "tools must be a list, got <function typed"),
+        ({"params": [("temperature", 0)]}, UserTypeError, r"params must be a dict.*\[\('temperature', 0\)\]"),
+        ({"description": 7}, UserTypeError, "description must be a str, got 7"),
+        ({"instructions": None}, UserTypeError, "instructions must be a str, got None"),
+        ({"output_type": 42}, UserTypeError, "output_type 42 is not a type pydantic can validate"),
+        (
+            {"output_type": "Answer"},
+            UserTypeError,
+            "output_type is the string 'Answer'; pass the type itself",
+        ),
+    ],
+)
+def test_bad_arguments_are_user_errors_naming_the_value(
+    kwargs: dict[str, object], error: type[UserError], shown: str
+) -> None:
+    arguments: dict[str, object] = {"instructions": "x", **kwargs}
+    with pytest.raises(error, match=shown):
+        Agent(**arguments)  # type: ignore[arg-type]
+
+
+def test_a_wrong_type_is_also_a_type_error() -> None:
+    with pytest.raises(TypeError):
+        Agent("x", max_turns="3")  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        Agent("x", max_turns=0)

@@ -6,7 +6,7 @@ import pytest
 import jeeves
 from jeeves import Agent, Budget, FunctionModel
 from jeeves.budget import BudgetMeter
-from jeeves.errors import BudgetExceeded
+from jeeves.errors import BudgetExceeded, UserError, UserTypeError
 from jeeves.messages import ModelRequest, Usage
 from jeeves.testing import Reply
 
@@ -47,9 +47,39 @@ async def test_deadline() -> None:
     assert info.value.limit == "deadline"
 
 
-def test_negative_limit_rejected() -> None:
-    with pytest.raises(ValueError, match="-1"):
-        Budget(max_usd=-1)
+@pytest.mark.parametrize(
+    ("kwargs", "error", "shown"),
+    [
+        ({"max_usd": -1}, UserError, r"max_usd=-1: should be >= 0 \(max_usd: USD"),
+        ({"max_tokens": -1}, UserError, r"max_tokens=-1: should be >= 0 \(max_tokens: Input plus output"),
+        ({"max_tokens": "100"}, UserTypeError, r"max_tokens='100': should be a valid integer"),
+        ({"max_tokens": 1.5}, UserTypeError, r"max_tokens=1\.5: should be a valid integer"),
+        ({"max_model_calls": True}, UserTypeError, r"max_model_calls=True: should be a valid integer"),
+        ({"max_usd": float("nan")}, UserError, r"max_usd=nan: should be a finite number"),
+        ({"deadline_s": -5}, UserError, r"deadline_s=-5: should be >= 0"),
+        (
+            {"max_dollars": 1},
+            UserError,
+            r"max_dollars= is not an argument of Budget; its arguments are: max_tokens",
+        ),
+    ],
+)
+def test_bad_limits_are_user_errors_naming_the_value(
+    kwargs: dict[str, object], error: type[UserError], shown: str
+) -> None:
+    with pytest.raises(error, match=shown) as info:
+        Budget(**kwargs)  # type: ignore[arg-type]
+    assert "see help(jeeves.Budget)" in str(info.value)
+
+
+def test_every_bad_limit_is_reported_at_once() -> None:
+    with pytest.raises(UserError) as info:
+        Budget(max_tokens=-1, max_usd="1")  # type: ignore[arg-type]
+    assert "max_tokens=-1" in str(info.value) and "max_usd='1'" in str(info.value)
+
+
+def test_whole_numbers_are_fine_for_money_and_time() -> None:
+    assert Budget(max_usd=1, deadline_s=2).max_usd == 1.0
 
 
 class _Twice:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from typing import Any
 
 import yaml
 
-from tests.conftest import REPO
+from tests.conftest import REPO, subprocess_env
 
 DOCS = REPO / "docs"
 
@@ -34,3 +36,23 @@ def test_the_readme_links_to_pages_that_exist() -> None:
     assert len(links) >= 10
     for link in links:
         assert (REPO / link).is_file(), link
+
+
+def test_files_the_code_in_the_docs_reads_are_in_the_repository() -> None:
+    pages = [REPO / "README.md", *DOCS.rglob("*.md")]
+    read = re.compile(r'(?:Path\(|open\()"([^"]+)"\)(?:\.read_text\(\)|\.read\(\))')
+    found = {(page.name, path) for page in pages for path in read.findall(page.read_text(encoding="utf-8"))}
+    assert ("README.md", "examples/slugify/test_slugify.py") in found
+    for page, path in sorted(found):
+        assert (REPO / path).is_file(), f"{page} reads {path}, which the repository does not have"
+
+
+def test_the_testing_page_example_runs_offline_with_a_script_per_role() -> None:
+    page = (DOCS / "testing.md").read_text(encoding="utf-8")
+    snippet = re.findall(r"```python\n(.*?)```\n", page, re.DOTALL)[0]
+    assert "ScriptedModel({" in snippet
+    done = subprocess.run(
+        [sys.executable, "-c", snippet], env=subprocess_env(), capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "approved [0.2, 1.0]\n"

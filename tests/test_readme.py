@@ -11,22 +11,6 @@ from tests.conftest import REPO, subprocess_env
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
 
-SLUGIFY_TESTS = """\
-from slugify import slugify
-
-
-def test_words():
-    assert slugify("Hello World") == "hello-world"
-
-
-def test_runs_of_separators():
-    assert slugify("a  --  b") == "a-b"
-
-
-def test_ends():
-    assert slugify(" Jeeves, at your service! ") == "jeeves-at-your-service"
-"""
-
 SCRIPTED = """from jeeves import ScriptedModel
 models = {
     "actor": ScriptedModel([
@@ -50,10 +34,9 @@ def test_the_actor_critic_snippet_runs_with_scripted_models(tmp_path: Path) -> N
     models = re.search(r"^models = \{.*?\}$", snippet, re.MULTILINE | re.DOTALL)
     assert models is not None and "claude" in models.group(0) and "gpt" in models.group(0)
     code = snippet.replace(models.group(0), SCRIPTED).replace('"runs.db"', repr(str(tmp_path / "runs.db")))
-    (tmp_path / "test_slugify.py").write_text(SLUGIFY_TESTS)
-    done = subprocess.run(
+    done = subprocess.run(  # from the root of a clone, as the README says, with the files it has
         [sys.executable, "-c", code],
-        cwd=tmp_path,
+        cwd=REPO,
         env=subprocess_env(),
         capture_output=True,
         text=True,

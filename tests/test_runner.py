@@ -8,7 +8,7 @@ import pytest
 
 import jeeves
 from jeeves import Agent, Budget, ScriptedModel, tool
-from jeeves.errors import BudgetExceeded, ProviderError, UserError
+from jeeves.errors import BudgetExceeded, ProviderError, UserError, UserTypeError
 from jeeves.testing import Reply, call
 from tests.conftest import REPO, subprocess_env
 
@@ -117,6 +117,37 @@ async def test_missing_route_is_a_user_error_listing_routes() -> None:
 async def test_invalid_root_session_id() -> None:
     with pytest.raises(UserError, match="a__b"):
         await jeeves.run(Agent("x"), "t", model=ScriptedModel(["x"]), session_id="a__b")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error", "shown"),
+    [
+        ({"task": None}, UserTypeError, "The task must be a str, got None"),
+        ({"task": ["t"]}, UserTypeError, r"The task must be a str, got \['t'\]"),
+        ({"budget": {"max_usd": 1}}, UserTypeError, r"budget= must be a jeeves.Budget, got \{'max_usd': 1\}"),
+        ({"router": {"default": "m/x"}}, UserTypeError, "router= must be a jeeves.Router"),
+        ({"models": ["m/x"]}, UserTypeError, r"models= must map roles to models, got \['m/x'\]"),
+        ({"mode": "strict"}, UserError, r"mode='strict' is not a journal mode"),
+    ],
+)
+@pytest.mark.parametrize("entry", ["run", "stream"])
+async def test_bad_run_arguments_are_user_errors_naming_the_value(
+    entry: str, arguments: dict[str, object], error: type[UserError], shown: str
+) -> None:
+    given: dict[str, object] = {"task": "t", "model": ScriptedModel([]), **arguments}
+    task = given.pop("task")
+    with pytest.raises(error, match=shown):
+        if entry == "run":
+            await jeeves.run(Agent("x"), task, **given)  # type: ignore[arg-type]
+        else:
+            async with jeeves.stream(Agent("x"), task, **given):  # type: ignore[arg-type]
+                pass
+
+
+async def test_stream_max_buffer_must_be_a_count() -> None:
+    with pytest.raises(UserTypeError, match="max_buffer must be an int >= 0, got '8'"):
+        async with jeeves.stream(Agent("x"), "t", model=ScriptedModel([]), max_buffer="8"):  # type: ignore[arg-type]
+            pass
 
 
 async def test_budget_stops_the_run_and_keeps_best_output() -> None:

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from jeeves.architecture import Architecture, Caller, Output, join_callers, model_callers
 from jeeves.architectures._templates import Template, check_template, format_history, render
+from jeeves.checks import check_int, check_number
 from jeeves.context import Context
 from jeeves.critics import Critic, CriticSession, Review, Verdict
 from jeeves.errors import PROGRAM_ERRORS, BudgetExceeded, CriticError, UserError
@@ -134,16 +135,10 @@ def loop_callers(
 
 
 def _check_numbers(threshold: object, max_rounds: object, no_improvement: object) -> None:
-    if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 <= threshold <= 1:
-        raise UserError(f"threshold must be a score in [0, 1], got {threshold!r}.")
-    if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 0:
-        raise UserError(f"max_rounds must be an int >= 0 (the refinements allowed), got {max_rounds!r}.")
-    if no_improvement is not None and (
-        isinstance(no_improvement, bool) or not isinstance(no_improvement, int) or no_improvement < 1
-    ):
-        raise UserError(
-            f"no_improvement must be None or an int >= 1 (rounds without progress), got {no_improvement!r}."
-        )
+    check_number(threshold, name="threshold (the score to approve)", minimum=0, maximum=1)
+    check_int(max_rounds, name="max_rounds (the refinements allowed)", minimum=0)
+    if no_improvement is not None:
+        check_int(no_improvement, name="no_improvement (None, or rounds without progress)", minimum=1)
 
 
 def _key(round_: Round) -> tuple[bool, float]:

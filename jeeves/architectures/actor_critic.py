@@ -36,6 +36,7 @@ from jeeves.architectures._loop import (
     loop_callers,
 )
 from jeeves.architectures._templates import ACTOR_REFINE_TEMPLATE, CRITIC_TEMPLATE
+from jeeves.checks import check_str
 from jeeves.context import Context
 from jeeves.critics import (
     VERDICT_FORMAT,
@@ -146,7 +147,9 @@ class ActorCritic:
         self.critic = build_critic(critic, weights)
         self.role = validate_name(role)
         self.description = (
-            description or getattr(actor, "description", "") or "Drafts, has the draft reviewed, revises."
+            check_str(description, name="ActorCritic description")
+            or getattr(actor, "description", "")
+            or "Drafts, has the draft reviewed, revises."
         )
         self.settings = LoopSettings.checked(
             ("actor", "critic"),

@@ -34,6 +34,7 @@ from jeeves.architectures._loop import (
     loop_callers,
 )
 from jeeves.architectures._templates import CRITIC_TEMPLATE, FEEDBACK_INSTRUCTIONS, SELF_REFINE_TEMPLATE
+from jeeves.checks import check_str
 from jeeves.context import Context
 from jeeves.critics import VERDICT_FORMAT, LLMCritic
 from jeeves.errors import UserError
@@ -86,7 +87,9 @@ class SelfRefine:
         self.agent = agent
         self.role = validate_name(role or getattr(agent, "role", None) or self.name)
         self.description = (
-            description or getattr(agent, "description", "") or "Drafts, critiques itself, refines."
+            check_str(description, name="SelfRefine description")
+            or getattr(agent, "description", "")
+            or "Drafts, critiques itself, refines."
         )
         self.feedback = LLMCritic(
             feedback_instructions + "\n" + VERDICT_FORMAT,

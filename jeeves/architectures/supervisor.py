@@ -31,6 +31,7 @@ from pydantic import Field
 
 from jeeves.architecture import Architecture, Caller, Output, join_callers, model_callers
 from jeeves.architectures._delegation import Delegation, Ledger, run_turn, worker_prompt
+from jeeves.checks import check_bool, check_int, check_mapping, check_str
 from jeeves.context import Context
 from jeeves.errors import BudgetExceeded, MaxTurnsExceeded, UserError
 from jeeves.ids import validate_name
@@ -115,19 +116,15 @@ class Supervisor:
                     f"Worker {worker_name!r} is {worker!r}, not an architecture; "
                     f"pass an Agent, ActorCritic, SelfRefine or Supervisor."
                 )
-        if not isinstance(instructions, str):
-            raise UserError(f"Supervisor instructions must be a str, got {instructions!r}.")
-        for label, value in (("max_delegations", max_delegations), ("max_turns", max_turns)):
-            if not isinstance(value, int) or value < 1:
-                raise UserError(f"{label} must be an int of at least 1, got {value!r}.")
         self.workers: dict[str, Architecture] = dict(workers)
-        self.instructions = instructions
+        self.instructions = check_str(instructions, name="Supervisor instructions")
         self.role = validate_name(role)
-        self.max_delegations = max_delegations
-        self.share_task = share_task
-        self.max_turns = max_turns
+        self.max_delegations = check_int(max_delegations, name="Supervisor max_delegations", minimum=1)
+        self.share_task = check_bool(share_task, name="Supervisor share_task")
+        self.max_turns = check_int(max_turns, name="Supervisor max_turns", minimum=1)
         self.route = None if model is None else Route.coerce(model, key=f"{role} (Supervisor model=)")
-        self.params = dict(params or {})
+        self.params = check_mapping(params, name="Supervisor params")
+        description = check_str(description, name="Supervisor description")
         self.description = description or f"Coordinates workers: {', '.join(self.workers)}."
         self.tool_specs = self._build_tool_specs()
         """The tools the coordinator model sees: `delegate` and `forward`."""

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 import anyio.to_thread
 
 from jeeves.architecture import Caller, Output, join_callers, model_callers
+from jeeves.checks import check_mapping, check_number
 from jeeves.critics.verdict import Verdict, combine_verdicts
 from jeeves.errors import UserError
 from jeeves.ids import validate_name
@@ -152,7 +153,10 @@ class CombinedCritic:
                 f"Combined critics need distinct names, got {names!r}; pass name= to tell them apart."
             )
         if weights is not None:
-            if set(weights) != set(names) or any(w <= 0 for w in weights.values()):
+            weights = check_mapping(weights, name="weights")
+            for critic_name, weight in weights.items():
+                check_number(weight, name=f"weights[{critic_name!r}]", minimum=0, above=True)
+            if set(weights) != set(names):
                 raise UserError(
                     f"weights={dict(weights)!r} must give a positive weight to each critic: {names!r}."
                 )

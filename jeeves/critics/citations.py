@@ -26,6 +26,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from jeeves.architecture import Caller
+from jeeves.checks import check_number, check_str
 from jeeves.critics.base import Review
 from jeeves.critics.verdict import Verdict, computed_verdict
 from jeeves.errors import UserError
@@ -117,10 +118,10 @@ class CitationCritic:
             raise UserError(
                 f"Evidence ids {bad!r} cannot be cited as [id]; use letters, digits and _ . : # / -."
             )
-        if not 0 < uncited_penalty <= 1:
-            raise UserError(f"uncited_penalty must be in (0, 1], got {uncited_penalty!r}.")
-        self.uncited_penalty = uncited_penalty
-        self.hedges = tuple(h.lower() for h in hedges)
+        self.uncited_penalty = check_number(
+            uncited_penalty, name="CitationCritic uncited_penalty", minimum=0, maximum=1, above=True
+        )
+        self.hedges = tuple(check_str(h, name="CitationCritic hedges item").lower() for h in hedges)
         if not isinstance(require_citations, bool):
             raise UserError(f"require_citations must be True or False, got {require_citations!r}.")
         self.require_citations = require_citations

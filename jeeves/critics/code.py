@@ -34,6 +34,7 @@ import anyio
 from anyio.abc import Process
 
 from jeeves.architecture import Caller
+from jeeves.checks import check_int, check_number
 from jeeves.critics import reaper
 from jeeves.critics.base import Review
 from jeeves.critics.junit import STARTED, PytestReport, read_report
@@ -127,8 +128,15 @@ class CodeCritic:
         env: Mapping[str, str] | None = None,
     ) -> None:
         if not isinstance(tests, str) or "def test" not in tests:
+            # A one-line string is likely a path passed by mistake: show it. Text is not
+            # shown: it may be a file's contents, and errors travel further than files.
+            shown = (
+                repr(tests)
+                if not isinstance(tests, str) or "\n" not in tests
+                else f"{len(tests)} characters of text"
+            )
             raise UserError(
-                f"CodeCritic needs the pytest file's source with at least one `def test...`, got {tests!r:.120}. "
+                f"CodeCritic needs the pytest file's source with at least one `def test...`, got {shown:.120}. "
                 f"Pass Path('tests/test_x.py').read_text(), not the path."
             )
         if not module.isidentifier():
@@ -137,11 +145,10 @@ class CodeCritic:
             raise UserError(
                 f"test_file={test_file!r} must be a bare file name ending in .py, other than the module's."
             )
-        if timeout_s <= 0:
-            raise UserError(f"timeout_s must be positive, got {timeout_s!r}.")
-        if memory_mb is not None and memory_mb < 64:
-            raise UserError(
-                f"memory_mb={memory_mb!r} is too small for Python and pytest; use 64 or more, or None."
+        check_number(timeout_s, name="CodeCritic timeout_s", minimum=0, above=True)
+        if memory_mb is not None:
+            check_int(
+                memory_mb, name="CodeCritic memory_mb (None, or 64 or more for Python and pytest)", minimum=64
             )
         self.tests = tests
         self.module = module

@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from jeeves.architecture import Caller
+from jeeves.checks import check_bool, check_mapping, check_str
 from jeeves.critics.base import Review
 from jeeves.critics.parse import parse_verdict
 from jeeves.critics.verdict import Verdict, verdict_reply_schema
-from jeeves.errors import UserError
 from jeeves.events import OutputRetrying
 from jeeves.ids import validate_name
 from jeeves.messages import Message, ModelRequest
@@ -73,13 +73,11 @@ class LLMCritic:
         params: Mapping[str, Any] | None = None,
         repair: bool = True,
     ) -> None:
-        if not isinstance(instructions, str) or not instructions.strip():
-            raise UserError(f"LLMCritic instructions must be a non-empty str, got {instructions!r}.")
-        self.instructions = instructions
+        self.instructions = check_str(instructions, name="LLMCritic instructions", empty=False)
         self.name = validate_name(name, what="critic")
         self.route = None if model is None else Route.coerce(model, key=f"{name} (LLMCritic model=)")
-        self.params = dict(params or {})
-        self.repair = repair
+        self.params = check_mapping(params, name="LLMCritic params")
+        self.repair = check_bool(repair, name="LLMCritic repair")
 
     def describe_model(self, ctx: Context) -> str:
         """The model this critic's calls go to in `ctx` (shown in session.started)."""

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, SkipValidation, field_validator
+from pydantic import ConfigDict, Field, SkipValidation
 
+from jeeves.checks import ConfigModel
 from jeeves.errors import UserError
 from jeeves.messages import ModelRequest, ModelResponse
 from jeeves.redact import mask_credentials
@@ -39,36 +40,31 @@ def client_name(client: object) -> str:
     return name if isinstance(name, str) and name else type(client).__name__
 
 
-class Route(BaseModel):
+class Route(ConfigModel):
     """Where one role's model calls go.
 
     `model` is a litellm model string ("openai/gpt-4o-mini") unless `client` is set, in
     which case it is only the display name. Each model in `[model, *fallbacks]` gets
     `1 + retries` attempts on a retryable error (rate limit, timeout, 5xx) before the next
     one is tried; a non-retryable error (bad request, malformed reply) stops at once.
+    A bad argument (`retries=-1`, `backoff_s="1"`, a misspelt keyword) is a UserError.
     """
 
     model_config = ConfigDict(defer_build=True, arbitrary_types_allowed=True, frozen=True)
 
-    model: str
+    model: str = Field(min_length=1)
+    """The litellm model string, e.g. 'openai/gpt-4o-mini' (a display name when `client` is set)."""
     params: dict[str, Any] = Field(default_factory=dict)
     """Provider parameters for every call on this route (temperature, max_tokens, api_key…).
     Credentials among them reach the provider and nothing else (`jeeves.redact`)."""
     fallbacks: tuple[str, ...] = ()
     """Models to try, in order, when the primary keeps failing with retryable errors."""
-    retries: int = 2
+    retries: int = Field(default=2, ge=0, strict=True)
     """Extra attempts per model on retryable errors."""
-    backoff_s: float = 0.5
+    backoff_s: float = Field(default=0.5, ge=0, allow_inf_nan=False, strict=True)
     """First retry delay; doubles per attempt. A provider's Retry-After wins when larger."""
     client: Annotated[ModelClient | None, SkipValidation] = Field(default=None, exclude=True)
     """Serves this route instead of the router's client (litellm by default)."""
-
-    @field_validator("retries")
-    @classmethod
-    def _non_negative(cls, value: int) -> int:
-        if value < 0:
-            raise ValueError(f"retries must be >= 0, got {value!r}")
-        return value
 
     def __repr_args__(self) -> Any:
         """The fields as `repr` shows them: credentials in `params` read as `<redacted>`."""

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 
-from jeeves.errors import UserError
+from jeeves.checks import short_repr
+from jeeves.errors import UserError, UserTypeError
 from jeeves.ids import validate_name
 from jeeves.models.base import ModelClient, Route
 
@@ -50,6 +51,11 @@ class Router:
     def __init__(
         self, routes: Mapping[str, RouteLike] | None = None, *, client: ModelClient | None = None
     ) -> None:
+        if routes is not None and not isinstance(routes, Mapping):
+            raise UserTypeError(
+                f"Router routes must be a dict of role → model, got {short_repr(routes)}; "
+                f"e.g. Router({{'default': 'openai/gpt-4o-mini'}})."
+            )
         self._routes: dict[str, Route] = {
             _check_key(k): Route.coerce(v, key=k) for k, v in (routes or {}).items()
         }

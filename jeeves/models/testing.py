@@ -16,7 +16,8 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
-from jeeves.errors import UnconsumedSteps, UnexpectedModelCall, UserError
+from jeeves.checks import short_repr
+from jeeves.errors import UnconsumedSteps, UnexpectedModelCall, UserError, UserTypeError
 from jeeves.messages import ModelRequest, ModelResponse, ToolCall, Usage
 from jeeves.models.base import DeltaSink
 from jeeves.models.router import role_keys
@@ -70,6 +71,26 @@ async def _stream(text: str, on_delta: DeltaSink | None) -> None:
             await on_delta(chunk)
 
 
+def _steps(key: object, steps: object) -> list[Step]:
+    """A script's steps, or a UserError naming the script and the step that cannot be one."""
+    if not isinstance(key, str):
+        raise UserTypeError(f"ScriptedModel script keys are role paths or session ids (str), got {key!r}.")
+    if isinstance(steps, str):  # a str is iterable: it would script one step per character
+        raise UserTypeError(
+            f"ScriptedModel script {key!r} is a bare string {steps!r}; pass a list of steps: [{steps!r}]."
+        )
+    if not isinstance(steps, Iterable):
+        raise UserTypeError(f"ScriptedModel script {key!r} is {short_repr(steps)}; pass a list of steps.")
+    found = list(steps)
+    for i, step in enumerate(found):
+        if not isinstance(step, str | Reply | ModelResponse | BaseException):
+            raise UserTypeError(
+                f"ScriptedModel script {key!r} step {i} is {short_repr(step)}; a step is reply text, "
+                f"a jeeves.testing.Reply, a jeeves.ModelResponse or an exception to raise."
+            )
+    return found
+
+
 class ScriptedModel:
     """Answers from scripts, one per role (or session id), in order.
 
@@ -89,13 +110,7 @@ class ScriptedModel:
         self, scripts: Mapping[str, Iterable[Step]] | Iterable[Step], *, model_name: str = "scripted"
     ) -> None:
         items = scripts.items() if isinstance(scripts, Mapping) else [("default", scripts)]
-        for key, steps in items:
-            if isinstance(steps, str):  # a str is iterable: it would script one step per character
-                raise UserError(
-                    f"ScriptedModel script {key!r} is a bare string {steps!r}; "
-                    f"pass a list of steps: [{steps!r}]."
-                )
-        self._scripts: dict[str, deque[Step]] = {key: deque(steps) for key, steps in items}
+        self._scripts: dict[str, deque[Step]] = {key: deque(_steps(key, steps)) for key, steps in items}
         self.model_name = model_name
         self.requests: list[ModelRequest] = []
         """Every request received, in order (for assertions)."""
@@ -154,6 +169,13 @@ class FunctionModel:
     function: ModelFunction
     model_name: str = "function"
     requests: list[ModelRequest] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not callable(self.function):
+            raise UserTypeError(
+                f"FunctionModel needs a function of the request, got {short_repr(self.function)}; "
+                f"e.g. FunctionModel(lambda request: 'reply text')."
+            )
 
     async def complete(self, request: ModelRequest, *, on_delta: DeltaSink | None = None) -> ModelResponse:
         self.requests.append(request)

@@ -13,10 +13,10 @@ tree never passes a script off as a real model.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, assert_never
+from typing import Any, TypeVar, assert_never
 
 from jeeves.agent import Agent
 from jeeves.architecture import Architecture, Caller
@@ -46,8 +46,9 @@ from jeeves.spec.models import (
 from jeeves.spec.routes import callers, unmatched_key
 from jeeves.tools import Tool
 
-__all__ = ["build", "scripted_model"]
+__all__ = ["build", "build_problems", "problems_message", "scripted_model"]
 
+T = TypeVar("T")
 KeyPath = list[str | int]
 """Keys from the file's top level down to a table (`["workers", "coder", "critic", 1]`)."""
 RouteLike = str | Route | ModelClient
@@ -67,16 +68,27 @@ def build(
             as `--model ROLE=MODEL` does on the command line.
     """
     builder = _Builder(spec, offline)
-    with _importable(spec.path):
-        arch = builder.arch(spec.architecture, [])
-    found = callers(arch)
-    if found is not None:
-        builder.check_keys(spec, found, models or {})
-    routes: dict[str, RouteLike] = {k: builder.route(r, ["models", k]) for k, r in spec.models.items()}
+    arch, routes = builder.build(spec, models or {})
+    if arch is None or builder.problems:
+        raise UserError(problems_message(builder.where, builder.problems))
     if builder.scripted is not None and "default" not in routes:
         routes["default"] = Route(model="scripted", client=builder.scripted)
     routes.update({k: builder.override(v) for k, v in (models or {}).items()})
     return arch, Router(routes)
+
+
+def build_problems(spec: Spec) -> list[str]:
+    """Every problem `build(spec)` would report, one `key.path: problem` line each (none: [])."""
+    builder = _Builder(spec, offline=False)
+    builder.build(spec, {})
+    return builder.problems
+
+
+def problems_message(where: str, problems: Sequence[str]) -> str:
+    """One error for a stage's problems: one line when there is one, else one line each."""
+    if len(problems) == 1:
+        return f"{where}: {problems[0]}"
+    return f"{where} has {len(problems)} problems:\n" + "\n".join(f"  - {p}" for p in problems)
 
 
 def scripted_model(demo: DemoSpec) -> ScriptedModel:
@@ -108,8 +120,15 @@ def _importable(spec_path: Path | None) -> Iterator[None]:
 
 
 class _Builder:
+    """Builds a spec's objects, noting every problem instead of stopping at the first.
+
+    A table whose constructor fails, or whose child failed, builds as None; its siblings
+    and children are still built, so one error lists every problem of this stage.
+    """
+
     def __init__(self, spec: Spec, offline: bool) -> None:
         self.where = str(spec.path) if spec.path is not None else "spec"
+        self.problems: list[str] = []
         self.scripted: ScriptedModel | None = None
         if offline:
             if spec.demo is None:
@@ -119,39 +138,51 @@ class _Builder:
                 )
             self.scripted = scripted_model(spec.demo)
 
-    @contextmanager
-    def at(self, path: Sequence[str | int]) -> Iterator[None]:
-        """Re-raise a constructor's UserError with the file and the key path."""
+    def build(
+        self, spec: Spec, overrides: Mapping[str, object]
+    ) -> tuple[Architecture | None, dict[str, RouteLike]]:
+        with _importable(spec.path):
+            arch = self.arch(spec.architecture, [])
+        found = callers(arch) if arch is not None else None
+        if found is not None:
+            self.check_keys(spec, found, overrides)
+        routes = {k: self.route(r, ["models", k]) for k, r in spec.models.items()}
+        return arch, {k: r for k, r in routes.items() if r is not None}
+
+    def attempt(self, path: Sequence[str | int], make: Callable[[], T]) -> T | None:
+        """`make()`, or None with its UserError noted under the key path of `path`."""
         try:
-            yield
+            return make()
         except UserError as exc:
-            key = join_key_path(path) or "(top level)"
-            raise UserError(f"{self.where}: {key}: {exc}") from exc
+            self.problems.append(f"{join_key_path(path) or '(top level)'}: {exc}")
+            return None
 
     def check_keys(self, spec: Spec, found: Sequence[Caller], overrides: Mapping[str, object]) -> None:
-        """Refuse a `[models]` key, an override or a `[demo.script]` key that no session uses."""
+        """Note each `[models]` key, override or `[demo.script]` key that no session uses."""
         routed = [c.routed for c in found if c.routed is not None]
         for key in spec.models:
             if problem := unmatched_key(key, routed, "routes"):
-                raise UserError(f"{self.where}: {join_key_path(['models', key])}: {problem}")
+                self.problems.append(f"{join_key_path(['models', key])}: {problem}")
         for key in overrides:
             if problem := unmatched_key(key, routed, "routes"):
-                raise UserError(f"{self.where}: the model override {key!r} (--model {key}=...): {problem}")
+                self.problems.append(f"the model override {key!r} (--model {key}=...): {problem}")
         for key in spec.demo.script if spec.demo is not None else ():
             if problem := unmatched_key(key, [c.path for c in found], "calls a model"):
-                raise UserError(f"{self.where}: {join_key_path(['demo', 'script', key])}: {problem}")
+                self.problems.append(f"{join_key_path(['demo', 'script', key])}: {problem}")
 
-    def route(self, spec: RouteSpec, path: KeyPath) -> Route:
+    def route(self, spec: RouteSpec, path: KeyPath) -> Route | None:
         if self.scripted is not None:
             return Route(model=f"scripted:{spec.model}", client=self.scripted)
-        with self.at(path):
-            return Route(
+        return self.attempt(
+            path,
+            lambda: Route(
                 model=spec.model,
                 params=spec.params,
                 fallbacks=tuple(spec.fallbacks),
                 retries=spec.retries,
                 backoff_s=spec.backoff_s,
-            )
+            ),
+        )
 
     def override(self, value: RouteLike) -> RouteLike:
         """A `models=` route as given; offline, the script answering in its name."""
@@ -164,10 +195,13 @@ class _Builder:
         return None if spec is None else self.route(spec, [*path, "model"])
 
     def imported(self, ref: str, path: KeyPath) -> Any:
-        with self.at(path):
-            return import_object(ref)
+        return self.attempt(path, lambda: import_object(ref))
 
-    def arch(self, spec: ArchSpec, path: KeyPath) -> Architecture:
+    def then(self, before: int, path: KeyPath, make: Callable[[], T]) -> T | None:
+        """`make()` under `path` if no problem was noted since `before` (a child failed: None)."""
+        return self.attempt(path, make) if len(self.problems) == before else None
+
+    def arch(self, spec: ArchSpec, path: KeyPath) -> Architecture | None:
         if isinstance(spec, AgentSpec):
             return self.agent(spec, path)
         if isinstance(spec, ActorCriticSpec):
@@ -178,40 +212,53 @@ class _Builder:
             return self.supervisor(spec, path)
         assert_never(spec)
 
-    def agent(self, spec: AgentSpec, path: KeyPath) -> Agent:
+    def agent(self, spec: AgentSpec, path: KeyPath) -> Agent | None:
+        before = len(self.problems)
         tools = [self.tool(ref, [*path, "tools", i]) for i, ref in enumerate(spec.tools)]
         output_type = self.imported(spec.output_type, [*path, "output_type"]) if spec.output_type else None
         model = self.pin(spec.model, path)
-        with self.at(path):
-            return Agent(
+        return self.then(
+            before,
+            path,
+            lambda: Agent(
                 spec.instructions,
                 role=spec.role,
-                tools=tools,
+                tools=[t for t in tools if t is not None],
                 output_type=output_type,
                 max_turns=spec.max_turns,
                 model=model,
                 params=spec.params,
                 description=spec.description,
-            )
+            ),
+        )
 
-    def tool(self, ref: str, path: KeyPath) -> Tool:
+    def tool(self, ref: str, path: KeyPath) -> Tool | None:
+        before = len(self.problems)
         found = self.imported(ref, path)
         if isinstance(found, Tool):
             return found
+        if len(self.problems) > before:
+            return None
         if not callable(found) or isinstance(found, type):
-            raise UserError(
-                f"{self.where}: {join_key_path(path)}: {ref!r} is {found!r}, not a function or a @tool."
+            self.problems.append(
+                f"{join_key_path(path)}: {ref!r} is {found!r:.80}, not a function or a @tool."
             )
-        with self.at(path):
-            return Tool(found)
+            return None
+        return self.attempt(path, lambda: Tool(found))
 
-    def actor_critic(self, spec: ActorCriticSpec, path: KeyPath) -> ActorCritic:
+    def actor_critic(self, spec: ActorCriticSpec, path: KeyPath) -> ActorCritic | None:
+        before = len(self.problems)
         actor = self.arch(spec.actor, [*path, "actor"])
         critics = [self.critic(c, [*path, "critic", i]) for i, c in enumerate(spec.critic)]
-        with self.at(path):
-            return ActorCritic(
+        if actor is None or None in critics:
+            return None
+        judges = [c for c in critics if c is not None]
+        return self.then(
+            before,
+            path,
+            lambda: ActorCritic(
                 actor,
-                critics if len(critics) > 1 or spec.weights else critics[0],
+                judges if len(judges) > 1 or spec.weights else judges[0],
                 threshold=spec.threshold,
                 max_rounds=spec.max_rounds,
                 no_improvement=spec.no_improvement or None,
@@ -221,12 +268,16 @@ class _Builder:
                 weights=spec.weights or None,
                 role=spec.role,
                 description=spec.description,
-            )
+            ),
+        )
 
-    def self_refine(self, spec: SelfRefineSpec, path: KeyPath) -> SelfRefine:
+    def self_refine(self, spec: SelfRefineSpec, path: KeyPath) -> SelfRefine | None:
         agent = self.arch(spec.agent, [*path, "agent"])
-        with self.at(path):
-            return SelfRefine(
+        if agent is None:
+            return None
+        return self.attempt(
+            path,
+            lambda: SelfRefine(
                 agent,
                 threshold=spec.threshold,
                 max_rounds=spec.max_rounds,
@@ -237,14 +288,18 @@ class _Builder:
                 refine_template=spec.refine_template,
                 role=spec.role,
                 description=spec.description,
-            )
+            ),
+        )
 
-    def supervisor(self, spec: SupervisorSpec, path: KeyPath) -> Supervisor:
+    def supervisor(self, spec: SupervisorSpec, path: KeyPath) -> Supervisor | None:
+        before = len(self.problems)
         workers = {name: self.arch(w, [*path, "workers", name]) for name, w in spec.workers.items()}
         model = self.pin(spec.model, path)
-        with self.at(path):
-            return Supervisor(
-                workers,
+        return self.then(
+            before,
+            path,
+            lambda: Supervisor(
+                {name: w for name, w in workers.items() if w is not None},
                 instructions=spec.instructions,
                 role=spec.role,
                 max_delegations=spec.max_delegations,
@@ -253,45 +308,50 @@ class _Builder:
                 model=model,
                 params=spec.params,
                 description=spec.description,
-            )
+            ),
+        )
 
-    def critic(self, spec: CriticSpec, path: KeyPath) -> Critic:
+    def critic(self, spec: CriticSpec, path: KeyPath) -> Critic | None:
         """A critic; what it imports or pins is resolved first, so each error is keyed once."""
+        before = len(self.problems)
         model = self.pin(spec.model, path) if isinstance(spec, LLMCriticSpec) else None
         function: Any = None
         if isinstance(spec, FunctionCriticSpec):
             function = self.imported(spec.function, [*path, "function"])
-        with self.at(path):
-            if isinstance(spec, LLMCriticSpec):
-                return LLMCritic(
-                    spec.instructions,
-                    name=spec.name,
-                    model=model,
-                    params=spec.params,
-                    repair=spec.repair,
-                )
-            if isinstance(spec, CodeCriticSpec):
-                assert spec.tests_source is not None  # the model reads `tests` into it
-                return CodeCritic(
-                    spec.tests_source,
-                    module=spec.module,
-                    test_file=spec.test_file,
-                    timeout_s=spec.timeout_s,
-                    memory_mb=spec.memory_mb or None,
-                    all_must_pass=spec.all_must_pass,
-                    name=spec.name,
-                    python=spec.python,
-                    plugins=spec.plugins,
-                    env=spec.env,
-                )
-            if isinstance(spec, CitationCriticSpec):
-                return CitationCritic(
-                    spec.evidence_ids,
-                    uncited_penalty=spec.uncited_penalty,
-                    hedges=spec.hedges,
-                    require_citations=spec.require_citations,
-                    name=spec.name,
-                )
-            if isinstance(spec, FunctionCriticSpec):
-                return FunctionCritic(function, name=spec.name)
-            assert_never(spec)
+        return self.then(before, path, lambda: self._critic(spec, model, function))
+
+    @staticmethod
+    def _critic(spec: CriticSpec, model: Route | None, function: Any) -> Critic:
+        if isinstance(spec, LLMCriticSpec):
+            return LLMCritic(
+                spec.instructions,
+                name=spec.name,
+                model=model,
+                params=spec.params,
+                repair=spec.repair,
+            )
+        if isinstance(spec, CodeCriticSpec):
+            assert spec.tests_source is not None  # the model reads `tests` into it
+            return CodeCritic(
+                spec.tests_source,
+                module=spec.module,
+                test_file=spec.test_file,
+                timeout_s=spec.timeout_s,
+                memory_mb=spec.memory_mb or None,
+                all_must_pass=spec.all_must_pass,
+                name=spec.name,
+                python=spec.python,
+                plugins=spec.plugins,
+                env=spec.env,
+            )
+        if isinstance(spec, CitationCriticSpec):
+            return CitationCritic(
+                spec.evidence_ids,
+                uncited_penalty=spec.uncited_penalty,
+                hedges=spec.hedges,
+                require_citations=spec.require_citations,
+                name=spec.name,
+            )
+        if isinstance(spec, FunctionCriticSpec):
+            return FunctionCritic(function, name=spec.name)
+        assert_never(spec)

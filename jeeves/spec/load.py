@@ -8,6 +8,7 @@ them as one dotted path: `workers.coder.max_rounds`, `critic[1].timeout_s`.
 
 from __future__ import annotations
 
+import copy
 import difflib
 import re
 import tomllib
@@ -43,7 +44,7 @@ def load_spec(path: str | Path) -> Spec:
 
     Raises UserError naming the file for a file that cannot be read, TOML that does not
     parse (with its line and column), and every key that does not validate (with its
-    dotted key path). Test files named by `code` critics are read now, relative to the
+    dotted key path), together with what building the rest would find (see `parse_spec`). Test files named by `code` critics are read now, relative to the
     spec's directory.
     """
     file = Path(path)
@@ -64,6 +65,9 @@ def parse_spec(data: Mapping[str, Any], *, path: str | Path | None = None) -> Sp
     """A Spec from a spec file's top-level table (what `tomllib` reads, or `dump` returns).
 
     Relative paths in it resolve beside `path` (the current directory without one).
+    When keys fail to validate, the rest is still built (its imports run) so the one
+    UserError also lists the later problems: route and script keys no session uses, import
+    paths that do not resolve.
     """
     where = str(path) if path is not None else "spec"
     if not isinstance(data, Mapping):
@@ -73,22 +77,73 @@ def parse_spec(data: Mapping[str, Any], *, path: str | Path | None = None) -> Sp
         "architecture": {k: v for k, v in data.items() if k not in TOP_LEVEL_TABLES},
         **{k: data[k] for k in TOP_LEVEL_TABLES if k in data},
     }
+    context = {"base": file.resolve().parent if file else None}
     try:
-        spec = Spec.model_validate(wrapped, context={"base": file.resolve().parent if file else None})
+        spec = Spec.model_validate(wrapped, context=context)
     except ValidationError as exc:
-        raise UserError(format_errors(where, exc.errors(), wrapped)) from None
+        later = _later_problems(wrapped, exc.errors(), context, file)
+        raise UserError(format_errors(where, exc.errors(), wrapped, later=later)) from None
     spec.path = file
     return spec
 
 
-def format_errors(where: str, errors: Sequence[ErrorDetails], data: Any) -> str:
-    """One message for every validation error, each as `key.path: problem`."""
+def _later_problems(
+    wrapped: dict[str, Any], errors: Sequence[ErrorDetails], context: dict[str, Any], file: Path | None
+) -> list[str]:
+    """The problems building would find once these keys are fixed, so one error lists both.
+
+    Every key that failed is dropped (its default applies) and the rest is validated again
+    and built: a misspelt key and a `[models]` key no session uses are reported together.
+    Nothing is added when the rest cannot stand alone: a required key or a `type` is
+    missing, or a `role` failed (the route keys would be checked against the wrong roles).
+    """
+    pruned = copy.deepcopy(wrapped)
+    for error in errors:
+        if error["type"] in ("missing", "union_tag_invalid", "union_tag_not_found"):
+            return []
+        parts, nodes = key_path(error["loc"], pruned)
+        if parts[-1:] == ["role"] or not _drop(nodes):
+            return []
+    try:
+        spec = Spec.model_validate(pruned, context=context)
+    except ValidationError:
+        return []
+    spec.path = file
+    from jeeves.spec.build import build_problems  # build imports this module
+
+    return build_problems(spec)
+
+
+_STAND_INS = {"tests": ("tests_source", "def test_stand_in():\n    pass\n")}
+"""Keys whose table is incomplete without them, and what stands in while later problems are
+sought (it is only validated and built, never run)."""
+
+
+def _drop(nodes: list[Any]) -> bool:
+    """Delete the last value `key_path` visited from its table (a list item: the whole list)."""
+    for depth in range(len(nodes) - 1, 0, -1):
+        parent, value = nodes[depth - 1], nodes[depth]
+        if isinstance(parent, dict) and value is not None:
+            key = next((k for k, v in parent.items() if v is value), None)
+            if key is not None:
+                del parent[key]
+                if key in _STAND_INS:  # a key the table cannot do without: a harmless stand-in
+                    parent.setdefault(*_STAND_INS[key])
+                return True
+            return False
+    return False
+
+
+def format_errors(where: str, errors: Sequence[ErrorDetails], data: Any, *, later: Sequence[str] = ()) -> str:
+    """One message for every validation error, each as `key.path: problem`, then `later`
+    problems (from building what did validate), one per line."""
     lines = []
     for error in errors:
         path, problem = _describe(error, data)
         line = f"  - {path or '(top level)'}: {problem}"
         if line not in lines:
             lines.append(line)
+    lines += [f"  - {line}" for line in later]
     count = "a problem" if len(lines) == 1 else f"{len(lines)} problems"
     return f"{where} has {count}:\n" + "\n".join(lines) + "\nSee docs/specs.md for every key and its default."
 

@@ -133,8 +133,10 @@ class CodeCriticSpec(SpecModel):
     """`type = "code"`: run the candidate's Python against a pytest file (jeeves.CodeCritic)."""
 
     type: Literal["code"]
+    allow_outside: bool = False
+    """Let `tests` name a file outside the spec's folder (`../shared/test_x.py`, an absolute path)."""
     tests: str | None = None
-    """Path of the pytest file, relative to the spec file. Give this or `tests_source`."""
+    """Path of the pytest file, relative to the spec file and inside its folder. Give this or `tests_source`."""
     tests_source: str | None = None
     """The pytest file's text, inline; read from `tests` when the spec is loaded (and used when both are set)."""
     module: str = "solution"
@@ -160,7 +162,7 @@ class CodeCriticSpec(SpecModel):
     @classmethod
     def _readable(cls, value: str | None, info: ValidationInfo) -> str | None:
         if value is not None:
-            _read(value, info)
+            _read(value, info, allow_outside=info.data.get("allow_outside") is True)
         return value
 
     @model_validator(mode="after")
@@ -168,17 +170,36 @@ class CodeCriticSpec(SpecModel):
         if self.tests_source is None:
             if self.tests is None:
                 raise ValueError("give `tests` (a pytest file path) or `tests_source` (its text)")
-            self.tests_source = _read(self.tests, info)
+            self.tests_source = _read(self.tests, info, allow_outside=self.allow_outside)
         return self
 
 
-def _read(relative: str, info: ValidationInfo) -> str:
-    """A file's text, relative to the spec's directory (`context["base"]`, else the current one)."""
-    path = Path((info.context or {}).get("base") or Path.cwd()) / relative
+def _read(relative: str, info: ValidationInfo, *, allow_outside: bool) -> str:
+    """A pytest file's text, relative to the spec's folder (`context["base"]`, else the current one).
+
+    A spec is trusted like code (its import paths run), but a path that leaves the spec's
+    folder (`..`, an absolute path, a symlink out) is refused unless the table says
+    `allow_outside = true`, so a spec cannot quietly reach into the machine. Errors name
+    the path, never the file's contents: a spec's error may be shown to someone else.
+    """
+    base = Path((info.context or {}).get("base") or Path.cwd()).resolve()
+    path = (base / relative).resolve()
+    if not allow_outside and not path.is_relative_to(base):
+        raise ValueError(
+            f"{relative!r} is outside the spec's folder {str(base)!r}; move the file beside the spec, "
+            f"or set `allow_outside = true` in this critic's table to read it anyway"
+        )
     try:
-        return path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ValueError(f"cannot read {str(path)!r}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{str(path)!r} is not UTF-8 text; point `tests` at a pytest file") from None
+    if "def test" not in text:
+        raise ValueError(
+            f"{str(path)!r} holds no pytest test (no `def test...`); point `tests` at a pytest file"
+        )
+    return text
 
 
 class CitationCriticSpec(SpecModel):

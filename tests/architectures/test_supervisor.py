@@ -507,9 +507,9 @@ def test_tools_show_workers_as_an_enum_with_their_descriptions() -> None:
         (
             {"coder": Agent("x")},
             {"max_delegations": 0},
-            "max_delegations must be an int of at least 1, got 0",
+            "max_delegations must be an int >= 1, got 0",
         ),
-        ({"coder": Agent("x")}, {"max_turns": 0}, "max_turns must be an int of at least 1, got 0"),
+        ({"coder": Agent("x")}, {"max_turns": 0}, "max_turns must be an int >= 1, got 0"),
         ({"coder": Agent("x")}, {"role": "Boss"}, "Invalid role name 'Boss'"),
     ],
 )

@@ -244,3 +244,11 @@ async def test_cancelling_a_review_ends_every_process_the_candidate_started(tmp_
             group.cancel_scope.cancel()
     assert not scope.cancelled_caught, "the candidate never started its children"
     assert _survivors(pids_file) == []
+
+
+def test_text_that_is_not_a_test_file_is_not_echoed_in_the_error() -> None:
+    with pytest.raises(UserError, match=r"got 30 characters of text\. Pass Path") as info:
+        CodeCritic("API_KEY = 'sk-live-123'\nx = 1\n")
+    assert "sk-live" not in str(info.value)
+    with pytest.raises(UserError, match=r"got 'tests/test_slug\.py'\. Pass Path"):
+        CodeCritic("tests/test_slug.py")  # a path by mistake is shown, to be recognised

@@ -79,7 +79,7 @@ async def test_a_pinned_model_and_params() -> None:
 
 
 def test_bad_configuration() -> None:
-    with pytest.raises(UserError, match="non-empty"):
+    with pytest.raises(UserError, match="must not be empty"):
         LLMCritic("  ")
     with pytest.raises(UserError, match="'LLM'"):
         LLMCritic(name="LLM")

@@ -60,7 +60,7 @@ def test_bad_route_values_are_user_errors(value: object) -> None:
 
 
 def test_negative_retries_are_rejected() -> None:
-    with pytest.raises(ValueError, match="retries must be >= 0"):
+    with pytest.raises(ValueError, match=r"retries=-1: should be >= 0"):
         Route(model="m/x", retries=-1)
 
 

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import anyio
 import anyio.lowlevel
 import pytest
 
-from jeeves.errors import RateLimited, ScriptError, UnconsumedSteps, UnexpectedModelCall, UserError
+from jeeves.errors import (
+    RateLimited,
+    ScriptError,
+    UnconsumedSteps,
+    UnexpectedModelCall,
+    UserError,
+    UserTypeError,
+)
 from jeeves.messages import Message, ModelRequest, ModelResponse, ToolCall, Usage
 from jeeves.models.base import ModelClient
 from jeeves.models.testing import FunctionModel, Reply, ScriptedModel, call
@@ -160,3 +168,18 @@ def test_call_builds_a_tool_call() -> None:
     assert json.loads(call("f", {"x": [1, 2]}).arguments) == {"x": [1, 2]}
     assert call("f", '{"raw": true}').arguments == '{"raw": true}'
     assert call("f").arguments == "{}"
+
+
+@pytest.mark.parametrize(
+    ("make", "shown"),
+    [
+        (lambda: ScriptedModel(42), r"script 'default' is 42; pass a list of steps"),
+        (lambda: ScriptedModel({"actor": ["ok", 42]}), r"script 'actor' step 1 is 42; a step is reply text"),
+        (lambda: ScriptedModel({"actor": [None]}), r"script 'actor' step 0 is None"),
+        (lambda: ScriptedModel({1: ["x"]}), r"keys are role paths or session ids \(str\), got 1"),
+        (lambda: FunctionModel("hello"), r"FunctionModel needs a function of the request, got 'hello'"),
+    ],
+)
+def test_bad_scripts_are_user_errors_at_construction(make: Any, shown: str) -> None:
+    with pytest.raises(UserTypeError, match=shown):
+        make()

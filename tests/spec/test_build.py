@@ -218,3 +218,47 @@ def test_a_function_critic_import_error_is_keyed_once() -> None:
         "spec: critic[1].function: 'tests.spec.helpers' has no attribute 'nope'"
     )
     assert str(caught.value).count("spec:") == 1
+
+
+def test_every_problem_of_the_build_is_reported_at_once() -> None:
+    data = {
+        "type": "supervisor",
+        "workers": {
+            "coder": {"instructions": "x", "tools": ["tests.spec.helpers:nope", "tests.spec.helpers:shout"]},
+            "writer": {"instructions": "x", "output_type": "tests.spec.nowhere:Summary"},
+            "editor": {
+                "type": "actor_critic",
+                "actor": {"instructions": "x"},
+                "critic": {"type": "llm"},
+                "critic_template": "{answer}",
+            },
+        },
+    }
+    with pytest.raises(UserError) as caught:
+        built(data)
+    lines = str(caught.value).splitlines()
+    assert lines[0] == "spec has 3 problems:"
+    assert [line.split(":")[0] for line in lines[1:]] == [
+        "  - workers.coder.tools[0]",
+        "  - workers.writer.output_type",
+        "  - workers.editor",
+    ]
+    assert "unknown placeholder(s) {answer}" in lines[3]
+
+
+def test_unused_route_and_script_keys_are_reported_together() -> None:
+    data = {
+        "type": "actor_critic",
+        "actor": {"instructions": "x"},
+        "critic": {"type": "llm"},
+        "models": {"critc": "m/x", "actr": "m/y"},
+        "demo": {"script": {"feedback": ["x"]}},
+    }
+    with pytest.raises(UserError) as caught:
+        built(data)
+    assert [line.split(":")[0] for line in str(caught.value).splitlines()] == [
+        "spec has 3 problems",
+        "  - models.critc",
+        "  - models.actr",
+        "  - demo.script.feedback",
+    ]

@@ -141,6 +141,88 @@ def test_a_missing_test_file_is_named_by_its_key(tmp_path: Path) -> None:
     assert found[1] == "critic[1]: give `tests` (a pytest file path) or `tests_source` (its text)"
 
 
+@pytest.mark.parametrize("where", ["../outside/secret.py", "{abs}", "link/secret.py"])
+def test_a_test_file_outside_the_spec_folder_is_refused_without_showing_it(
+    tmp_path: Path, where: str
+) -> None:
+    (tmp_path / "outside").mkdir()
+    secret = tmp_path / "outside" / "secret.py"
+    secret.write_text("TOKEN = 'hunter2'\ndef test_x():\n    assert True\n")
+    folder = tmp_path / "specs"
+    folder.mkdir()
+    (folder / "link").symlink_to(tmp_path / "outside")
+    relative = where.format(abs=secret)
+    found = problems(coder(critic={"type": "code", "tests": relative}), path=str(folder / "x.toml"))
+    assert found == [
+        f"critic.tests: {relative!r} is outside the spec's folder {str(folder)!r}; move the file beside "
+        f"the spec, or set `allow_outside = true` in this critic's table to read it anyway"
+    ]
+
+
+def test_allow_outside_reads_a_test_file_outside_the_folder(tmp_path: Path) -> None:
+    (tmp_path / "shared.py").write_text("def test_x():\n    assert True\n")
+    (tmp_path / "specs").mkdir()
+    spec = parse_spec(
+        coder(critic={"type": "code", "tests": "../shared.py", "allow_outside": True}),
+        path=tmp_path / "specs" / "x.toml",
+    )
+    assert isinstance(spec.architecture, ActorCriticSpec)
+    critic = spec.architecture.critic[0]
+    assert isinstance(critic, CodeCriticSpec)
+    assert critic.tests_source == "def test_x():\n    assert True\n"
+
+
+def test_a_file_that_is_not_a_pytest_file_is_named_not_shown(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("password = hunter2\n")
+    (tmp_path / "data.bin").write_bytes(b"\xff\xfe\x00secret")
+    found = problems(
+        coder(
+            critic=[
+                {"type": "code", "tests": "notes.txt"},
+                {"type": "code", "tests": "data.bin", "name": "more"},
+            ]
+        ),
+        path=str(tmp_path / "x.toml"),
+    )
+    assert found == [
+        f"critic[0].tests: {str(tmp_path / 'notes.txt')!r} holds no pytest test (no `def test...`); "
+        f"point `tests` at a pytest file",
+        f"critic[1].tests: {str(tmp_path / 'data.bin')!r} is not UTF-8 text; point `tests` at a pytest file",
+    ]
+    assert not any("hunter2" in line or "secret" in line for line in found)
+
+
+def test_bad_keys_and_keys_no_session_uses_are_reported_together() -> None:
+    data = {
+        **coder(max_round=2, critic={"type": "llm", "repair": "yes"}),
+        "role": "codegen",
+        "models": {"critc": "openai/gpt-4o", "actor": {"model": "m/x", "retries": -1}},
+        "demo": {"script": {"actr": ["x"]}},
+    }
+    assert [line.split(":")[0] for line in problems(data)] == [
+        "critic.repair",
+        "max_round",
+        "models.actor.retries",
+        "models.critc",
+        "demo.script.actr",
+    ]
+
+
+def test_a_bad_test_file_does_not_hide_the_later_problems(tmp_path: Path) -> None:
+    data = {**coder(critic={"type": "code", "tests": "missing.py"}), "models": {"critc": "m/x"}}
+    assert [line.split(":")[0] for line in problems(data, path=str(tmp_path / "x.toml"))] == [
+        "critic.tests",
+        "models.critc",
+    ]
+
+
+def test_later_problems_wait_when_the_rest_cannot_stand_alone() -> None:
+    data = {**coder(role="Codegen"), "models": {"critc": "m/x"}}  # a bad role: keys would be misjudged
+    assert [line.split(":")[0] for line in problems(data)] == ["role"]
+    missing = {"type": "actor_critic", "critic": {"type": "llm"}, "models": {"critc": "m/x"}}
+    assert [line.split(":")[0] for line in problems(missing)] == ["actor"]
+
+
 def test_type_defaults_to_agent_and_a_route_string_is_a_route() -> None:
     spec = parse_spec({"instructions": "Hi.", "models": {"default": "openai/gpt-4o-mini"}})
     assert isinstance(spec.architecture, AgentSpec)
