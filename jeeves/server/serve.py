@@ -173,6 +173,8 @@ def serve_demo(
     Beyond loopback without a token (`--token`, `$JEEVES_TOKEN`) it generates one and prints
     it in the page's address; the `--host` given (unless a wildcard) is answered to as a Host.
     """
+    if shutdown_s < 0:
+        raise UserError(f"--shutdown-timeout must be >= 0 seconds, got {shutdown_s!r}.")
     token = token or os.environ.get("JEEVES_TOKEN") or None
     catalog = architectures if architectures is not None else demo_architectures()
     sock = bind(host, port)
