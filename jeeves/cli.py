@@ -42,9 +42,31 @@ def _build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--offline", action="store_true", help="answer from each spec's [demo] script")
     serve.add_argument("--host", default="127.0.0.1", help="interface to bind (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
-    serve.add_argument("--token", default=None, help="require this bearer token (default: $JEEVES_TOKEN)")
+    serve.add_argument(
+        "--token",
+        default=None,
+        help="require this bearer token (default: $JEEVES_TOKEN; generated beyond loopback)",
+    )
     serve.add_argument(
         "--cors", action="append", default=[], metavar="ORIGIN", help="allow this browser origin (repeatable)"
+    )
+    serve.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="answer to this Host name besides localhost (repeatable; '*' for any)",
+    )
+    serve.add_argument(
+        "--max-body", type=int, default=1_000_000, metavar="BYTES", help="largest request body"
+    )
+    serve.add_argument("--max-runs", type=int, default=8, metavar="N", help="runs going at once (default: 8)")
+    serve.add_argument(
+        "--shutdown-timeout",
+        type=float,
+        default=5.0,
+        metavar="S",
+        help="seconds responses get to end on exit",
     )
     runs = commands.add_parser("runs", help="list the runs a journal holds (status, rounds, cost)")
     runs.add_argument("journal", help="a journal file: *.jsonl, or a SQLite file")
@@ -111,7 +133,17 @@ def _serve(args: argparse.Namespace) -> int:
         from jeeves.spec.commands import spec_catalog
 
         catalog = spec_catalog(args.specs, offline=bool(args.offline))
-    return serve_demo(host=args.host, port=args.port, token=args.token, cors=args.cors, architectures=catalog)
+    return serve_demo(
+        host=args.host,
+        port=args.port,
+        token=args.token,
+        cors=args.cors,
+        architectures=catalog,
+        allowed_hosts=args.allow_host,
+        max_body_bytes=args.max_body,
+        max_runs=args.max_runs,
+        shutdown_s=args.shutdown_timeout,
+    )
 
 
 def _spec_command(args: argparse.Namespace) -> int:

@@ -76,10 +76,10 @@ def jeeves_serve(*args: str, env: dict[str, str] | None = None) -> Iterator[str]
         text=True,
     )
     try:
-        assert server.stderr is not None
+        assert server.stdout is not None
         port = None
-        for line in server.stderr:
-            found = re.search(r"Uvicorn running on http://127\.0\.0\.1:(\d+)", line)
+        for line in server.stdout:
+            found = re.search(r"serving .* at http://127\.0\.0\.1:(\d+)/", line)
             if found:
                 port = int(found.group(1))
                 break

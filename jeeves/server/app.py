@@ -10,10 +10,13 @@ Routes (all JSON errors are `{"error": message}`):
 - `DELETE /runs/{id}` cancel a run.
 - `POST /agui`, `POST /agui/{architecture}` an AG-UI RunAgentInput → AG-UI events (SSE).
 
-Safe by default: `serve` binds 127.0.0.1; with `token=` every route but the page needs
-`Authorization: Bearer <token>` (or `?access_token=`, for EventSource, which cannot send
-headers), compared in constant time; no CORS headers unless `cors_origins` is given; and
-nothing that leaves the server carries configuration: routes, params and provider keys
+Safe by default: `serve` binds 127.0.0.1 and refuses any other address without a token;
+before routing, `RequestGuard` (jeeves.server.guard) refuses foreign `Host`s, writes from
+other origins, writes that are not JSON and bodies over `max_body_bytes`; at most
+`max_runs` runs go at once (429 with `Retry-After`); with `token=` every route but the page
+needs `Authorization: Bearer <token>` (or `?access_token=`, for EventSource, which cannot
+send headers), compared in constant time; no CORS headers unless `cors_origins` is given;
+and nothing that leaves the server carries configuration: routes, params and provider keys
 stay in the process (summaries hold the task, status, output and usage only).
 """
 
@@ -39,7 +42,8 @@ from jeeves.budget import Budget
 from jeeves.errors import UserError
 from jeeves.server.agui_stream import AguiFormat, task_from_input
 from jeeves.server.catalog import ArchitectureLike, Catalog, RouterLike, UnknownArchitecture
-from jeeves.server.runs import RunRecord, RunRegistry
+from jeeves.server.guard import RequestGuard, host_names
+from jeeves.server.runs import RunRecord, RunRegistry, TooManyRuns
 from jeeves.server.sse import BadLastEventId, EventStreamResponse, JeevesFormat, follow_run, last_event_id
 from jeeves.server.viewer import viewer_routes
 
@@ -178,9 +182,15 @@ class _BadJson(UserError):
     pass
 
 
+RETRY_AFTER_S = 5
+"""What a 429 asks the client to wait: runs take seconds to minutes, so seconds, not ms."""
+
+
 async def _user_error(request: Request, exc: Exception) -> Response:
     if isinstance(exc, ValidationError):
         return _error(422, f"Invalid request body: {exc}")
+    if isinstance(exc, TooManyRuns):
+        return JSONResponse({"error": str(exc)}, status_code=429, headers={"Retry-After": str(RETRY_AFTER_S)})
     statuses: dict[type[Exception], int] = {
         _NotFound: 404,
         UnknownArchitecture: 404,
@@ -198,6 +208,9 @@ def create_app(
     router: RouterLike = None,
     token: str | None = None,
     cors_origins: Sequence[str] = (),
+    allowed_hosts: Sequence[str] = (),
+    max_body_bytes: int = 1_000_000,
+    max_runs: int = 8,
     retention_s: float = 600.0,
     cancel_on_disconnect: bool = False,
     keepalive_s: float = 15.0,
@@ -211,6 +224,12 @@ def create_app(
         router: The router every run uses, or a factory called once per run.
         token: When set, every route but the viewer page needs it as a bearer token.
         cors_origins: Origins allowed to call the API from a browser; none by default.
+            Pages on other origins cannot write (start or cancel runs) at all.
+        allowed_hosts: Host names the server answers to besides the loopback names
+            (`localhost`, `127.0.0.1`, `[::1]`): the name or address clients use to reach
+            it when it binds beyond loopback. `"*"` answers to any (keep a token then).
+        max_body_bytes: The largest request body accepted (413 above it).
+        max_runs: How many runs may be going at once (429 with `Retry-After` above it).
         retention_s: How long a finished run's events stay available for reconnects.
         cancel_on_disconnect: Cancel a run when its last follower disconnects before it
             ended; by default runs continue and can be re-attached.
@@ -218,12 +237,20 @@ def create_app(
         budget: Limits applied to each run.
 
     The app's `state.runs` is its `RunRegistry`; the registry's task group lives as long
-    as the app's lifespan, and leaving it cancels every run still going.
+    as the app's lifespan, and leaving it cancels every run still going. `state.token`
+    tells `serve` whether the app may be bound beyond loopback.
     """
     if token is not None and not token:
         raise UserError("token must be a non-empty string, or None for no authentication.")
+    if max_body_bytes < 1:
+        raise UserError(f"max_body_bytes must be at least 1 byte, got {max_body_bytes!r}.")
+    if max_runs < 1:
+        raise UserError(f"max_runs must be at least 1 run, got {max_runs!r}.")
+    hosts = host_names(allowed_hosts)
     catalog = Catalog(architectures, router)
-    registry = RunRegistry(retention_s=retention_s, cancel_on_disconnect=cancel_on_disconnect)
+    registry = RunRegistry(
+        retention_s=retention_s, cancel_on_disconnect=cancel_on_disconnect, max_running=max_runs
+    )
     api = _Api(catalog, registry, budget, keepalive_s)
 
     @asynccontextmanager
@@ -242,7 +269,11 @@ def create_app(
         Route("/agui", api.agui, methods=["POST"]),
         Route("/agui/{architecture}", api.agui, methods=["POST"]),
     ]
-    middleware: list[Middleware] = []
+    middleware = [
+        Middleware(
+            RequestGuard, allowed_hosts=hosts, allowed_origins=cors_origins, max_body_bytes=max_body_bytes
+        )
+    ]
     if cors_origins:
         middleware.append(
             Middleware(
@@ -261,4 +292,5 @@ def create_app(
         exception_handlers={UserError: _user_error, ValidationError: _user_error},
     )
     app.state.runs = registry
+    app.state.token = token
     return app

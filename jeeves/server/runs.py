@@ -40,9 +40,13 @@ from jeeves.journal import error_type_name
 from jeeves.models.router import Router
 from jeeves.runner import RunResult, stream
 
-__all__ = ["RunRecord", "RunRegistry", "RunStatus"]
+__all__ = ["RunRecord", "RunRegistry", "RunStatus", "TooManyRuns"]
 
 RunStatus = Literal["running", "completed", "failed", "cancelled"]
+
+
+class TooManyRuns(UserError):
+    """The registry already drives `max_running` runs; try again when one has ended."""
 
 
 class RunRecord:
@@ -152,6 +156,8 @@ class RunRegistry:
         retention_s: How long a finished run's events stay available for (re)attaching.
             Finished runs are dropped lazily, on the next registry call after that.
         cancel_on_disconnect: Cancel a run when its last follower leaves before it ended.
+        max_running: How many runs may be going at once; `start` refuses more with
+            `TooManyRuns` (a finished run no longer counts, however long it is retained).
         clock: Monotonic seconds; injectable for tests of retention.
     """
 
@@ -160,10 +166,14 @@ class RunRegistry:
         *,
         retention_s: float = 600.0,
         cancel_on_disconnect: bool = False,
+        max_running: int = 8,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if retention_s < 0:
             raise UserError(f"retention_s must be >= 0 seconds, got {retention_s!r}.")
+        if max_running < 1:
+            raise UserError(f"max_running must be at least 1 run, got {max_running!r}.")
+        self.max_running = max_running
         self.retention_s = retention_s
         self.cancel_on_disconnect = cancel_on_disconnect
         self._clock = clock
@@ -216,6 +226,7 @@ class RunRegistry:
         """Start `arch` on `task` in the registry's task group and return its record at once.
 
         Raises:
+            TooManyRuns: `max_running` runs are going already.
             UserError: the registry is not open, `session_id` is not a valid root id, or a
                 run with that id is still held (pick another id, or wait for retention).
         """
@@ -228,6 +239,11 @@ class RunRegistry:
                 f"A run with session_id {sid!r} is already held by this server; "
                 f"use another session_id, or follow the existing run at /runs/{sid}/events."
             )
+        if len(self.running()) >= self.max_running:
+            raise TooManyRuns(
+                f"This server is already running {self.max_running} runs, its limit; "
+                f"try again when one has ended (the limit is max_runs=, `jeeves serve --max-runs`)."
+            )
         record = RunRecord(sid, name, task)
         self._runs[sid] = record
         self._group.start_soon(self._drive, record, arch, task, router, budget, name=f"jeeves run {sid}")
@@ -239,6 +255,10 @@ class RunRegistry:
         if record is not None:
             record.cancel()
         return record
+
+    def cancel_all(self) -> int:
+        """Cancel every run still going (a server shutting down); returns how many were."""
+        return sum(record.cancel() for record in self.running())
 
     @contextmanager
     def following(self, record: RunRecord) -> Iterator[RunRecord]:

@@ -66,7 +66,7 @@ async def asgi_client(app: Starlette) -> AsyncIterator[httpx.AsyncClient]:
     """An httpx client calling `app` in-process, with the app's lifespan (its run registry) open."""
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://jeeves.test") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             yield client
 
 

@@ -11,6 +11,7 @@ const view = {
   lastSeq: 0,
   nodes: new Map(), // session id -> node
   roots: [],
+  task: "",
   pending: false,
 };
 
@@ -45,7 +46,7 @@ function newNode(ev) {
   return {
     id: ev.session_id, parent: ev.parent_id, role: ev.role, architecture: ev.architecture,
     model: ev.model, index: ev.index, status: "running", stopReason: "", text: "",
-    usage: { input: 0, output: 0, cost: 0 }, round: null, score: null, passed: null,
+    usage: { input: 0, output: 0, cost: 0 }, round: null, verdict: null,
     rounds: new Map(), children: [], deltaStep: null, el: null,
   };
 }
@@ -54,12 +55,26 @@ function appendText(node, text) {
   node.text = (node.text + text).slice(-TEXT_TAIL);
 }
 
+// A new line of text: on a line of its own, but never a blank first line.
+function appendLine(node, line) {
+  appendText(node, (node.text ? "\n" : "") + line);
+}
+
+// Dollars as the CLI prints them (jeeves.messages.format_usd): four decimals, and a sum
+// below a cent keeps two significant digits ($0.000031), so a priced call never reads as free.
+function formatUsd(amount) {
+  let digits = 4;
+  if (amount > 0 && amount < 0.01) digits = Math.min(10, Math.max(4, 1 - Math.floor(Math.log10(amount))));
+  return `$${amount.toFixed(digits)}`;
+}
+
 function apply(ev) {
   if (ev.seq <= view.lastSeq) return; // a reconnect never shows an event twice
   view.lastSeq = ev.seq;
   if (ev.type === "session.started") {
     const node = newNode(ev);
     view.nodes.set(node.id, node);
+    if (!ev.parent_id) view.task = ev.task;
     const parent = ev.parent_id && view.nodes.get(ev.parent_id);
     if (parent) parent.children.push(node.id); else view.roots.push(node.id);
     return;
@@ -68,22 +83,22 @@ function apply(ev) {
   if (!node) return;
   switch (ev.type) {
     case "model.delta":
-      if (node.deltaStep !== ev.step && node.text) appendText(node, "\n");
+      if (node.deltaStep !== ev.step) appendLine(node, "");
       node.deltaStep = ev.step;
-      appendText(node, ev.text);
+      appendText(node, node.text ? ev.text : ev.text.replace(/^\s*\n/, ""));
       break;
     case "model.completed":
       node.usage.input += ev.usage.input_tokens;
       node.usage.output += ev.usage.output_tokens;
       node.usage.cost += ev.usage.cost_usd;
       node.model = node.model || ev.model;
-      if (node.deltaStep !== ev.step && ev.text) appendText(node, (node.text ? "\n" : "") + ev.text);
+      if (node.deltaStep !== ev.step && (ev.text || "").trim()) appendLine(node, ev.text.replace(/^\s*\n/, ""));
       break;
     case "tool.started":
-      appendText(node, `\n→ ${ev.name}(${ev.arguments})`);
+      appendLine(node, `→ ${ev.name}(${ev.arguments})`);
       break;
     case "tool.completed":
-      appendText(node, `\n← ${ev.result}`);
+      appendLine(node, `← ${ev.result}`);
       break;
     case "round.started":
       node.round = ev.round;
@@ -105,17 +120,16 @@ function apply(ev) {
   }
 }
 
+// The verdict (one score, combined over every critic of the round) is shown on the loop's
+// node and on the round's critic node alike; the critic's model reply stays its raw text.
 function critique(node, ev) {
+  const verdict = { score: ev.score, passed: ev.passed, summary: ev.summary, issues: ev.issues || [] };
   node.round = ev.round;
-  node.score = ev.score;
-  node.passed = ev.passed;
-  node.rounds.set(ev.round, { score: ev.score, passed: ev.passed, summary: ev.summary });
+  node.verdict = verdict;
+  node.rounds.set(ev.round, verdict);
   for (const id of node.children) {
     const child = view.nodes.get(id);
-    if (child.role === "critic" && child.index === ev.round) {
-      child.score = ev.score;
-      child.passed = ev.passed;
-    }
+    if (child.role === "critic" && child.index === ev.round) child.verdict = verdict;
   }
 }
 
@@ -144,7 +158,8 @@ function nodeElement(node) {
   const head = el("div", "head");
   head.append(el("span", "spinner"), el("span", "role"), el("span", "arch"), el("span", "model"),
     el("span", "status"), el("span", "stats"));
-  card.append(head, el("div", "rounds"), el("pre", "text"), el("div", "detail"));
+  card.append(head, el("div", "rounds"), el("div", "verdict"), el("div", "text-label", "raw reply"),
+    el("pre", "text"), el("div", "detail"));
   li.append(card, el("ul", "children"));
   node.el = li;
   return li;
@@ -169,16 +184,19 @@ function renderNode(node, container) {
   const stats = card.querySelector(".stats");
   stats.replaceChildren();
   if (node.round !== null) stats.append(el("span", "round-no", `round ${node.round}`));
-  if (node.score !== null) {
-    stats.append(el("span", `score ${node.passed ? "pass" : "fail"}`,
-      `score ${node.score.toFixed(2)} ${node.passed ? "✓" : "✗"}`));
+  const v = node.verdict;
+  if (v) {
+    stats.append(el("span", `score ${v.passed ? "pass" : "fail"}`,
+      `verdict ${v.score.toFixed(2)} ${v.passed ? "✓" : "✗"}`));
   }
   const u = treeUsage(node);
   stats.append(el("span", "tokens", `${(u.input + u.output).toLocaleString()} tok`),
-    el("span", "cost", `$${u.cost.toFixed(4)}`));
+    el("span", "cost", formatUsd(u.cost)));
   const rounds = card.querySelector(".rounds");
   rounds.replaceChildren(...[...node.rounds].map(([r, v]) =>
     el("span", `round ${v.passed ? "pass" : "fail"}`, `r${r} ${v.score.toFixed(2)} ${v.passed ? "✓" : "✗"}`)));
+  renderVerdict(card.querySelector(".verdict"), node);
+  card.querySelector(".text-label").hidden = node.role !== "critic" || !node.text;
   const pre = card.querySelector("pre.text");
   const stick = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
   setText(card, "pre.text", node.text);
@@ -189,15 +207,35 @@ function renderNode(node, container) {
   for (const id of node.children) renderNode(view.nodes.get(id), children);
 }
 
+// The summary and issues of the node's verdict: on the critic node of the round when there
+// is one (an LLM critic), else on the loop's node (code critics run no session of their own).
+function renderVerdict(box, node) {
+  const v = node.verdict;
+  const shown = v && (node.role === "critic" || !node.children.some((id) => {
+    const child = view.nodes.get(id);
+    return child.role === "critic" && child.verdict === v;
+  }));
+  const parts = [];
+  if (shown && v.summary) parts.push(el("p", "summary", v.summary));
+  if (shown && v.issues.length) {
+    const list = el("ul", "issues");
+    list.append(...v.issues.map((issue) => el("li", "", issue)));
+    parts.push(list);
+  }
+  box.replaceChildren(...parts);
+  box.hidden = parts.length === 0;
+}
+
 function render() {
   view.pending = false;
   const tree = $("tree");
   for (const id of view.roots) renderNode(view.nodes.get(id), tree);
   $("empty").hidden = view.roots.length > 0 || !!view.runId;
+  $("run-task").textContent = view.task;
   const root = view.roots.length ? view.nodes.get(view.roots[0]) : null;
   if (root) {
     const u = treeUsage(root);
-    $("run-usage").textContent = `${(u.input + u.output).toLocaleString()} tokens · $${u.cost.toFixed(4)}`;
+    $("run-usage").textContent = `${(u.input + u.output).toLocaleString()} tokens · ${formatUsd(u.cost)}`;
   }
 }
 
@@ -223,7 +261,7 @@ function setRunStatus(status) {
 
 function follow(runId) {
   if (view.source) view.source.close();
-  Object.assign(view, { runId, lastSeq: 0, nodes: new Map(), roots: [] });
+  Object.assign(view, { runId, lastSeq: 0, nodes: new Map(), roots: [], task: "" });
   $("tree").replaceChildren();
   showMessage("");
   $("run-summary").hidden = false;
