@@ -240,4 +240,5 @@ class Agent:
                 return outcome
 
         request = {"name": call.name, "arguments": call.arguments}
+        ctx.count_tool_call(call.name)
         return await ctx.step("tool", call.name, request, live, ToolOutcome, index=index)

@@ -93,6 +93,8 @@ class RunState:
     live_usage: dict[str, UsageTally] = field(default_factory=dict)
     """Per session: live calls only (what this run spent)."""
     role_paths: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    tool_calls: dict[str, list[str]] = field(default_factory=dict)
+    """Per session: the names of the tools it called, in order (replayed calls included)."""
     budget_announced: bool = False
     source: dict[str, Any] | None = None
     """How to rebuild the root architecture; stored in the root's session record."""
@@ -126,6 +128,16 @@ class RunState:
             if sid == session_id or sid.startswith(prefix):
                 total.add(tally)
         return total.snapshot()
+
+    def tree_tool_calls(self, session_id: str) -> list[str]:
+        """The tools called by a session and everything below it (each session's in order)."""
+        prefix = session_id + "__"
+        return [
+            name
+            for sid, names in self.tool_calls.items()
+            if sid == session_id or sid.startswith(prefix)
+            for name in names
+        ]
 
     def usage_by_role(self, *, whole_path: bool = False) -> dict[str, Usage]:
         """Live usage summed per role (the role of the session that made the calls), or,
@@ -365,6 +377,14 @@ class Context:
         the run actually spent is in `RunResult.usage`.
         """
         return self._state.tree_usage(session_id or self.session_id)
+
+    def count_tool_call(self, name: str) -> None:
+        """Note that this session called tool `name` (live or replayed); stop conditions read it."""
+        self._state.tool_calls.setdefault(self.session_id, []).append(name)
+
+    def tool_calls(self, session_id: str | None = None) -> list[str]:
+        """The tools called by a session (this one by default) and everything below it."""
+        return self._state.tree_tool_calls(session_id or self.session_id)
 
     # -- routing -----------------------------------------------------------------------
     def route(self) -> Route:
