@@ -61,6 +61,7 @@ from jeeves.messages import ModelRequest, ModelResponse, Usage, UsageTally
 from jeeves.models.base import Route
 from jeeves.models.fallback import complete_with_fallbacks
 from jeeves.models.router import Router
+from jeeves.steering import Intervener, Intervention, Turn
 
 __all__ = ["Context", "RunState", "StepResult"]
 
@@ -182,6 +183,7 @@ class Context:
 
     __slots__ = (
         "_replayed",
+        "_intervene",
         "_route",
         "_route_as",
         "_started",
@@ -202,8 +204,10 @@ class Context:
         role_path: tuple[str, ...],
         parent_id: str | None,
         route_as: tuple[str, ...] | None = None,
+        intervene: Intervener | None = None,
     ) -> None:
         self._state = state
+        self._intervene = intervene
         self.session_id = session_id
         self.role = role
         self.role_path = role_path
@@ -235,7 +239,14 @@ class Context:
 
     # -- children ----------------------------------------------------------------------
     async def run(
-        self, child: Architecture, task: str, *, role: str, index: int = 0, share_route: bool = False
+        self,
+        child: Architecture,
+        task: str,
+        *,
+        role: str,
+        index: int = 0,
+        share_route: bool = False,
+        intervene: Intervener | None = None,
     ) -> Output:
         """Run `child` as session `{self.session_id}__{role}_{index}` and return its Output.
 
@@ -246,6 +257,9 @@ class Context:
         (the router looks up this session's role path, not the child's), so children
         that must use one model share it (SelfRefine's drafts and feedback). The route is
         still resolved lazily, at the first live call, so a strict replay needs no router.
+
+        `intervene` is called between the child's model turns when the child is an Agent
+        (see `jeeves.steering`): it may add messages to the agent's conversation or stop it.
         """
         validate_name(role)
         sid = child_id(self.session_id, role, index)
@@ -256,8 +270,20 @@ class Context:
             role_path=(*self.role_path, role),
             parent_id=self.session_id,
             route_as=(self._route_as or self.role_path) if share_route else None,
+            intervene=intervene,
         )
         return await ctx.execute(child, task, index=index)
+
+    @property
+    def steered(self) -> bool:
+        """Whether a parent attached an intervener to this session (`ctx.run(..., intervene=)`)."""
+        return self._intervene is not None
+
+    async def intervention(self, turn: Turn) -> Intervention | None:
+        """What this session's intervener (if its parent attached one) asks after `turn`."""
+        if self._intervene is None:
+            return None
+        return await self._intervene(turn)
 
     async def execute(self, arch: Architecture, task: str, *, index: int = 0) -> Output:
         """Run `arch` as this context's session (the runner calls this for the root)."""
