@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 import jeeves
@@ -15,6 +21,7 @@ from jeeves.events import Event
 from jeeves.messages import ModelRequest
 from jeeves.stop import MaxToolCalls, WatchdogVerdict
 from jeeves.testing import Reply, call
+from tests.conftest import REPO, subprocess_env
 from tests.memory_journal import DictJournal
 
 pytestmark = pytest.mark.anyio
@@ -311,3 +318,42 @@ def test_watchdog_options_are_checked() -> None:
         Watchdog(every=-1)
     with pytest.raises(UserError, match="repeat_limit"):
         Watchdog(repeat_limit=1)
+
+
+def test_resume_after_sigkill_mid_run_repeats_nothing(tmp_path: Path) -> None:
+    from tests.architectures.goal_crash_child import goal_run
+
+    whole = tmp_path / "whole"
+    whole.mkdir()
+    uninterrupted = anyio.run(goal_run, whole)
+    assert uninterrupted.stop_reason == "verified"
+    calls_whole = (whole / "calls").read_text().splitlines()
+
+    killed = tmp_path / "killed"
+    killed.mkdir()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "tests.architectures.goal_crash_child", str(killed), "2"],
+        cwd=REPO,
+        env=subprocess_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (killed / "blocked").exists():  # written when its tool call is in flight
+            assert child.poll() is None, child.communicate()[1]
+            assert time.monotonic() < deadline, "the child never reached its blocking tool call"
+            time.sleep(0.05)
+        child.send_signal(signal.SIGKILL)
+    finally:
+        child.communicate(timeout=30)
+    before = (killed / "calls").read_text().splitlines()
+    assert len(before) == 2  # two model calls done and journaled; the second test run was in flight
+
+    resumed = anyio.run(goal_run, killed)
+    assert (resumed.stop_reason, resumed.output) == (uninterrupted.stop_reason, uninterrupted.output)
+    assert resumed.detail == uninterrupted.detail
+    calls = (killed / "calls").read_text().splitlines()
+    assert calls == calls_whole  # the same model calls, each made once across both processes
+    assert resumed.usage.model_calls == len(calls_whole) - 2
