@@ -41,19 +41,21 @@ from jeeves.runner import RunResult, RunStream, replay, run, stream
 from jeeves.tools import Tool, tool
 
 if TYPE_CHECKING:
-    from jeeves.architectures import ActorCritic, SelfRefine, Supervisor
-    from jeeves.critics import CitationCritic, CodeCritic, LLMCritic, Verdict
+    from jeeves.architectures import ActorCritic, Goal, SelfRefine, Supervisor
+    from jeeves.critics import CitationCritic, CodeCritic, LLMCritic, Verdict, Watchdog
     from jeeves.replay import JSONLJournal, SQLiteJournal
 
 # Imported on first use, so `import jeeves` pays for the kernel only.
 _LAZY = {
     "ActorCritic": "jeeves.architectures",
+    "Goal": "jeeves.architectures",
     "SelfRefine": "jeeves.architectures",
     "Supervisor": "jeeves.architectures",
     "CitationCritic": "jeeves.critics",
     "CodeCritic": "jeeves.critics",
     "LLMCritic": "jeeves.critics",
     "Verdict": "jeeves.critics",
+    "Watchdog": "jeeves.critics",
     "JSONLJournal": "jeeves.replay",
     "SQLiteJournal": "jeeves.replay",
 }
@@ -86,6 +88,7 @@ __all__ = [
     "CriticError",
     "Event",
     "FunctionModel",
+    "Goal",
     "JSONLJournal",
     "JeevesError",
     "JournalError",
@@ -117,6 +120,7 @@ __all__ = [
     "Usage",
     "UserError",
     "Verdict",
+    "Watchdog",
     "child_id",
     "event_from_json",
     "event_to_json",

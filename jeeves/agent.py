@@ -34,6 +34,7 @@ from jeeves.events import OutputRetrying, ToolCompleted, ToolStarted
 from jeeves.ids import validate_name
 from jeeves.messages import Message, ModelRequest, ToolCall
 from jeeves.models.base import ModelClient, Route
+from jeeves.steering import ToolStep, Turn
 from jeeves.tools import Tool, ToolOutcome
 
 __all__ = ["Agent", "extract_json"]
@@ -89,6 +90,15 @@ def _as_tool(value: object, index: int) -> Tool:
             f"Agent tools[{index}] is {short_repr(value)}, not a tool; pass a typed function or a @tool."
         )
     return Tool(value)
+
+
+def _turn(
+    ctx: Context, index: int, text: str, calls: Sequence[ToolCall], outcomes: Sequence[ToolOutcome]
+) -> Turn:
+    steps = tuple(
+        ToolStep(c.name, c.arguments, o.text, o.is_error) for c, o in zip(calls, outcomes, strict=True)
+    )
+    return Turn(ctx.session_id, index, text, steps, final=not calls)
 
 
 class Agent:
@@ -166,7 +176,7 @@ class Agent:
         messages = [Message.system(self.instructions), Message.user(task)]
         repaired = False
         last_text = ""
-        for _turn in range(self.max_turns):
+        for _turn_index in range(self.max_turns):
             try:
                 response = await ctx.call_model(self._request(messages), route=self.route)
             except BudgetExceeded:
@@ -177,12 +187,22 @@ class Agent:
                 Message(role="assistant", content=response.text or None, tool_calls=response.tool_calls)
             )
             last_text = response.text or last_text
+            outcomes: list[ToolOutcome] = []
             if response.tool_calls:
                 outcomes = await self._run_tools(ctx, response.tool_calls)
                 messages.extend(
                     Message(role="tool", content=o.text, tool_call_id=c.id, name=c.name)
                     for c, o in zip(response.tool_calls, outcomes, strict=True)
                 )
+            if ctx.steered:
+                turn = _turn(ctx, _turn_index, response.text, response.tool_calls, outcomes)
+                steer = await ctx.intervention(turn)
+                if steer is not None and steer.stop is not None:
+                    return Output.of(last_text, stop_reason=steer.stop)
+                if steer is not None and steer.messages:
+                    messages.extend(Message.user(m) for m in steer.messages)
+                    continue
+            if response.tool_calls:
                 continue
             if self._adapter is None:
                 return Output.of(response.text)
@@ -273,4 +293,5 @@ class Agent:
                 return outcome
 
         request = {"name": call.name, "arguments": call.arguments}
+        ctx.count_tool_call(call.name)
         return await ctx.step("tool", call.name, request, live, ToolOutcome, index=index)

@@ -65,6 +65,7 @@ from jeeves.models.base import Route
 from jeeves.models.fallback import complete_with_fallbacks
 from jeeves.models.router import Router
 from jeeves.redact import scrub, scrub_error
+from jeeves.steering import Intervener, Intervention, Turn
 
 __all__ = ["Context", "RunState", "StepResult"]
 
@@ -97,6 +98,8 @@ class RunState:
     live_usage: dict[str, UsageTally] = field(default_factory=dict)
     """Per session: live calls only (what this run spent)."""
     role_paths: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    tool_calls: dict[str, list[str]] = field(default_factory=dict)
+    """Per session: the names of the tools it called, in order (replayed calls included)."""
     budget_announced: bool = False
     source: dict[str, Any] | None = None
     """How to rebuild the root architecture; stored in the root's session record."""
@@ -130,6 +133,16 @@ class RunState:
             if sid == session_id or sid.startswith(prefix):
                 total.add(tally)
         return total.snapshot()
+
+    def tree_tool_calls(self, session_id: str) -> list[str]:
+        """The tools called by a session and everything below it (each session's in order)."""
+        prefix = session_id + "__"
+        return [
+            name
+            for sid, names in self.tool_calls.items()
+            if sid == session_id or sid.startswith(prefix)
+            for name in names
+        ]
 
     def usage_by_role(self, *, whole_path: bool = False) -> dict[str, Usage]:
         """Live usage summed per role (the role of the session that made the calls), or,
@@ -177,6 +190,7 @@ class Context:
 
     __slots__ = (
         "_replayed",
+        "_intervene",
         "_route",
         "_route_as",
         "_started",
@@ -197,8 +211,10 @@ class Context:
         role_path: tuple[str, ...],
         parent_id: str | None,
         route_as: tuple[str, ...] | None = None,
+        intervene: Intervener | None = None,
     ) -> None:
         self._state = state
+        self._intervene = intervene
         self.session_id = session_id
         self.role = role
         self.role_path = role_path
@@ -230,7 +246,14 @@ class Context:
 
     # -- children ----------------------------------------------------------------------
     async def run(
-        self, child: Architecture, task: str, *, role: str, index: int = 0, share_route: bool = False
+        self,
+        child: Architecture,
+        task: str,
+        *,
+        role: str,
+        index: int = 0,
+        share_route: bool = False,
+        intervene: Intervener | None = None,
     ) -> Output:
         """Run `child` as session `{self.session_id}__{role}_{index}` and return its Output.
 
@@ -241,6 +264,9 @@ class Context:
         (the router looks up this session's role path, not the child's), so children
         that must use one model share it (SelfRefine's drafts and feedback). The route is
         still resolved lazily, at the first live call, so a strict replay needs no router.
+
+        `intervene` is called between the child's model turns when the child is an Agent
+        (see `jeeves.steering`): it may add messages to the agent's conversation or stop it.
         """
         validate_name(role)
         sid = child_id(self.session_id, role, index)
@@ -251,8 +277,20 @@ class Context:
             role_path=(*self.role_path, role),
             parent_id=self.session_id,
             route_as=(self._route_as or self.role_path) if share_route else None,
+            intervene=intervene,
         )
         return await ctx.execute(child, task, index=index)
+
+    @property
+    def steered(self) -> bool:
+        """Whether a parent attached an intervener to this session (`ctx.run(..., intervene=)`)."""
+        return self._intervene is not None
+
+    async def intervention(self, turn: Turn) -> Intervention | None:
+        """What this session's intervener (if its parent attached one) asks after `turn`."""
+        if self._intervene is None:
+            return None
+        return await self._intervene(turn)
 
     async def execute(self, arch: Architecture, task: str, *, index: int = 0) -> Output:
         """Run `arch` as this context's session (the runner calls this for the root)."""
@@ -373,6 +411,14 @@ class Context:
         the run actually spent is in `RunResult.usage`.
         """
         return self._state.tree_usage(session_id or self.session_id)
+
+    def count_tool_call(self, name: str) -> None:
+        """Note that this session called tool `name` (live or replayed); stop conditions read it."""
+        self._state.tool_calls.setdefault(self.session_id, []).append(name)
+
+    def tool_calls(self, session_id: str | None = None) -> list[str]:
+        """The tools called by a session (this one by default) and everything below it."""
+        return self._state.tree_tool_calls(session_id or self.session_id)
 
     # -- routing -----------------------------------------------------------------------
     def route(self) -> Route:

@@ -36,8 +36,10 @@ __all__ = [
     "SessionCompleted",
     "SessionFailed",
     "SessionStarted",
+    "SteeringInjected",
     "ToolCompleted",
     "ToolStarted",
+    "WatchdogVerdictEvent",
     "event_from_json",
     "event_to_json",
 ]
@@ -245,6 +247,38 @@ class DelegationRejected(BaseEvent):
     tool_call_id: str = ""
 
 
+class WatchdogVerdictEvent(BaseEvent):
+    """A watchdog judged the trajectory of the agent it watches (a model review or a loop signal)."""
+
+    type: Literal["watchdog.verdict"] = "watchdog.verdict"
+    firing: int
+    """1 for the watchdog's first verdict in this session, then 2, 3, …"""
+    verdict: Literal["PROGRESSING", "STUCK", "ACHIEVED", "MISLED"]
+    reason: str
+    """One sentence: why."""
+    source: Literal["model", "signal"]
+    """`model`: the watchdog session `{id}__watchdog_{k}` answered; `signal`: a deterministic
+    loop signal (the same call repeated, the same failure repeated), no model call."""
+    obtained: Literal["schema", "repaired", "fallback", "error", "signal"] = "schema"
+    """How the verdict was read; `fallback` (unreadable) and `error` (the watchdog failed)
+    count as PROGRESSING and never interrupt the agent."""
+    step: int = 0
+    """Tool calls the agent had made when the verdict was given."""
+    window: list[str] = Field(default_factory=list)
+    """The steps shown to the watchdog (or that raised the signal), one line each."""
+
+
+class SteeringInjected(BaseEvent):
+    """A message was added to a running agent's conversation between two of its turns."""
+
+    type: Literal["steering.injected"] = "steering.injected"
+    target_session_id: str
+    """The agent session whose conversation got the message."""
+    cause: str
+    """Why: `stuck`, `misled`, `verification_failed`, or another steering source's name."""
+    message: str
+
+
 Event = Annotated[
     SessionStarted
     | SessionCompleted
@@ -262,7 +296,9 @@ Event = Annotated[
     | CriticFailed
     | DelegationStarted
     | DelegationCompleted
-    | DelegationRejected,
+    | DelegationRejected
+    | WatchdogVerdictEvent
+    | SteeringInjected,
     Field(discriminator="type"),
 ]
 """Any jeeves event; `event.type` tells which."""

@@ -33,7 +33,9 @@ from jeeves.events import (
     SessionCompleted,
     SessionFailed,
     SessionStarted,
+    SteeringInjected,
     ToolStarted,
+    WatchdogVerdictEvent,
     event_to_json,
 )
 from jeeves.messages import Usage, format_usd
@@ -64,6 +66,8 @@ class SessionNode:
     """The tail of the text it streamed (one line)."""
     stop_reason: str = ""
     children: list[str] = field(default_factory=list)
+    watchdog: list[str] = field(default_factory=list)
+    """The watchdog's verdicts on this session's agent, in order (Goal sessions)."""
 
 
 class SessionTree:
@@ -94,6 +98,11 @@ class SessionTree:
             node.round = event.round
         elif isinstance(event, Critique):
             self._critique(node, event)
+        elif isinstance(event, WatchdogVerdictEvent):
+            node.watchdog.append(event.verdict)
+            node.text = _tail(f"watchdog {event.verdict} ({event.source}): {event.reason}")
+        elif isinstance(event, SteeringInjected):
+            node.text = _tail(f"↳ steering ({event.cause}): {event.message}")
         elif isinstance(event, SessionCompleted):
             node.status, node.stop_reason = "completed", event.stop_reason
         elif isinstance(event, SessionFailed):
@@ -154,6 +163,11 @@ class SessionTree:
         if node.score is not None:
             mark = " ✓" if node.passed else " ✗"
             line.append(f" · score {node.score:.2f}{mark}", style="green" if node.passed else "yellow")
+        if node.watchdog:
+            line.append(" · watchdog ")
+            for verdict in node.watchdog:
+                mark, colour = _WATCH_MARKS[verdict]
+                line.append(mark, style=colour)
         usage = self.tree_usage(node.session_id)
         if usage.total_tokens:
             line.append(f" · {usage.total_tokens:,} tok · {format_usd(usage.cost_usd)}", style="dim")
@@ -164,6 +178,15 @@ class SessionTree:
         style = {"completed": "green", "failed": "red"}.get(node.status, "yellow")
         line.append(f" · {node.stop_reason or node.status}", style=style)
         return Text.assemble(("✓ " if node.status == "completed" else "✗ ", style), line)
+
+
+_WATCH_MARKS = {
+    "PROGRESSING": ("●", "green"),
+    "STUCK": ("●", "yellow"),
+    "ACHIEVED": ("●", "bright_green"),
+    "MISLED": ("●", "dark_orange"),
+}
+"""One coloured mark per watchdog firing: the viewer's critic rail, in the terminal."""
 
 
 def spend_lines(total: Usage, by_path: Mapping[str, Usage]) -> list[str]:

@@ -46,3 +46,20 @@ def test_quick_bench_writes_a_report(tmp_path: Path) -> None:
     report = (tmp_path / "LATEST.md").read_text()
     assert "## Targets" in report and "| jeeves |" in report and "--quick" in report
     assert not (tmp_path / "LATEST.png").exists()
+
+
+def test_watchdog_bench_counts_what_the_watchdog_saves(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "bench/watchdog.py", "--out", str(tmp_path)],
+        cwd=REPO,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    report = (tmp_path / "WATCHDOG.md").read_text()
+    # Counts, not timings: a stuck agent is stopped early with the watchdog and burns its budget without.
+    assert "| stuck | every=3 | verified | 4 |" in report
+    assert "| stuck | none | max_tool_calls | 60 |" in report
+    assert "| silently done | none | verified | 40 |" in report

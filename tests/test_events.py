@@ -54,6 +54,16 @@ SAMPLES: dict[str, dict[str, object]] = {
     "delegation.started": {"worker": "coder", "child_session_id": "r__coder_0", "instructions": "do"},
     "delegation.completed": {"worker": "coder", "child_session_id": "r__coder_0", "output": "ok"},
     "delegation.rejected": {"worker": "nobody", "reason": "unknown worker"},
+    "watchdog.verdict": {
+        "firing": 2,
+        "verdict": "STUCK",
+        "reason": "it repeats the same edit.",
+        "source": "signal",
+        "obtained": "signal",
+        "step": 6,
+        "window": ["edit({}) → failed"],
+    },
+    "steering.injected": {"target_session_id": "r__agent_0", "cause": "stuck", "message": "step back"},
 }
 
 

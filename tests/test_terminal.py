@@ -84,3 +84,25 @@ async def test_a_self_refine_feedback_session_shows_its_score() -> None:
         tree = await follow(events, console=Console(file=io.StringIO(), width=120, color_system=None))
     scores = [(n.role, n.index, n.score) for n in tree.nodes.values() if n.role == "feedback"]
     assert scores == [("feedback", 0, 0.4), ("feedback", 1, 0.9)]
+
+
+def test_watchdog_firings_show_as_marks_and_steering_as_text() -> None:
+    from jeeves.events import SessionStarted, SteeringInjected, WatchdogVerdictEvent
+    from jeeves.terminal import SessionTree
+
+    tree = SessionTree()
+    tree.apply(SessionStarted(session_id="g", role="goal", architecture="goal"))
+    tree.apply(
+        WatchdogVerdictEvent(session_id="g", firing=1, verdict="PROGRESSING", reason="ok", source="model")
+    )
+    tree.apply(
+        WatchdogVerdictEvent(session_id="g", firing=2, verdict="STUCK", reason="loops", source="signal")
+    )
+    assert tree.nodes["g"].watchdog == ["PROGRESSING", "STUCK"]
+    assert tree.nodes["g"].text == "watchdog STUCK (signal): loops"
+    tree.apply(
+        SteeringInjected(session_id="g", target_session_id="g__agent_0", cause="stuck", message="step back")
+    )
+    assert tree.nodes["g"].text == "↳ steering (stuck): step back"
+    label = tree._label(tree.nodes["g"])
+    assert "watchdog ●●" in str(getattr(label, "text", label))

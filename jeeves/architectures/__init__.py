@@ -1,7 +1,9 @@
-"""Architectures that compose others: critic loops (ActorCritic, SelfRefine) and a coordinator (Supervisor)."""
+"""Architectures that compose others: critic loops (ActorCritic, SelfRefine), a coordinator
+(Supervisor), and a goal run watched by a watchdog and ended by a success critic (Goal)."""
 
 from jeeves.architectures._loop import ActorCriticOutput, Round
 from jeeves.architectures.actor_critic import ActorCritic
+from jeeves.architectures.goal import Goal, GoalOutput
 from jeeves.architectures.self_refine import SelfRefine, SelfRefineOutput
 from jeeves.architectures.supervisor import Delegation, Supervisor, SupervisorOutput
 
@@ -9,6 +11,8 @@ __all__ = [
     "ActorCritic",
     "ActorCriticOutput",
     "Delegation",
+    "Goal",
+    "GoalOutput",
     "Round",
     "SelfRefine",
     "SelfRefineOutput",

@@ -4,6 +4,13 @@ Rounds: round 0 is the first draft; rounds 1..max_rounds are refinements, so
 `max_rounds=1` allows exactly one refinement (two candidates at most). Every candidate
 is critiqued before the loop decides anything, so what it returns carries its verdict.
 
+Stopping: an approved candidate ends the loop (`approved`); otherwise, after each judged
+round, the loop's stop condition (`jeeves.stop`) is checked on a `LoopState`, and the
+name of the condition that fired is the stop reason. The keywords `max_rounds` and
+`no_improvement` are the condition `MaxRounds(max_rounds) | NoImprovement(k)`; `stop=`
+gives any other. A condition that reads the clock has its decision journaled as a
+`function` step named `stop`, so a replay stops where the recording did.
+
 Per round the loop's own session emits, in this order: `round.started`, then (from round
 1) `refinement`, the actor's child session, the critic's child session, and `critique`.
 Everything it emits is a function of its children's outputs, so a replay emits the same.
@@ -16,6 +23,9 @@ a worse refinement is never built upon, nor returned.
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
+import time
 from dataclasses import dataclass
 from typing import Generic, Literal, NoReturn, TypeVar
 
@@ -29,6 +39,7 @@ from jeeves.critics import Critic, CriticSession, Review, Verdict
 from jeeves.errors import PROGRAM_ERRORS, BudgetExceeded, CriticError, UserError
 from jeeves.events import CriticFailed, Critique, Refinement, RoundStarted
 from jeeves.journal import error_type_name
+from jeeves.stop import LoopState, MaxRounds, NoImprovement, StopCondition
 
 __all__ = ["ActorCriticOutput", "CriticLoop", "LoopSettings", "Round", "loop_callers"]
 
@@ -85,6 +96,10 @@ class LoopSettings:
     critic_template: Template
     refine_template: Template
     share_route: bool = False
+    stop: StopCondition = MaxRounds(3)
+    """When to stop short of approval; built from max_rounds and no_improvement unless given."""
+    custom_stop: bool = False
+    """True when `stop=` was given (then `max_rounds` and `no_improvement` say nothing)."""
 
     @classmethod
     def checked(
@@ -97,13 +112,17 @@ class LoopSettings:
         no_improvement: int | None,
         on_critic_error: OnCriticError,
         share_route: bool = False,
+        stop: StopCondition | None = None,
+        defaults: tuple[int, int | None] = (3, None),
     ) -> LoopSettings:
         """Settings from user options, or a UserError naming the option that cannot work.
 
         `roles` is (actor role, critic role); `templates` maps each template's parameter
-        name to its text, critic template first, then refine template.
+        name to its text, critic template first, then refine template. `stop` replaces
+        `max_rounds` and `no_improvement`, which must then keep their `defaults`.
         """
         _check_numbers(threshold, max_rounds, no_improvement)
+        condition = _stop_condition(stop, max_rounds, no_improvement, defaults)
         if on_critic_error not in ("keep_draft", "raise"):
             raise UserError(f"on_critic_error must be 'keep_draft' or 'raise', got {on_critic_error!r}.")
         critic_template, refine_template = (check_template(t, what=name) for name, t in templates.items())
@@ -117,7 +136,32 @@ class LoopSettings:
             critic_template,
             refine_template,
             share_route,
+            condition,
+            stop is not None,
         )
+
+
+def _stop_condition(
+    stop: StopCondition | None, max_rounds: int, no_improvement: int | None, defaults: tuple[int, int | None]
+) -> StopCondition:
+    if stop is None:
+        keywords: StopCondition = MaxRounds(max_rounds)
+        return keywords | NoImprovement(no_improvement) if no_improvement is not None else keywords
+    if not isinstance(stop, StopCondition):
+        raise UserError(
+            f"stop must be a jeeves.stop condition such as MaxRounds(3) | ScoreAtLeast(0.9), got {stop!r}."
+        )
+    if (max_rounds, no_improvement) != defaults:
+        raise UserError(
+            f"Pass either stop={stop!r} or max_rounds/no_improvement, not both; add MaxRounds(n) or "
+            f"NoImprovement(k) to the stop condition instead."
+        )
+    if not stop.bounded:
+        raise UserError(
+            f"stop={stop!r} may never fire, so the loop could run forever; cap it, e.g. "
+            f"stop=({stop!r}) | MaxRounds(5)."
+        )
+    return stop
 
 
 def loop_callers(
@@ -170,7 +214,8 @@ class CriticLoop(Generic[OutputT]):
 
     async def run(self) -> OutputT:
         ctx, s = self.ctx, self.s
-        for r in range(s.max_rounds + 1):
+        started = time.monotonic() if not s.stop.deterministic else 0.0
+        for r in itertools.count():
             await ctx.emit(RoundStarted(session_id=ctx.session_id, round=r))
             prompt = self.task
             if r:
@@ -213,11 +258,38 @@ class CriticLoop(Generic[OutputT]):
             self._record(r, verdict, passed)
             if passed:
                 return self._finish("approved")
-            if r == s.max_rounds:
-                break
-            if s.no_improvement is not None and self.stale >= s.no_improvement:
-                return self._finish("no_improvement")
-        return self._finish("max_rounds")
+            reason = await self._stop_reason(r, verdict, candidate.text, started)
+            if reason is not None:
+                return self._finish(reason)
+        raise AssertionError("unreachable: the stop condition is bounded")  # pragma: no cover
+
+    async def _stop_reason(self, r: int, verdict: Verdict, text: str, started: float) -> str | None:
+        """What the stop condition says after round `r`; journaled when it reads the clock."""
+        ctx, stop = self.ctx, self.s.stop
+        usage, calls = ctx.tree_usage(), ctx.tool_calls()
+        best = self._best().verdict
+        state = LoopState(
+            round=r,
+            score=verdict.score,
+            best_score=best.score if best else None,
+            stale=self.stale,
+            text=text,
+            tool_calls=len(calls),
+            tools_called=tuple(calls),
+            tokens=usage.total_tokens,
+            usd=usage.cost_usd,
+            model_calls=usage.model_calls,
+        )
+        if stop.deterministic:
+            reason: str | None = stop.check(state)
+            return reason
+
+        async def decide() -> str | None:
+            return stop.check(dataclasses.replace(state, elapsed_s=time.monotonic() - started))
+
+        request = {"stop": repr(stop), "round": r}
+        decided: str | None = (await ctx.step("function", "stop", request, decide, str | None)).value
+        return decided
 
     def _best(self) -> Round:
         assert self.best is not None

@@ -49,6 +49,7 @@ from jeeves.critics import (
 )
 from jeeves.errors import UserError
 from jeeves.ids import validate_name
+from jeeves.stop import StopCondition
 
 __all__ = ["ActorCritic", "CriticLike", "build_critic"]
 
@@ -109,6 +110,9 @@ class ActorCritic:
         max_rounds: Refinements allowed after the first draft (1 → at most two candidates).
         no_improvement: Stop after this many refinements in a row without a better
             candidate; None runs to `max_rounds`.
+        stop: A stop condition from `jeeves.stop` instead of `max_rounds` and
+            `no_improvement`, e.g. `(MaxRounds(5) | NoImprovement(2)) & MaxTokens(20_000)`;
+            the name of what fired is the stop reason. It must cap the rounds or the time.
         on_critic_error: "keep_draft" returns the best candidate so far (stop_reason
             `critic_failed`, with the error in `critic_error` and a `critic.failed`
             event); "raise" raises CriticError with that output on `error.output`.
@@ -120,7 +124,7 @@ class ActorCritic:
 
     Returns an `ActorCriticOutput`: the best candidate's value and text, its verdict, every
     round, `best_round` and `stop_reason` (approved, max_rounds, no_improvement, budget,
-    critic_failed). A budget breach returns the best so far; if it comes before any draft,
+    critic_failed, or the name of the `stop` condition that fired). A budget breach returns the best so far; if it comes before any draft,
     it propagates. A failing actor propagates.
     """
 
@@ -134,6 +138,7 @@ class ActorCritic:
         threshold: float = 0.8,
         max_rounds: int = 3,
         no_improvement: int | None = None,
+        stop: StopCondition | None = None,
         on_critic_error: OnCriticError = "keep_draft",
         critic_template: str = CRITIC_TEMPLATE,
         refine_template: str = ACTOR_REFINE_TEMPLATE,
@@ -158,6 +163,8 @@ class ActorCritic:
             max_rounds=max_rounds,
             no_improvement=no_improvement,
             on_critic_error=on_critic_error,
+            stop=stop,
+            defaults=(3, None),
         )
 
     def model_callers(self, path: tuple[str, ...], routed: tuple[str, ...]) -> list[Caller] | None:

@@ -39,6 +39,7 @@ from jeeves.context import Context
 from jeeves.critics import VERDICT_FORMAT, LLMCritic
 from jeeves.errors import UserError
 from jeeves.ids import validate_name
+from jeeves.stop import StopCondition
 
 __all__ = ["SelfRefine", "SelfRefineOutput"]
 
@@ -56,6 +57,8 @@ class SelfRefine:
         max_rounds: Refinements allowed after the first draft.
         no_improvement: Stop after this many attempts in a row without a better score
             (None: run to `max_rounds`).
+        stop: A stop condition from `jeeves.stop` instead of `max_rounds` and
+            `no_improvement` (as in ActorCritic).
         on_critic_error: When the feedback call fails: "keep_draft" returns the best
             attempt so far (stop_reason `critic_failed`), "raise" raises CriticError.
         feedback_instructions: The feedback system prompt; the verdict format is appended.
@@ -75,6 +78,7 @@ class SelfRefine:
         threshold: float = 0.8,
         max_rounds: int = 3,
         no_improvement: int | None = 1,
+        stop: StopCondition | None = None,
         on_critic_error: OnCriticError = "keep_draft",
         feedback_instructions: str = FEEDBACK_INSTRUCTIONS,
         feedback_template: str = CRITIC_TEMPLATE,
@@ -104,6 +108,8 @@ class SelfRefine:
             no_improvement=no_improvement,
             on_critic_error=on_critic_error,
             share_route=True,
+            stop=stop,
+            defaults=(3, 1),
         )
 
     def model_callers(self, path: tuple[str, ...], routed: tuple[str, ...]) -> list[Caller] | None:

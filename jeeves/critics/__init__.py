@@ -19,6 +19,7 @@ from jeeves.critics.code import CodeCritic, extract_code
 from jeeves.critics.llm import REVIEW_INSTRUCTIONS, VERDICT_FORMAT, LLMCritic
 from jeeves.critics.parse import parse_verdict
 from jeeves.critics.verdict import Obtained, Verdict, combine_verdicts, normalise_score
+from jeeves.critics.watchdog import Watchdog, WatchdogFiring
 
 __all__ = [
     "REVIEW_INSTRUCTIONS",
@@ -34,6 +35,8 @@ __all__ = [
     "Obtained",
     "Review",
     "Verdict",
+    "Watchdog",
+    "WatchdogFiring",
     "as_critic",
     "combine_verdicts",
     "extract_code",

@@ -189,7 +189,16 @@ def _text(template: Template) -> str:
     return template
 
 
+def _keyword_stop(arch: ActorCritic | SelfRefine) -> None:
+    if arch.settings.custom_stop:
+        raise UserError(
+            f"{type(arch).__name__} has stop={arch.settings.stop!r}, which a spec cannot hold yet; "
+            f"use max_rounds and no_improvement to dump it."
+        )
+
+
 def _actor_critic(arch: ActorCritic) -> ActorCriticSpec:
+    _keyword_stop(arch)
     s = arch.settings
     combined = type(arch.critic) is CombinedCritic
     critics = arch.critic.critics if combined else [arch.critic]  # type: ignore[attr-defined]
@@ -211,6 +220,7 @@ def _actor_critic(arch: ActorCritic) -> ActorCriticSpec:
 
 
 def _self_refine(arch: SelfRefine) -> SelfRefineSpec:
+    _keyword_stop(arch)
     s = arch.settings
     suffix = "\n" + VERDICT_FORMAT
     feedback = arch.feedback.instructions

@@ -382,3 +382,96 @@ async def test_a_raising_function_critic_is_kept_as_a_draft_live_and_on_replay()
     assert [(e.error_type, e.action) for e in events if e.type == "critic.failed"] == [
         ("ValueError", "keep_draft")
     ]
+
+
+# -- stop conditions (jeeves.stop) ---------------------------------------------------------
+
+
+async def test_a_stop_condition_ends_the_loop_and_names_itself() -> None:
+    from jeeves.stop import MaxRounds, ScoreAtLeast
+
+    model = ScriptedModel(
+        {"actor": ["v0", "v1", "v2"], "critic": [verdict(0.5), verdict(0.75), verdict(0.9)]}
+    )
+    arch = ActorCritic(ACTOR, LLMCritic(), stop=MaxRounds(5) | ScoreAtLeast(0.7))
+    result, _ = await run_stream(arch, model)
+    assert (result.stop_reason, result.output, len(detail(result).rounds)) == ("score_at_least", "v1", 2)
+
+
+async def test_and_needs_both_conditions() -> None:
+    from jeeves.stop import MaxRounds, MaxToolCalls
+
+    @jeeves.tool
+    def look(q: str) -> str:
+        """Look something up."""
+        return "found"
+
+    actor = Agent("You write Python.", role="coder", tools=[look])
+    script = {
+        "actor": [jeeves.testing.Reply(tool_calls=[call("look", {"q": "x"})]), "v0", "v1"],
+        "critic": [verdict(0.1), verdict(0.2)],
+    }
+    arch = ActorCritic(actor, LLMCritic(), stop=(MaxRounds(1) & MaxToolCalls(1)) | MaxRounds(4))
+    model = ScriptedModel(script)
+    result, _ = await run_stream(arch, model)
+    model.assert_consumed()
+    assert (result.stop_reason, result.output) == ("max_rounds & max_tool_calls", "v1")
+    assert len(detail(result).rounds) == 2
+
+    no_tools = ScriptedModel(
+        {"actor": ["v0", "v1", "v2"], "critic": [verdict(0.1), verdict(0.2), verdict(0.3)]}
+    )
+    arch = ActorCritic(ACTOR, LLMCritic(), stop=(MaxRounds(1) & MaxToolCalls(1)) | MaxRounds(2))
+    result, _ = await run_stream(arch, no_tools)
+    assert (result.stop_reason, len(detail(result).rounds)) == ("max_rounds", 3)
+
+
+async def test_keywords_are_the_same_conditions() -> None:
+    from jeeves.stop import MaxRounds, NoImprovement
+
+    arch = ActorCritic(ACTOR, LLMCritic(), max_rounds=2, no_improvement=1)
+    assert arch.settings.stop == MaxRounds(2) | NoImprovement(1)
+    model = ScriptedModel({"actor": ["v0", "v1"], "critic": [verdict(0.5), verdict(0.4)]})
+    result, _ = await run_stream(arch, model)
+    assert result.stop_reason == "no_improvement"
+
+
+async def test_a_clock_condition_is_journaled_and_replays_the_same_decision() -> None:
+    from jeeves.stop import MaxRounds, WallClock
+
+    arch = ActorCritic(ACTOR, LLMCritic(), stop=MaxRounds(3) | WallClock(0))
+    journal = DictJournal()
+    model = ScriptedModel({"actor": ["v0"], "critic": [verdict(0.5)]})
+    recorded, _ = await run_stream(arch, model, journal=journal)
+    assert recorded.stop_reason == "wall_clock"
+    assert ("job", 0, "function", "stop") in await journal.kinds()
+    step = await journal.get_step("job", 0)
+    assert step is not None and step.result == "wall_clock"
+
+    # Replayed with a clock that would not have fired: the recorded decision is served.
+    later = ActorCritic(ACTOR, LLMCritic(), stop=MaxRounds(3) | WallClock(0))
+    replayed, _ = await run_stream(later, ScriptedModel([]), journal=journal, mode="replay")
+    assert (replayed.stop_reason, replayed.output) == ("wall_clock", "v0")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"max_rounds": 5}, "Pass either stop="),
+        ({"no_improvement": 2}, "Pass either stop="),
+    ],
+)
+def test_stop_replaces_the_keywords(kwargs: dict[str, object], needle: str) -> None:
+    from jeeves.stop import MaxRounds
+
+    with pytest.raises(UserError, match=needle):
+        ActorCritic(ACTOR, LLMCritic(), stop=MaxRounds(2), **kwargs)  # type: ignore[arg-type]
+
+
+def test_a_stop_that_may_never_fire_is_refused() -> None:
+    from jeeves.stop import ScoreAtLeast
+
+    with pytest.raises(UserError, match=r"may never fire.*\| MaxRounds\(5\)"):
+        ActorCritic(ACTOR, LLMCritic(), stop=ScoreAtLeast(0.9))
+    with pytest.raises(UserError, match="stop must be a jeeves.stop condition"):
+        ActorCritic(ACTOR, LLMCritic(), stop=3)  # type: ignore[arg-type]

@@ -146,3 +146,13 @@ def test_configuration() -> None:
         SelfRefine(WRITER, refine_template="{attempts}")
     with pytest.raises(UserError, match="threshold"):
         SelfRefine(WRITER, threshold=-0.1)
+
+
+async def test_self_refine_takes_a_stop_condition() -> None:
+    from jeeves import SelfRefine
+    from jeeves.stop import MaxRounds, ScoreAtLeast
+
+    arch = SelfRefine(Agent("You write."), stop=MaxRounds(4) | ScoreAtLeast(0.6))
+    assert arch.settings.custom_stop
+    with pytest.raises(jeeves.UserError, match="Pass either stop="):
+        SelfRefine(Agent("You write."), stop=MaxRounds(2), no_improvement=None)

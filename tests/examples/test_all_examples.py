@@ -73,6 +73,14 @@ LIVE = {
             "def slugify(text: str) -> str:",
         ),
     ),
+    "ops_goal.py": Live(
+        env=BY_ENV,
+        shows=(
+            '  restart_service({"name": "python"})',
+            "success check 0: score 0.90, passed",
+            "stop reason: verified; tool calls: 1; healthy: True",
+        ),
+    ),
     "replay_and_resume.py": Live(
         env=BY_ENV,
         script=(Text("def add(a, b):\n    return a - b\n"),),  # the first draft fails the test
