@@ -12,6 +12,11 @@ Ranking: a candidate is better when `(approved, score)` is larger; a tie goes to
 later one (it was written knowing more), but only a strictly better candidate counts as
 an improvement for `no_improvement`. The next refinement revises the best candidate, so
 a worse refinement is never built upon, nor returned.
+
+A failing child never erases judged work: an actor that raises while revising ends the
+loop with the best judged candidate (`actor_failed`, the error in `actor_error`), as a
+failing critic does (`critic_failed`). Only a first draft that fails (nothing to keep),
+a budget stop before any draft, and program errors (`PROGRAM_ERRORS`) propagate.
 """
 
 from __future__ import annotations
@@ -60,7 +65,8 @@ class Round(BaseModel):
 class ActorCriticOutput(Output):
     """The best candidate (`value`, `text`), its verdict, and every round.
 
-    `stop_reason` is one of: approved, max_rounds, no_improvement, budget, critic_failed.
+    `stop_reason` is one of: approved, max_rounds, no_improvement, budget, critic_failed,
+    actor_failed (a revision raised; the best judged candidate is kept).
     """
 
     verdict: Verdict | None = None
@@ -69,6 +75,8 @@ class ActorCriticOutput(Output):
     rounds: list[Round] = Field(default_factory=list)
     critic_error: str | None = None
     """`ErrorType: message` when the critic failed."""
+    actor_error: str | None = None
+    """`ErrorType: message` when the actor failed while revising (stop_reason actor_failed)."""
 
 
 @dataclass(frozen=True)
@@ -191,6 +199,12 @@ class CriticLoop(Generic[OutputT]):
                 if not self.rounds:
                     raise
                 return self._finish("budget")
+            except PROGRAM_ERRORS:
+                raise
+            except Exception as exc:
+                if self.best is None:  # no judged candidate to keep: the first draft failed
+                    raise
+                return self._finish("actor_failed", actor_error=f"{error_type_name(exc)}: {exc}")
             self.outputs.append(candidate)
             self.rounds.append(Round(round=r, text=candidate.text))
             try:
@@ -280,7 +294,9 @@ class CriticLoop(Generic[OutputT]):
             _raise_critic_error(self.ctx, r, exc, output)
         return output
 
-    def _finish(self, stop_reason: str, *, critic_error: str | None = None) -> OutputT:
+    def _finish(
+        self, stop_reason: str, *, critic_error: str | None = None, actor_error: str | None = None
+    ) -> OutputT:
         # The best judged candidate; when none was judged yet, the one draft there is.
         index = self.best if self.best is not None else len(self.rounds) - 1
         chosen, output = self.rounds[index], self.outputs[index]
@@ -292,6 +308,7 @@ class CriticLoop(Generic[OutputT]):
             best_round=chosen.round,
             rounds=list(self.rounds),
             critic_error=critic_error,
+            actor_error=actor_error,
         )
 
 

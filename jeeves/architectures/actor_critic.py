@@ -119,8 +119,10 @@ class ActorCritic:
 
     Returns an `ActorCriticOutput`: the best candidate's value and text, its verdict, every
     round, `best_round` and `stop_reason` (approved, max_rounds, no_improvement, budget,
-    critic_failed). A budget breach returns the best so far; if it comes before any draft,
-    it propagates. A failing actor propagates.
+    critic_failed, actor_failed). A budget breach returns the best so far; if it comes
+    before any draft, it propagates. An actor that fails while revising keeps the best
+    judged candidate (`actor_failed`, the error in `actor_error`; the actor's own
+    `session.failed` event is in the stream); one that fails on the first draft propagates.
     """
 
     name = "actor_critic"

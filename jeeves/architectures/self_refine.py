@@ -57,6 +57,8 @@ class SelfRefine:
             (None: run to `max_rounds`).
         on_critic_error: When the feedback call fails: "keep_draft" returns the best
             attempt so far (stop_reason `critic_failed`), "raise" raises CriticError.
+            A draft that fails after the first keeps the best attempt (stop_reason
+            `actor_failed`, the error in `actor_error`).
         feedback_instructions: The feedback system prompt; the verdict format is appended.
         feedback_template: What the feedback call is shown (placeholders as in ActorCritic).
         refine_template: The refine prompt; the default holds `{history}`, every attempt

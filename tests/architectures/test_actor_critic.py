@@ -145,6 +145,29 @@ async def test_critic_failing_on_the_first_draft_returns_that_draft_unjudged() -
     assert (result.stop_reason, result.output, detail(result).verdict) == ("critic_failed", "only", None)
 
 
+async def test_an_actor_failing_in_a_revision_keeps_the_judged_draft() -> None:
+    down = [ProviderError("down", status_code=503)] * 3  # the first attempt and its two retries
+    model = ScriptedModel({"actor": ["draft v1", *down], "critic": [verdict(0.5, "x")]})
+    router = Router({"default": jeeves.Route(model="scripted", client=model, backoff_s=0)})
+    result, events = await run_stream(ActorCritic(ACTOR, LLMCritic(), max_rounds=2), model, router=router)
+    model.assert_consumed()
+    out = detail(result)
+    assert (result.stop_reason, result.output, out.best_round) == ("actor_failed", "draft v1", 0)
+    assert out.verdict is not None and out.verdict.score == 0.5
+    assert out.actor_error == "ProviderError: down"
+    assert [r.text for r in out.rounds] == ["draft v1"]
+    failed = [e for e in events if e.type == "session.failed"]
+    assert [(e.session_id, e.error_type) for e in failed] == [("job__actor_1", "ProviderError")]
+    assert own(events)[-1] == "session.completed"
+
+
+async def test_an_actor_failing_on_the_first_draft_propagates() -> None:
+    model = ScriptedModel({"actor": [ProviderError("down", status_code=400)]})
+    with pytest.raises(ProviderError, match="down") as info:
+        await run_stream(ActorCritic(ACTOR, LLMCritic()), model)
+    assert info.value.session_id == "job__actor_0"
+
+
 async def test_critic_raising_mid_run_with_raise() -> None:
     model = ScriptedModel(
         {
