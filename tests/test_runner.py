@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import anyio
+import anyio.abc
 import pytest
 
 import jeeves
@@ -135,6 +136,28 @@ async def test_budget_stops_the_run_and_keeps_best_output() -> None:
     assert result.stop_reason == "budget"
     assert result.output == "draft answer"
     assert model.remaining() == {"default": 1}
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # litellm runs on asyncio only
+async def test_the_deadline_cancels_a_provider_that_never_answers() -> None:
+    from jeeves.models.litellm import LiteLLMClient, _litellm
+
+    _litellm()  # imported before the clock starts: the deadline is for the call, not the import
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+
+    async def hold(connection: anyio.abc.SocketStream) -> None:
+        async with connection:
+            await anyio.sleep_forever()  # reads the request, never answers
+
+    client = LiteLLMClient(api_base=f"http://127.0.0.1:{port}/v1", api_key="test-key")
+    router = jeeves.Router({"default": "openai/gpt-4o-mini"}, client=client)
+    async with listener, anyio.create_task_group() as group:
+        group.start_soon(listener.serve, hold)
+        with anyio.fail_after(30):  # generous: the 2 s deadline ends it, not litellm's own 600 s timeout
+            result = await jeeves.run(Agent("x"), "t", router=router, budget=Budget(deadline_s=2))
+        group.cancel_scope.cancel()
+    assert (result.stop_reason, result.output) == ("budget", None)
 
 
 async def test_budget_with_nothing_to_keep() -> None:

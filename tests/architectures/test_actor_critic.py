@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 
+import anyio
 import pytest
 from pydantic import BaseModel
 
@@ -10,6 +11,7 @@ from jeeves import ActorCritic, Agent, Budget, CodeCritic, LLMCritic, Router, Sc
 from jeeves.architectures import ActorCriticOutput
 from jeeves.errors import CriticError, ProviderError, UserError
 from jeeves.events import Event
+from jeeves.messages import ModelRequest
 from jeeves.testing import call
 from tests.memory_journal import DictJournal
 
@@ -405,3 +407,54 @@ async def test_a_raising_function_critic_is_kept_as_a_draft_live_and_on_replay()
     assert [(e.error_type, e.action) for e in events if e.type == "critic.failed"] == [
         ("ValueError", "keep_draft")
     ]
+
+
+def hangs_in(session: str, model: ScriptedModel) -> jeeves.FunctionModel:
+    """Answers from `model`, except that a call from `session` awaits forever."""
+
+    async def answer(request: ModelRequest) -> jeeves.ModelResponse:
+        if request.session_id == session:
+            await anyio.sleep_forever()
+        return await model.complete(request)
+
+    return jeeves.FunctionModel(answer)
+
+
+async def test_the_deadline_stops_a_hanging_revision_and_a_resume_runs_it_again() -> None:
+    journal = DictJournal()
+    first = ScriptedModel({"actor": ["draft v1"], "critic": [verdict(0.5, "x")]})
+    with anyio.fail_after(5):  # generous: the deadline stops the hanging actor, not this
+        result, events = await run_stream(
+            ActorCritic(ACTOR, LLMCritic()),
+            hangs_in("job__actor_1", first),  # type: ignore[arg-type]
+            budget=Budget(deadline_s=0.5),
+            journal=journal,
+        )
+    out = detail(result)
+    assert (result.stop_reason, result.output, out.best_round) == ("budget", "draft v1", 0)
+    assert out.verdict is not None and out.verdict.score == 0.5
+    (breach,) = [e for e in events if e.type == "budget.exceeded"]
+    assert (breach.session_id, breach.limit) == ("job__actor_1", "deadline")
+    # The stopped call is journaled as stopped, not completed: resuming makes it again.
+    rest = ScriptedModel({"actor": ["draft v2"], "critic": [verdict(0.9)]})
+    resumed, _ = await run_stream(ActorCritic(ACTOR, LLMCritic()), rest, journal=journal)
+    rest.assert_consumed()
+    assert (resumed.stop_reason, resumed.output) == ("approved", "draft v2")
+    assert [r.session_id for r in rest.requests] == ["job__actor_1", "job__critic_1"]
+
+
+async def test_the_deadline_stops_a_hanging_function_critic_and_keeps_the_judged_draft() -> None:
+    async def slow_second_look(task: str, output: str) -> float:
+        if output == "second":
+            await anyio.sleep_forever()
+        return 0.5
+
+    model = ScriptedModel({"actor": ["first", "second"]})
+    with anyio.fail_after(5):
+        result, events = await run_stream(
+            ActorCritic(ACTOR, slow_second_look), model, budget=Budget(deadline_s=0.5)
+        )
+    out = detail(result)
+    assert (result.stop_reason, result.output, out.best_round) == ("budget", "first", 0)
+    assert [r.verdict is not None for r in out.rounds] == [True, False]
+    assert [e.type for e in events].count("budget.exceeded") == 1
