@@ -7,7 +7,8 @@ How the limits hold:
 - before a model call starts, the meter refuses it when a limit is reached, or when the
   calls already in flight plus this one could cross it: each is reserved at the cost of
   the costliest call charged so far (tokens and USD), and counted at once against
-  `max_model_calls`, which therefore never overshoots;
+  `max_model_calls`, which therefore never overshoots. A refused call cancels nothing:
+  the calls in flight were admitted within the limit and may finish;
 - a call is charged when it returns; the charge that reaches a limit cancels every other
   model call in flight (their partial replies are discarded), so the metered spend stays
   below the limit plus the cost of that one call (plus any sibling whose reply had already
@@ -104,8 +105,6 @@ class BudgetMeter:
             allowed=float(allowed),
             spent=float(spent),
         )
-        for scope in self._calls:
-            scope.cancel()
         return self.breached
 
     def _again(self) -> BudgetExceeded:
@@ -129,6 +128,8 @@ class BudgetMeter:
             ):
                 if allowed is not None and spent >= allowed:
                     self._breach(limit, allowed, spent)
+                    for scope in self._calls:
+                        scope.cancel()
                     return
 
     @contextmanager

@@ -476,21 +476,20 @@ async def test_budget_with_nothing_but_the_coordinators_text_keeps_that_text() -
     )  # nothing to keep: BudgetExceeded ends the run
 
 
-def worker_models(names: str, tokens: int, *, together: bool = False) -> dict[str, FunctionModel]:
-    """Each worker's model; `c` awaits forever (in flight when the budget breaks). With
-    `together`, the others answer only once every worker's call has started."""
+def worker_models(names: str, tokens: int, *, wait_for: int = 0) -> dict[str, FunctionModel]:
+    """Each worker's model; `c` awaits forever (in flight when the budget breaks). The
+    others answer once `wait_for` calls have started, so those are in flight together."""
     started: list[str] = []
-    all_started = anyio.Event()
+    enough = anyio.Event()
 
     def model(name: str) -> FunctionModel:
         async def answer(request: ModelRequest) -> Reply:
             started.append(name)
-            if len(started) == len(names):
-                all_started.set()
+            if len(started) >= wait_for:
+                enough.set()
             if name == "c":
                 await anyio.sleep_forever()
-            if together:
-                await all_started.wait()
+            await enough.wait()
             return Reply(text=f"{name} out", usage=Usage(output_tokens=tokens, model_calls=1))
 
         return FunctionModel(answer)
@@ -504,7 +503,7 @@ async def test_a_breach_cancels_parallel_workers_in_flight_and_returns_no_fragme
         usage=Usage(input_tokens=10, model_calls=1),
     )
     # All three calls are in flight before any returns.
-    models = {"supervisor": ScriptedModel([split]), **worker_models("abc", 400, together=True)}
+    models = {"supervisor": ScriptedModel([split]), **worker_models("abc", 400, wait_for=3)}
     with anyio.fail_after(5):  # generous: c is cancelled at the breach, not waited for
         events, result = await collect(
             Supervisor(agents("a", "b", "c")), "t", models=models, budget=Budget(max_tokens=500)
@@ -528,6 +527,21 @@ async def test_parallel_workers_reserve_model_calls_before_they_start() -> None:
     assert result.usage.model_calls == 2  # the coordinator's and one worker's; the others are refused
     assert sorted(e.is_error for e in of(events, "delegation.completed")) == [False, True, True]
     assert (result.stop_reason, result.output) == ("budget", None)
+
+
+async def test_a_call_refused_by_the_reservation_lets_the_calls_in_flight_finish() -> None:
+    split = Reply(
+        tool_calls=[delegate("a", "x"), delegate("b", "y"), delegate("d", "w")],
+        usage=Usage(input_tokens=100, model_calls=1),
+    )
+    models = {"supervisor": ScriptedModel([split]), **worker_models("abd", 100, wait_for=2)}
+    events, result = await collect(
+        Supervisor(agents("a", "b", "d")), "t", models=models, budget=Budget(max_tokens=350)
+    )
+    # 100 spent; two calls in flight reserve 100 each; a third could reach 400 > 350: refused.
+    assert sorted(e.is_error for e in of(events, "delegation.completed")) == [False, False, True]
+    assert result.usage.total_tokens == 300 <= 350
+    assert result.stop_reason == "budget"
 
 
 async def test_max_turns_returns_the_latest_worker_output_or_raises() -> None:
