@@ -21,7 +21,7 @@ from jeeves import (
     Supervisor,
 )
 from jeeves.architectures import SupervisorOutput
-from jeeves.errors import MaxTurnsExceeded, UserError
+from jeeves.errors import MaxTurnsExceeded, ProviderError, UserError
 from jeeves.events import Event
 from jeeves.messages import ModelRequest, Usage
 from jeeves.testing import Reply, call
@@ -542,6 +542,25 @@ async def test_a_call_refused_by_the_reservation_lets_the_calls_in_flight_finish
     assert sorted(e.is_error for e in of(events, "delegation.completed")) == [False, False, True]
     assert result.usage.total_tokens == 300 <= 350
     assert result.stop_reason == "budget"
+
+
+async def test_a_worker_whose_actor_fails_while_revising_hands_back_its_judged_draft() -> None:
+    coordinator = ScriptedModel(
+        [Reply(tool_calls=[delegate("coder", "v1")]), Reply(tool_calls=[forward("coder")])]
+    )
+    coder = ScriptedModel(
+        {"actor": ["code v1", ProviderError("bad request", status_code=400)], "critic": [verdict(0.5, "x")]}
+    )
+    events, result = await collect(
+        Supervisor({"coder": reviewed_coder()}),
+        "t",
+        models={"supervisor": coordinator, "coder.actor": coder, "coder.critic": coder},
+    )
+    coder.assert_consumed()
+    (done,) = of(events, "delegation.completed")
+    assert (done.is_error, done.output) == (False, "code v1")
+    assert (result.output, result.stop_reason) == ("code v1", "forwarded")
+    assert result.detail is not None and result.detail.delegations[0].stop_reason == "actor_failed"
 
 
 async def test_max_turns_returns_the_latest_worker_output_or_raises() -> None:
