@@ -13,14 +13,18 @@ later one (it was written knowing more), but only a strictly better candidate co
 an improvement for `no_improvement`. The next refinement revises the best candidate, so
 a worse refinement is never built upon, nor returned.
 
-A failing child never erases judged work: an actor that raises while revising ends the
-loop with the best judged candidate (`actor_failed`, the error in `actor_error`), as a
-failing critic does (`critic_failed`). Only a first draft that fails (nothing to keep),
-a budget stop before any draft, and program errors (`PROGRAM_ERRORS`) propagate.
+A failing child never erases judged work. A failing critic keeps the draft
+(`critic_failed`) or raises CriticError carrying it. An actor that raises while revising
+re-raises its own error (its type unchanged, so a provider failure still fails the run
+and a resume makes the call again) with the best judged candidate on the error's `output`
+(an ActorCriticOutput with stop_reason `actor_failed`), or, with
+on_actor_error="keep_draft", returns that output. A first draft that fails has nothing
+to keep and propagates as is; program errors (`PROGRAM_ERRORS`) always propagate.
 """
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Generic, Literal, NoReturn, TypeVar
 
@@ -37,6 +41,7 @@ from jeeves.journal import error_type_name
 __all__ = ["ActorCriticOutput", "CriticLoop", "LoopSettings", "Round", "loop_callers"]
 
 OnCriticError = Literal["keep_draft", "raise"]
+OnActorError = Literal["raise", "keep_draft"]
 
 
 class Round(BaseModel):
@@ -92,6 +97,7 @@ class LoopSettings:
     critic_template: str
     refine_template: str
     share_route: bool = False
+    on_actor_error: OnActorError = "raise"
 
     @classmethod
     def checked(
@@ -103,6 +109,7 @@ class LoopSettings:
         max_rounds: int,
         no_improvement: int | None,
         on_critic_error: OnCriticError,
+        on_actor_error: OnActorError = "raise",
         share_route: bool = False,
     ) -> LoopSettings:
         """Settings from user options, or a UserError naming the option that cannot work.
@@ -113,6 +120,8 @@ class LoopSettings:
         _check_numbers(threshold, max_rounds, no_improvement)
         if on_critic_error not in ("keep_draft", "raise"):
             raise UserError(f"on_critic_error must be 'keep_draft' or 'raise', got {on_critic_error!r}.")
+        if on_actor_error not in ("keep_draft", "raise"):
+            raise UserError(f"on_actor_error must be 'raise' or 'keep_draft', got {on_actor_error!r}.")
         critic_template, refine_template = (check_template(t, what=name) for name, t in templates.items())
         return cls(
             roles[0],
@@ -124,6 +133,7 @@ class LoopSettings:
             critic_template,
             refine_template,
             share_route,
+            on_actor_error,
         )
 
 
@@ -204,7 +214,7 @@ class CriticLoop(Generic[OutputT]):
             except Exception as exc:
                 if self.best is None:  # no judged candidate to keep: the first draft failed
                     raise
-                return self._finish("actor_failed", actor_error=f"{error_type_name(exc)}: {exc}")
+                return self._actor_failed(exc)
             self.outputs.append(candidate)
             self.rounds.append(Round(round=r, text=candidate.text))
             try:
@@ -293,6 +303,20 @@ class CriticLoop(Generic[OutputT]):
         if action == "raise":
             _raise_critic_error(self.ctx, r, exc, output)
         return output
+
+    def _actor_failed(self, exc: Exception) -> OutputT:
+        """The actor raised while revising: keep the best judged candidate, on the result or
+        (on_actor_error="raise") on the error itself, which keeps its type."""
+        output = self._finish("actor_failed", actor_error=f"{error_type_name(exc)}: {exc}")
+        if self.s.on_actor_error == "keep_draft":
+            return output
+        with contextlib.suppress(AttributeError):  # an exception with __slots__ cannot carry it
+            exc.output = output  # type: ignore[attr-defined]
+        exc.add_note(
+            f"(the best judged candidate, round {output.best_round}, is on this error's `output`; "
+            f"on_actor_error='keep_draft' returns it instead)"
+        )
+        raise exc
 
     def _finish(
         self, stop_reason: str, *, critic_error: str | None = None, actor_error: str | None = None

@@ -147,11 +147,33 @@ async def test_critic_failing_on_the_first_draft_returns_that_draft_unjudged() -
     assert (result.stop_reason, result.output, detail(result).verdict) == ("critic_failed", "only", None)
 
 
-async def test_an_actor_failing_in_a_revision_keeps_the_judged_draft() -> None:
+def failing_revision() -> tuple[ScriptedModel, Router]:
     down = [ProviderError("down", status_code=503)] * 3  # the first attempt and its two retries
     model = ScriptedModel({"actor": ["draft v1", *down], "critic": [verdict(0.5, "x")]})
-    router = Router({"default": jeeves.Route(model="scripted", client=model, backoff_s=0)})
-    result, events = await run_stream(ActorCritic(ACTOR, LLMCritic(), max_rounds=2), model, router=router)
+    return model, Router({"default": jeeves.Route(model="scripted", client=model, backoff_s=0)})
+
+
+async def test_an_actor_failing_in_a_revision_raises_with_the_judged_draft() -> None:
+    model, router = failing_revision()
+    with pytest.raises(ProviderError, match="down") as info:
+        await run_stream(ActorCritic(ACTOR, LLMCritic(), max_rounds=2), model, router=router)
+    model.assert_consumed()
+    assert info.value.session_id == "job__actor_1"  # the error keeps its type and its session
+    kept = info.value.output  # type: ignore[attr-defined]
+    assert isinstance(kept, ActorCriticOutput)
+    assert (kept.text, kept.stop_reason, kept.best_round, kept.actor_error) == (
+        "draft v1",
+        "actor_failed",
+        0,
+        "ProviderError: down",
+    )
+    assert kept.verdict is not None and kept.verdict.score == 0.5
+
+
+async def test_an_actor_failing_in_a_revision_keeps_the_judged_draft() -> None:
+    model, router = failing_revision()
+    arch = ActorCritic(ACTOR, LLMCritic(), max_rounds=2, on_actor_error="keep_draft")
+    result, events = await run_stream(arch, model, router=router)
     model.assert_consumed()
     out = detail(result)
     assert (result.stop_reason, result.output, out.best_round) == ("actor_failed", "draft v1", 0)
@@ -299,6 +321,7 @@ def test_bad_configuration() -> None:
         ({"max_rounds": -1}, "max_rounds"),
         ({"no_improvement": 0}, "no_improvement"),
         ({"on_critic_error": "ignore"}, "on_critic_error"),
+        ({"on_actor_error": "ignore"}, "on_actor_error"),
         ({"weights": {"llm": 1}}, "needs a list of critics"),
         ({"role": "Coder"}, "'Coder'"),
     ]

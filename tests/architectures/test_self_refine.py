@@ -132,7 +132,7 @@ async def test_a_draft_failing_in_a_refinement_keeps_the_best_attempt() -> None:
     model = ScriptedModel(
         {"draft": ["first", ProviderError("down", status_code=400)], "feedback": [feedback(0.4, "x")]}
     )
-    result = await jeeves.run(SelfRefine(WRITER, max_rounds=2), "t", model=model)
+    result = await jeeves.run(SelfRefine(WRITER, max_rounds=2, on_actor_error="keep_draft"), "t", model=model)
     model.assert_consumed()
     assert isinstance(result.detail, SelfRefineOutput)
     assert (result.stop_reason, result.output, result.detail.actor_error) == (

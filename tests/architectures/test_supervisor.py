@@ -551,8 +551,11 @@ async def test_a_worker_whose_actor_fails_while_revising_hands_back_its_judged_d
     coder = ScriptedModel(
         {"actor": ["code v1", ProviderError("bad request", status_code=400)], "critic": [verdict(0.5, "x")]}
     )
+    coder_arch = ActorCritic(
+        Agent("You write Python."), LLMCritic(), max_rounds=2, on_actor_error="keep_draft"
+    )
     events, result = await collect(
-        Supervisor({"coder": reviewed_coder()}),
+        Supervisor({"coder": coder_arch}),
         "t",
         models={"supervisor": coordinator, "coder.actor": coder, "coder.critic": coder},
     )
