@@ -189,7 +189,12 @@ class Agent:
             last_text = response.text or last_text
             outcomes: list[ToolOutcome] = []
             if response.tool_calls:
-                outcomes = await self._run_tools(ctx, response.tool_calls)
+                try:
+                    outcomes = await self._run_tools(ctx, response.tool_calls)
+                except BudgetExceeded:  # the deadline stopped a tool: keep the text so far, as above
+                    if last_text and self._adapter is None:
+                        return Output.of(last_text, stop_reason="budget")
+                    raise
                 messages.extend(
                     Message(role="tool", content=o.text, tool_call_id=c.id, name=c.name)
                     for c, o in zip(response.tool_calls, outcomes, strict=True)

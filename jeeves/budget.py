@@ -1,15 +1,33 @@
 """One budget shared by a whole run tree: tokens, USD, model calls and a deadline.
 
-The meter is checked before every live model call and charged after it; replayed calls
-are neither checked nor charged. The first breach raises `BudgetExceeded` (the context
-emits `budget.exceeded` once); every later check raises too, so each branch of a
-parallel tree stops at its next model call and architectures return their best output so far.
+Every live step (a model call, a tool, a function critic) runs inside `BudgetMeter.live`,
+a cancel scope registered with the meter; replayed steps are neither checked nor charged.
+
+How the limits hold:
+- before a model call starts, the meter refuses it when a limit is reached, or when the
+  calls already in flight plus this one could cross it: each is reserved at the cost of
+  the costliest call charged so far (tokens and USD), and counted at once against
+  `max_model_calls`, which therefore never overshoots. A refused call cancels nothing:
+  the calls in flight were admitted within the limit and may finish;
+- a call is charged when it returns; the charge that reaches a limit cancels every other
+  model call in flight (their partial replies are discarded), so the metered spend stays
+  below the limit plus the cost of that one call (plus any sibling whose reply had already
+  arrived in the same instant: it is charged and kept, since it was paid for);
+- the deadline is every live step's cancel-scope deadline: a model call, tool or function
+  critic still running at the deadline is cancelled where it waits.
+
+A stopped step raises `BudgetExceeded` (the context emits `budget.exceeded` once), every
+later model call raises too, and architectures return their best complete output so far.
 """
 
 from __future__ import annotations
 
+import math
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
+import anyio
 from pydantic import ConfigDict, Field
 
 from jeeves.checks import ConfigModel
@@ -34,38 +52,57 @@ class Budget(ConfigModel):
     max_model_calls: int | None = Field(default=None, ge=0, strict=True)
     """Live model calls, retries excluded."""
     deadline_s: float | None = Field(default=None, ge=0, allow_inf_nan=False, strict=True)
-    """Seconds from the start of the run."""
+    """Seconds from the start of the run; steps still running then are cancelled."""
 
 
 class BudgetMeter:
-    """The running total of one run against its Budget."""
+    """The running total of one run against its Budget, and the live steps it may stop."""
 
     def __init__(self, budget: Budget | None = None) -> None:
         self.budget = budget or Budget()
         self.spent = UsageTally()
         self._started = time.monotonic()
         self.breached: BudgetExceeded | None = None
+        self._costliest = UsageTally()
+        """Per axis, the most one charged call cost: the reservation for a call in flight."""
+        self._calls: set[anyio.CancelScope] = set()
+        """The model calls in flight; a breach cancels them."""
 
-    def check(self) -> None:
-        """Raise BudgetExceeded if any limit is reached."""
+    def elapsed(self) -> float:
+        return time.monotonic() - self._started
+
+    def check(self, *, calls_starting: int = 0) -> None:
+        """Raise BudgetExceeded if a limit is reached, or (with `calls_starting`, for a
+        model call about to start) if the calls in flight plus those could cross one."""
         if self.breached is not None:
             raise self._again()
-        b, s = self.budget, self.spent
-        for limit, allowed, spent in (
-            ("tokens", b.max_tokens, s.total_tokens),
-            ("usd", b.max_usd, s.cost_usd),
-            ("model_calls", b.max_model_calls, s.model_calls),
-            ("deadline", b.deadline_s, time.monotonic() - self._started),
+        b, s, c = self.budget, self.spent, self._costliest
+        calls = len(self._calls) + calls_starting if calls_starting else 0
+        for limit, allowed, spent, reserved in (
+            ("tokens", b.max_tokens, s.total_tokens, calls * c.total_tokens),
+            ("usd", b.max_usd, s.cost_usd, calls * c.cost_usd),
+            ("model_calls", b.max_model_calls, s.model_calls, calls),
+            ("deadline", b.deadline_s, self.elapsed(), 0),
         ):
-            if allowed is not None and spent >= allowed:
-                self.breached = BudgetExceeded(
-                    f"Budget exceeded: {limit} spent {spent:g} of {allowed:g} allowed; "
-                    f"the run stops and keeps its best output. Raise the limit in jeeves.Budget to go further.",
-                    limit=limit,
-                    allowed=float(allowed),
-                    spent=float(spent),
-                )
-                raise self.breached
+            if allowed is None:
+                continue
+            if spent >= allowed:
+                raise self._breach(limit, allowed, spent)
+            if spent + reserved > allowed:
+                raise self._breach(limit, allowed, spent, reserved=reserved)
+
+    def _breach(self, limit: str, allowed: float, spent: float, *, reserved: float = 0) -> BudgetExceeded:
+        why = f"{limit} spent {spent:g} of {allowed:g} allowed"
+        if reserved:
+            why += f", and the calls in flight or starting may need {reserved:g} more (each as much as the costliest so far)"
+        self.breached = BudgetExceeded(
+            f"Budget exceeded: {why}; the run stops and keeps its best output. "
+            f"Raise the limit in jeeves.Budget to go further.",
+            limit=limit,
+            allowed=float(allowed),
+            spent=float(spent),
+        )
+        return self.breached
 
     def _again(self) -> BudgetExceeded:
         first = self.breached
@@ -73,4 +110,65 @@ class BudgetMeter:
         return BudgetExceeded(str(first), limit=first.limit, allowed=first.allowed, spent=first.spent)
 
     def charge(self, usage: Usage) -> None:
+        """Count one returned call; the charge that reaches a limit cancels the calls in flight."""
         self.spent.add(usage)
+        c = self._costliest
+        if usage.total_tokens > c.total_tokens:
+            c.input_tokens, c.output_tokens = usage.input_tokens, usage.output_tokens
+        c.cost_usd = max(c.cost_usd, usage.cost_usd)
+        if self.breached is None:
+            b, s = self.budget, self.spent
+            for limit, allowed, spent in (
+                ("tokens", b.max_tokens, s.total_tokens),
+                ("usd", b.max_usd, s.cost_usd),
+                ("model_calls", b.max_model_calls, s.model_calls),
+            ):
+                if allowed is not None and spent >= allowed:
+                    self._breach(limit, allowed, spent)
+                    for scope in self._calls:
+                        scope.cancel()
+                    return
+
+    @contextmanager
+    def live(self, *, model_call: bool) -> Iterator[None]:
+        """Run one live step under the budget (enter it in the task that runs the step).
+
+        A model call is checked first (limits and reservations) and cancelled by a breach
+        elsewhere; every step is cancelled at the deadline. A step stopped either way
+        raises BudgetExceeded here, so the caller records it as stopped, not completed.
+        """
+        if model_call:
+            self.check(calls_starting=1)
+        else:
+            self._check_deadline()
+        scope = anyio.CancelScope(deadline=self._deadline())
+        if model_call:
+            self._calls.add(scope)
+        try:
+            with scope:
+                yield
+        finally:
+            self._calls.discard(scope)
+        if scope.cancelled_caught:  # the deadline fired, or a breach elsewhere cancelled this call
+            if self.breached is None:
+                self._check_deadline(fired=True)
+            raise self._again()
+
+    def _check_deadline(self, *, fired: bool = False) -> None:
+        """Raise once the deadline has passed; `fired`: a step's scope says it has (its clock
+        may read a hair ahead of ours). Other limits do not stop tools and critics."""
+        allowed = self.budget.deadline_s
+        if allowed is None:
+            return
+        elapsed = self.elapsed()
+        if fired or elapsed >= allowed:
+            if self.breached is not None:
+                raise self._again()
+            raise self._breach("deadline", allowed, max(elapsed, allowed))
+
+    def _deadline(self) -> float:
+        """The deadline as the event loop's clock reads it (the scope's own clock)."""
+        allowed = self.budget.deadline_s
+        if allowed is None:
+            return math.inf
+        return anyio.current_time() + (allowed - self.elapsed())

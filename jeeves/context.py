@@ -160,17 +160,18 @@ class RunState:
 
 def _tried_again_on_resume(record: StepRecord) -> bool:
     """A model call that failed at the provider (an outage, a rate limit, a bad or missing
-    key, after every retry and fallback) is not a completed step: resuming the run makes it
-    again, so a run stopped by such a failure goes on from there once it is fixed. Every
-    other recorded failure (a tool's or a function critic's exception, a budget stop) is an
-    outcome the architecture acted on, and is served like a result. A strict replay serves
-    every failure as recorded."""
-    if record.kind != "model" or record.error is None:
+    key, after every retry and fallback) is not a completed step, nor is any step the budget
+    stopped (refused before it started, or cancelled in flight at a breach or the deadline):
+    resuming the run makes it again, so a run stopped by such a failure goes on from there
+    once it is fixed (or with a fresh budget). Every other recorded failure (a tool's or a
+    function critic's exception) is an outcome the architecture acted on, and is served
+    like a result. A strict replay serves every failure as recorded."""
+    if record.error is None:
         return False
-    return isinstance(
-        decode_error(record.error, f"session {record.session_id!r} step {record.index}"),
-        ModelError | MissingCredentials,
-    )
+    error = decode_error(record.error, f"session {record.session_id!r} step {record.index}")
+    if isinstance(error, BudgetExceeded):
+        return True
+    return record.kind == "model" and isinstance(error, ModelError | MissingCredentials)
 
 
 def _step_name(kind: str, name: str) -> str:
@@ -469,7 +470,7 @@ class Context:
         state = self._state
         journal = state.journal
         if journal is None:
-            return StepResult(await run(), False)
+            return StepResult(await self._live(kind, run, emitted), False)
         request = payload()
         fp = fingerprint(request)
         record = await journal.get_step(self.session_id, index)
@@ -501,7 +502,7 @@ class Context:
             )
         error: BaseException | None = None
         try:
-            result: T | None = await run()
+            result: T | None = await self._live(kind, run, emitted)
         except anyio.get_cancelled_exc_class():
             raise
         except Exception as exc:
@@ -524,6 +525,17 @@ class Context:
             raise error
         return StepResult(result, False)  # type: ignore[arg-type]
 
+    async def _live(self, kind: str, run: Callable[[], Awaitable[T]], emitted: list[Event]) -> T:
+        """Run a step live under the run's budget (see `BudgetMeter.live`): a step the budget
+        refuses or stops raises BudgetExceeded, which the run's first such step announces."""
+        try:
+            with self._state.meter.live(model_call=kind == "model"):
+                result = await run()
+        except BudgetExceeded as exc:
+            await self._announce(exc, emitted)
+            raise
+        return result
+
     # -- model calls -------------------------------------------------------------------
     async def call_model(self, request: ModelRequest, *, route: Route | None = None) -> ModelResponse:
         """One model call for this session: routed, budgeted, journaled, traced, streamed as events."""
@@ -534,9 +546,7 @@ class Context:
         emitted: list[Event] = []
 
         async def live() -> _ModelStep:
-            chosen = route or self.route()
-            await self._check_budget(emitted)
-            return await self._call_live(chosen, request, emitted, index)
+            return await self._call_live(route or self.route(), request, emitted, index)
 
         step, replayed = await self._journaled(
             "model", "", index, request.fingerprint_payload, live, _ModelStep, emitted
@@ -557,23 +567,16 @@ class Context:
         )
         return response
 
-    async def _check_budget(self, emitted: list[Event]) -> None:
-        """Raise BudgetExceeded before a live call; the run's first breach also emits `budget.exceeded`."""
+    async def _announce(self, exc: BudgetExceeded, emitted: list[Event]) -> None:
+        """Emit `budget.exceeded` once per run, from the first step the budget stopped."""
         state = self._state
-        try:
-            state.meter.check()
-        except BudgetExceeded as exc:
-            if not state.budget_announced:
-                state.budget_announced = True
-                event = BudgetExceededEvent(
-                    session_id=self.session_id,
-                    limit=exc.limit,
-                    allowed=exc.allowed,
-                    spent=exc.spent,
-                )
-                emitted.append(event)
-                await self.emit(event)
-            raise
+        if not state.budget_announced:
+            state.budget_announced = True
+            event = BudgetExceededEvent(
+                session_id=self.session_id, limit=exc.limit, allowed=exc.allowed, spent=exc.spent
+            )
+            emitted.append(event)
+            await self.emit(event)
 
     async def _call_live(
         self, route: Route, request: ModelRequest, emitted: list[Event], index: int

@@ -138,7 +138,7 @@ class CriticError(AgentError):
 
 
 class BudgetExceeded(JeevesError):
-    """A limit of the run's shared budget was reached before a model call."""
+    """A limit of the run's shared budget stopped a step: refused before it started, or cancelled in flight."""
 
     def __init__(self, message: str, *, limit: str, allowed: float, spent: float) -> None:
         super().__init__(message)

@@ -1,22 +1,51 @@
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import pytest
 
 import jeeves
-from jeeves import Agent, Budget, FunctionModel
+from jeeves import Agent, Budget, FunctionModel, ModelResponse, tool
 from jeeves.budget import BudgetMeter
 from jeeves.errors import BudgetExceeded, UserError, UserTypeError
+from jeeves.events import Event
 from jeeves.messages import ModelRequest, Usage
-from jeeves.testing import Reply
+from jeeves.models.base import DeltaSink
+from jeeves.testing import Reply, call
 
 pytestmark = pytest.mark.anyio
 
 
 def priced(request: ModelRequest) -> Reply:
     return Reply(
-        text="partial answer", usage=Usage(input_tokens=10, output_tokens=5, model_calls=1, cost_usd=0.4)
+        text="partial answer", usage=Usage(input_tokens=10, output_tokens=5, model_calls=1, cost_usd=0.2)
     )
+
+
+async def hang(request: ModelRequest) -> str:
+    await anyio.sleep_forever()
+    raise AssertionError("unreachable")
+
+
+class StreamsForever:
+    """A model that streams tokens and never finishes its reply."""
+
+    model_name = "forever"
+
+    async def complete(self, request: ModelRequest, *, on_delta: DeltaSink | None = None) -> ModelResponse:
+        assert on_delta is not None
+        while True:
+            await on_delta("more ")
+            await anyio.sleep(0.01)
+
+
+async def collect(arch: Any, task: str, **kwargs: Any) -> tuple[list[Event], jeeves.RunResult]:
+    with anyio.fail_after(5):  # generous: the run must stop at its deadline, not hang
+        async with jeeves.stream(arch, task, **kwargs) as events:
+            seen = [e async for e in events]
+            result = await events.result()
+    return seen, result
 
 
 @pytest.mark.parametrize(
@@ -97,7 +126,7 @@ class _Twice:
 
 
 async def test_budget_is_shared_by_the_tree_and_event_emitted_once() -> None:
-    model = FunctionModel(priced)
+    model = FunctionModel(priced)  # $0.20 a call
     async with jeeves.stream(_Twice(), "t", model=model, budget=Budget(max_usd=0.3)) as events:
         seen = [e async for e in events]
         result = await events.result()
@@ -105,7 +134,9 @@ async def test_budget_is_shared_by_the_tree_and_event_emitted_once() -> None:
     breach = next(e for e in seen if e.type == "budget.exceeded")
     assert breach.session_id.endswith("__second_0")
     assert (result.stop_reason, result.output) == ("budget", "partial answer")
-    assert result.cost_usd == pytest.approx(0.4)
+    # The limit holds: a second $0.20 call could cross $0.30, so it is refused before it starts.
+    assert result.cost_usd == pytest.approx(0.2)
+    assert result.cost_usd <= 0.3
     assert len(model.requests) == 1
 
 
@@ -113,3 +144,44 @@ async def test_every_live_call_counts_even_when_the_client_reports_no_calls() ->
     model = FunctionModel(lambda r: Reply(text="x", usage=Usage(input_tokens=1)))
     result = await jeeves.run(Agent("a"), "t", model=model, budget=Budget(max_model_calls=5))
     assert result.usage.model_calls == 1
+
+
+async def test_a_call_is_refused_when_the_calls_in_flight_could_cross_a_limit() -> None:
+    meter = BudgetMeter(Budget(max_tokens=100))
+    meter.charge(Usage(input_tokens=20, output_tokens=20, model_calls=1))  # the costliest call: 40
+    with meter.live(model_call=True):  # 40 spent + 40 reserved
+        with pytest.raises(BudgetExceeded, match="in flight or starting may need 80") as info:
+            meter.check(calls_starting=1)  # + 40 more would reach 120 > 100
+    assert (info.value.limit, info.value.spent) == ("tokens", 40)
+
+
+async def test_model_calls_count_when_they_start() -> None:
+    meter = BudgetMeter(Budget(max_model_calls=2))
+    with meter.live(model_call=True), meter.live(model_call=True):
+        with pytest.raises(BudgetExceeded) as info:
+            meter.check(calls_starting=1)
+    assert info.value.limit == "model_calls"
+
+
+@pytest.mark.parametrize("model", [FunctionModel(hang), StreamsForever()], ids=["awaits", "streams"])
+async def test_the_deadline_cancels_a_model_call_that_never_ends(model: Any) -> None:
+    seen, result = await collect(Agent("a"), "t", model=model, budget=Budget(deadline_s=0.5))
+    assert (result.stop_reason, result.output) == ("budget", None)
+    (breach,) = [e for e in seen if e.type == "budget.exceeded"]
+    assert (breach.limit, breach.allowed) == ("deadline", 0.5)
+    assert breach.spent >= 0.5
+    assert "model.completed" not in [e.type for e in seen]
+
+
+async def test_the_deadline_cancels_a_tool_that_never_ends_and_keeps_the_text_so_far() -> None:
+    @tool
+    async def wait() -> str:
+        """Waits forever."""
+        await anyio.sleep_forever()
+        return "never"
+
+    model = FunctionModel(lambda r: Reply(text="Looking it up.", tool_calls=[call("wait")]))
+    seen, result = await collect(Agent("a", tools=[wait]), "t", model=model, budget=Budget(deadline_s=0.5))
+    assert (result.stop_reason, result.output) == ("budget", "Looking it up.")
+    assert [e.type for e in seen].count("budget.exceeded") == 1
+    assert len(model.requests) == 1

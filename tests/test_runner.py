@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 
@@ -166,6 +167,22 @@ async def test_budget_stops_the_run_and_keeps_best_output() -> None:
     assert result.stop_reason == "budget"
     assert result.output == "draft answer"
     assert model.remaining() == {"default": 1}
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # litellm runs on asyncio only
+async def test_the_deadline_cancels_a_provider_that_never_answers() -> None:
+    from jeeves.models.litellm import LiteLLMClient, _litellm
+
+    _litellm()  # imported before the clock starts: the deadline is for the call, not the import
+    with socket.socket() as server:  # listens, never accepts: the request is sent, no answer comes
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)
+        port = server.getsockname()[1]
+        client = LiteLLMClient(api_base=f"http://127.0.0.1:{port}/v1", api_key="test-key")
+        router = jeeves.Router({"default": "openai/gpt-4o-mini"}, client=client)
+        with anyio.fail_after(30):  # generous: the 2 s deadline ends it, not litellm's own 600 s timeout
+            result = await jeeves.run(Agent("x"), "t", router=router, budget=Budget(deadline_s=2))
+    assert (result.stop_reason, result.output) == ("budget", None)
 
 
 async def test_budget_with_nothing_to_keep() -> None:

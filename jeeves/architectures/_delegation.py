@@ -93,9 +93,21 @@ class Ledger:
             None,
         )
 
-    def best(self) -> Delegation | None:
-        """The latest delegation (in allocation order) that returned an output."""
-        return next((r for r in reversed(self.records) if r.output is not None), None)
+    pieces: set[str] = field(default_factory=set)
+    """Session ids of delegations made in one reply with others: parts of a split task."""
+
+    def best(self, *, whole: bool = False) -> Delegation | None:
+        """The latest delegation (in allocation order) that returned an output; with `whole`,
+        only one made alone in its reply (a parallel delegation's output is one piece of
+        the answer, not an answer)."""
+        return next(
+            (
+                r
+                for r in reversed(self.records)
+                if r.output is not None and not (whole and r.session_id in self.pieces)
+            ),
+            None,
+        )
 
 
 @dataclass
@@ -270,6 +282,9 @@ async def run_turn(
     `forward` call in call order; None when the reply forwards nothing.
     """
     plans = [_plan(c, workers, ledger, ctx.session_id) for c in calls]
+    accepted = [p.record.session_id for p in plans if p.record is not None]
+    if len(accepted) > 1:
+        ledger.pieces.update(accepted)
     for plan in plans:
         await _emit_started(ctx, plan)
     pending = sum(1 for p in plans if p.record is not None)

@@ -19,10 +19,19 @@ Ranking: a candidate is better when `(approved, score)` is larger; a tie goes to
 later one (it was written knowing more), but only a strictly better candidate counts as
 an improvement for `no_improvement`. The next refinement revises the best candidate, so
 a worse refinement is never built upon, nor returned.
+
+A failing child never erases judged work. A failing critic keeps the draft
+(`critic_failed`) or raises CriticError carrying it. An actor that raises while revising
+re-raises its own error (its type unchanged, so a provider failure still fails the run
+and a resume makes the call again) with the best judged candidate on the error's `output`
+(an ActorCriticOutput with stop_reason `actor_failed`), or, with
+on_actor_error="keep_draft", returns that output. A first draft that fails has nothing
+to keep and propagates as is; program errors (`PROGRAM_ERRORS`) always propagate.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import time
@@ -44,6 +53,7 @@ from jeeves.stop import LoopState, MaxRounds, NoImprovement, StopCondition
 __all__ = ["ActorCriticOutput", "CriticLoop", "LoopSettings", "Round", "loop_callers"]
 
 OnCriticError = Literal["keep_draft", "raise"]
+OnActorError = Literal["raise", "keep_draft"]
 
 
 class Round(BaseModel):
@@ -72,7 +82,8 @@ class Round(BaseModel):
 class ActorCriticOutput(Output):
     """The best candidate (`value`, `text`), its verdict, and every round.
 
-    `stop_reason` is one of: approved, max_rounds, no_improvement, budget, critic_failed.
+    `stop_reason` is one of: approved, max_rounds, no_improvement, budget, critic_failed,
+    actor_failed (a revision raised; the best judged candidate is kept).
     """
 
     verdict: Verdict | None = None
@@ -81,6 +92,8 @@ class ActorCriticOutput(Output):
     rounds: list[Round] = Field(default_factory=list)
     critic_error: str | None = None
     """`ErrorType: message` when the critic failed."""
+    actor_error: str | None = None
+    """`ErrorType: message` when the actor failed while revising (stop_reason actor_failed)."""
 
 
 @dataclass(frozen=True)
@@ -100,6 +113,7 @@ class LoopSettings:
     """When to stop short of approval; built from max_rounds and no_improvement unless given."""
     custom_stop: bool = False
     """True when `stop=` was given (then `max_rounds` and `no_improvement` say nothing)."""
+    on_actor_error: OnActorError = "raise"
 
     @classmethod
     def checked(
@@ -111,6 +125,7 @@ class LoopSettings:
         max_rounds: int,
         no_improvement: int | None,
         on_critic_error: OnCriticError,
+        on_actor_error: OnActorError = "raise",
         share_route: bool = False,
         stop: StopCondition | None = None,
         defaults: tuple[int, int | None] = (3, None),
@@ -125,6 +140,8 @@ class LoopSettings:
         condition = _stop_condition(stop, max_rounds, no_improvement, defaults)
         if on_critic_error not in ("keep_draft", "raise"):
             raise UserError(f"on_critic_error must be 'keep_draft' or 'raise', got {on_critic_error!r}.")
+        if on_actor_error not in ("keep_draft", "raise"):
+            raise UserError(f"on_actor_error must be 'raise' or 'keep_draft', got {on_actor_error!r}.")
         critic_template, refine_template = (check_template(t, what=name) for name, t in templates.items())
         return cls(
             roles[0],
@@ -138,6 +155,7 @@ class LoopSettings:
             share_route,
             condition,
             stop is not None,
+            on_actor_error,
         )
 
 
@@ -231,6 +249,12 @@ class CriticLoop(Generic[OutputT]):
                 if not self.rounds:
                     raise
                 return self._finish("budget")
+            except PROGRAM_ERRORS:
+                raise
+            except Exception as exc:
+                if self.best is None:  # no judged candidate to keep: the first draft failed
+                    raise
+                return self._actor_failed(exc)
             self.outputs.append(candidate)
             self.rounds.append(Round(round=r, text=candidate.text))
             try:
@@ -347,7 +371,23 @@ class CriticLoop(Generic[OutputT]):
             _raise_critic_error(self.ctx, r, exc, output)
         return output
 
-    def _finish(self, stop_reason: str, *, critic_error: str | None = None) -> OutputT:
+    def _actor_failed(self, exc: Exception) -> OutputT:
+        """The actor raised while revising: keep the best judged candidate, on the result or
+        (on_actor_error="raise") on the error itself, which keeps its type."""
+        output = self._finish("actor_failed", actor_error=f"{error_type_name(exc)}: {exc}")
+        if self.s.on_actor_error == "keep_draft":
+            return output
+        with contextlib.suppress(AttributeError):  # an exception with __slots__ cannot carry it
+            exc.output = output  # type: ignore[attr-defined]
+        exc.add_note(
+            f"(the best judged candidate, round {output.best_round}, is on this error's `output`; "
+            f"on_actor_error='keep_draft' returns it instead)"
+        )
+        raise exc
+
+    def _finish(
+        self, stop_reason: str, *, critic_error: str | None = None, actor_error: str | None = None
+    ) -> OutputT:
         # The best judged candidate; when none was judged yet, the one draft there is.
         index = self.best if self.best is not None else len(self.rounds) - 1
         chosen, output = self.rounds[index], self.outputs[index]
@@ -359,6 +399,7 @@ class CriticLoop(Generic[OutputT]):
             best_round=chosen.round,
             rounds=list(self.rounds),
             critic_error=critic_error,
+            actor_error=actor_error,
         )
 
 

@@ -32,6 +32,7 @@ from jeeves.architectures._loop import (
     ActorCriticOutput,
     CriticLoop,
     LoopSettings,
+    OnActorError,
     OnCriticError,
     loop_callers,
 )
@@ -116,6 +117,10 @@ class ActorCritic:
         on_critic_error: "keep_draft" returns the best candidate so far (stop_reason
             `critic_failed`, with the error in `critic_error` and a `critic.failed`
             event); "raise" raises CriticError with that output on `error.output`.
+        on_actor_error: When the actor fails while revising: "raise" (default) re-raises
+            its error, type unchanged, with the best judged candidate on `error.output`
+            (stop_reason `actor_failed`, the error in `actor_error`); "keep_draft"
+            returns that output instead.
         critic_template: What the critic is shown (see `_templates` for the placeholders).
         refine_template: What the actor is asked when it revises.
         weights: Score weights by critic name, for a list of critics (default: minimum).
@@ -124,8 +129,10 @@ class ActorCritic:
 
     Returns an `ActorCriticOutput`: the best candidate's value and text, its verdict, every
     round, `best_round` and `stop_reason` (approved, max_rounds, no_improvement, budget,
-    critic_failed, or the name of the `stop` condition that fired). A budget breach returns the best so far; if it comes before any draft,
-    it propagates. A failing actor propagates.
+    critic_failed, actor_failed, or the name of the `stop` condition that fired). A budget
+    breach returns the best so far; if it comes before any draft, it propagates. An actor
+    that fails while revising keeps the best judged candidate on its error's `output` (or
+    returns it, see `on_actor_error`); one that fails on the first draft propagates.
     """
 
     name = "actor_critic"
@@ -140,6 +147,7 @@ class ActorCritic:
         no_improvement: int | None = None,
         stop: StopCondition | None = None,
         on_critic_error: OnCriticError = "keep_draft",
+        on_actor_error: OnActorError = "raise",
         critic_template: str = CRITIC_TEMPLATE,
         refine_template: str = ACTOR_REFINE_TEMPLATE,
         weights: Mapping[str, float] | None = None,
@@ -165,6 +173,7 @@ class ActorCritic:
             on_critic_error=on_critic_error,
             stop=stop,
             defaults=(3, None),
+            on_actor_error=on_actor_error,
         )
 
     def model_callers(self, path: tuple[str, ...], routed: tuple[str, ...]) -> list[Caller] | None:

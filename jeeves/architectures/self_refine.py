@@ -30,6 +30,7 @@ from jeeves.architectures._loop import (
     ActorCriticOutput,
     CriticLoop,
     LoopSettings,
+    OnActorError,
     OnCriticError,
     loop_callers,
 )
@@ -61,6 +62,9 @@ class SelfRefine:
             `no_improvement` (as in ActorCritic).
         on_critic_error: When the feedback call fails: "keep_draft" returns the best
             attempt so far (stop_reason `critic_failed`), "raise" raises CriticError.
+        on_actor_error: When a draft after the first fails: "raise" (default) re-raises
+            its error with the best attempt on `error.output` (stop_reason
+            `actor_failed`); "keep_draft" returns that attempt instead.
         feedback_instructions: The feedback system prompt; the verdict format is appended.
         feedback_template: What the feedback call is shown (placeholders as in ActorCritic).
         refine_template: The refine prompt; the default holds `{history}`, every attempt
@@ -80,6 +84,7 @@ class SelfRefine:
         no_improvement: int | None = 1,
         stop: StopCondition | None = None,
         on_critic_error: OnCriticError = "keep_draft",
+        on_actor_error: OnActorError = "raise",
         feedback_instructions: str = FEEDBACK_INSTRUCTIONS,
         feedback_template: str = CRITIC_TEMPLATE,
         refine_template: str = SELF_REFINE_TEMPLATE,
@@ -107,6 +112,7 @@ class SelfRefine:
             max_rounds=max_rounds,
             no_improvement=no_improvement,
             on_critic_error=on_critic_error,
+            on_actor_error=on_actor_error,
             share_route=True,
             stop=stop,
             defaults=(3, 1),

@@ -228,8 +228,10 @@ class Supervisor:
 
     @staticmethod
     def _best(ledger: Ledger, last_text: str) -> Output | None:
-        """What to return when the budget runs out: the latest worker output, else the coordinator's text."""
-        latest = ledger.best()
+        """What to return when the budget runs out: the latest worker output that is a whole
+        answer (delegated alone in its reply; parallel pieces are fragments), else the
+        coordinator's text."""
+        latest = ledger.best(whole=True)
         if latest is not None and latest.output is not None:
             return latest.output
         return Output.of(last_text) if last_text else None

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 
+import anyio
 import pytest
 from pydantic import BaseModel
 
@@ -10,6 +11,7 @@ from jeeves import ActorCritic, Agent, Budget, CodeCritic, LLMCritic, Router, Sc
 from jeeves.architectures import ActorCriticOutput
 from jeeves.errors import CriticError, ProviderError, UserError
 from jeeves.events import Event
+from jeeves.messages import ModelRequest
 from jeeves.testing import call
 from tests.memory_journal import DictJournal
 
@@ -145,6 +147,51 @@ async def test_critic_failing_on_the_first_draft_returns_that_draft_unjudged() -
     assert (result.stop_reason, result.output, detail(result).verdict) == ("critic_failed", "only", None)
 
 
+def failing_revision() -> tuple[ScriptedModel, Router]:
+    down = [ProviderError("down", status_code=503)] * 3  # the first attempt and its two retries
+    model = ScriptedModel({"actor": ["draft v1", *down], "critic": [verdict(0.5, "x")]})
+    return model, Router({"default": jeeves.Route(model="scripted", client=model, backoff_s=0)})
+
+
+async def test_an_actor_failing_in_a_revision_raises_with_the_judged_draft() -> None:
+    model, router = failing_revision()
+    with pytest.raises(ProviderError, match="down") as info:
+        await run_stream(ActorCritic(ACTOR, LLMCritic(), max_rounds=2), model, router=router)
+    model.assert_consumed()
+    assert info.value.session_id == "job__actor_1"  # the error keeps its type and its session
+    kept = info.value.output  # type: ignore[attr-defined]
+    assert isinstance(kept, ActorCriticOutput)
+    assert (kept.text, kept.stop_reason, kept.best_round, kept.actor_error) == (
+        "draft v1",
+        "actor_failed",
+        0,
+        "ProviderError: down",
+    )
+    assert kept.verdict is not None and kept.verdict.score == 0.5
+
+
+async def test_an_actor_failing_in_a_revision_keeps_the_judged_draft() -> None:
+    model, router = failing_revision()
+    arch = ActorCritic(ACTOR, LLMCritic(), max_rounds=2, on_actor_error="keep_draft")
+    result, events = await run_stream(arch, model, router=router)
+    model.assert_consumed()
+    out = detail(result)
+    assert (result.stop_reason, result.output, out.best_round) == ("actor_failed", "draft v1", 0)
+    assert out.verdict is not None and out.verdict.score == 0.5
+    assert out.actor_error == "ProviderError: down"
+    assert [r.text for r in out.rounds] == ["draft v1"]
+    failed = [e for e in events if e.type == "session.failed"]
+    assert [(e.session_id, e.error_type) for e in failed] == [("job__actor_1", "ProviderError")]
+    assert own(events)[-1] == "session.completed"
+
+
+async def test_an_actor_failing_on_the_first_draft_propagates() -> None:
+    model = ScriptedModel({"actor": [ProviderError("down", status_code=400)]})
+    with pytest.raises(ProviderError, match="down") as info:
+        await run_stream(ActorCritic(ACTOR, LLMCritic()), model)
+    assert info.value.session_id == "job__actor_0"
+
+
 async def test_critic_raising_mid_run_with_raise() -> None:
     model = ScriptedModel(
         {
@@ -274,6 +321,7 @@ def test_bad_configuration() -> None:
         ({"max_rounds": -1}, "max_rounds"),
         ({"no_improvement": 0}, "no_improvement"),
         ({"on_critic_error": "ignore"}, "on_critic_error"),
+        ({"on_actor_error": "ignore"}, "on_actor_error"),
         ({"weights": {"llm": 1}}, "needs a list of critics"),
         ({"role": "Coder"}, "'Coder'"),
     ]
@@ -475,3 +523,54 @@ def test_a_stop_that_may_never_fire_is_refused() -> None:
         ActorCritic(ACTOR, LLMCritic(), stop=ScoreAtLeast(0.9))
     with pytest.raises(UserError, match="stop must be a jeeves.stop condition"):
         ActorCritic(ACTOR, LLMCritic(), stop=3)  # type: ignore[arg-type]
+
+
+def hangs_in(session: str, model: ScriptedModel) -> jeeves.FunctionModel:
+    """Answers from `model`, except that a call from `session` awaits forever."""
+
+    async def answer(request: ModelRequest) -> jeeves.ModelResponse:
+        if request.session_id == session:
+            await anyio.sleep_forever()
+        return await model.complete(request)
+
+    return jeeves.FunctionModel(answer)
+
+
+async def test_the_deadline_stops_a_hanging_revision_and_a_resume_runs_it_again() -> None:
+    journal = DictJournal()
+    first = ScriptedModel({"actor": ["draft v1"], "critic": [verdict(0.5, "x")]})
+    with anyio.fail_after(5):  # generous: the deadline stops the hanging actor, not this
+        result, events = await run_stream(
+            ActorCritic(ACTOR, LLMCritic()),
+            hangs_in("job__actor_1", first),  # type: ignore[arg-type]
+            budget=Budget(deadline_s=0.5),
+            journal=journal,
+        )
+    out = detail(result)
+    assert (result.stop_reason, result.output, out.best_round) == ("budget", "draft v1", 0)
+    assert out.verdict is not None and out.verdict.score == 0.5
+    (breach,) = [e for e in events if e.type == "budget.exceeded"]
+    assert (breach.session_id, breach.limit) == ("job__actor_1", "deadline")
+    # The stopped call is journaled as stopped, not completed: resuming makes it again.
+    rest = ScriptedModel({"actor": ["draft v2"], "critic": [verdict(0.9)]})
+    resumed, _ = await run_stream(ActorCritic(ACTOR, LLMCritic()), rest, journal=journal)
+    rest.assert_consumed()
+    assert (resumed.stop_reason, resumed.output) == ("approved", "draft v2")
+    assert [r.session_id for r in rest.requests] == ["job__actor_1", "job__critic_1"]
+
+
+async def test_the_deadline_stops_a_hanging_function_critic_and_keeps_the_judged_draft() -> None:
+    async def slow_second_look(task: str, output: str) -> float:
+        if output == "second":
+            await anyio.sleep_forever()
+        return 0.5
+
+    model = ScriptedModel({"actor": ["first", "second"]})
+    with anyio.fail_after(5):
+        result, events = await run_stream(
+            ActorCritic(ACTOR, slow_second_look), model, budget=Budget(deadline_s=0.5)
+        )
+    out = detail(result)
+    assert (result.stop_reason, result.output, out.best_round) == ("budget", "first", 0)
+    assert [r.verdict is not None for r in out.rounds] == [True, False]
+    assert [e.type for e in events].count("budget.exceeded") == 1

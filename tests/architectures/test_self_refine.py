@@ -128,6 +128,20 @@ async def test_feedback_failure_keeps_the_draft_or_raises() -> None:
         await jeeves.run(SelfRefine(WRITER, on_critic_error="raise"), "t", model=script())
 
 
+async def test_a_draft_failing_in_a_refinement_keeps_the_best_attempt() -> None:
+    model = ScriptedModel(
+        {"draft": ["first", ProviderError("down", status_code=400)], "feedback": [feedback(0.4, "x")]}
+    )
+    result = await jeeves.run(SelfRefine(WRITER, max_rounds=2, on_actor_error="keep_draft"), "t", model=model)
+    model.assert_consumed()
+    assert isinstance(result.detail, SelfRefineOutput)
+    assert (result.stop_reason, result.output, result.detail.actor_error) == (
+        "actor_failed",
+        "first",
+        "ProviderError: down",
+    )
+
+
 async def test_replay_needs_no_router() -> None:
     model = ScriptedModel({"draft": ["a", "b"], "feedback": ["Score: 4/10\n- shorter", feedback(0.9)]})
     journal = DictJournal()

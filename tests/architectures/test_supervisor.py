@@ -21,9 +21,9 @@ from jeeves import (
     Supervisor,
 )
 from jeeves.architectures import SupervisorOutput
-from jeeves.errors import MaxTurnsExceeded, UserError
+from jeeves.errors import MaxTurnsExceeded, ProviderError, UserError
 from jeeves.events import Event
-from jeeves.messages import ModelRequest
+from jeeves.messages import ModelRequest, Usage
 from jeeves.testing import Reply, call
 
 pytestmark = pytest.mark.anyio
@@ -474,6 +474,96 @@ async def test_budget_with_nothing_but_the_coordinators_text_keeps_that_text() -
         None,
         "budget",
     )  # nothing to keep: BudgetExceeded ends the run
+
+
+def worker_models(names: str, tokens: int, *, wait_for: int = 0) -> dict[str, FunctionModel]:
+    """Each worker's model; `c` awaits forever (in flight when the budget breaks). The
+    others answer once `wait_for` calls have started, so those are in flight together."""
+    started: list[str] = []
+    enough = anyio.Event()
+
+    def model(name: str) -> FunctionModel:
+        async def answer(request: ModelRequest) -> Reply:
+            started.append(name)
+            if len(started) >= wait_for:
+                enough.set()
+            if name == "c":
+                await anyio.sleep_forever()
+            await enough.wait()
+            return Reply(text=f"{name} out", usage=Usage(output_tokens=tokens, model_calls=1))
+
+        return FunctionModel(answer)
+
+    return {name: model(name) for name in names}
+
+
+async def test_a_breach_cancels_parallel_workers_in_flight_and_returns_no_fragment() -> None:
+    split = Reply(
+        tool_calls=[delegate("a", "x"), delegate("b", "y"), delegate("c", "z")],
+        usage=Usage(input_tokens=10, model_calls=1),
+    )
+    # All three calls are in flight before any returns.
+    models = {"supervisor": ScriptedModel([split]), **worker_models("abc", 400, wait_for=3)}
+    with anyio.fail_after(5):  # generous: c is cancelled at the breach, not waited for
+        events, result = await collect(
+            Supervisor(agents("a", "b", "c")), "t", models=models, budget=Budget(max_tokens=500)
+        )
+    # 10 + 400 + 400: the charge that reached the limit cancelled c; the overshoot is under one call.
+    assert result.usage.total_tokens == 810 < 500 + 400
+    assert result.usage.model_calls == 3
+    done = {e.worker: e.is_error for e in of(events, "delegation.completed")}
+    assert done == {"a": False, "b": False, "c": True}
+    assert len(of(events, "budget.exceeded")) == 1
+    # a and b are pieces of a split task: neither is the answer, and c's stream is discarded.
+    assert (result.stop_reason, result.output) == ("budget", None)
+
+
+async def test_parallel_workers_reserve_model_calls_before_they_start() -> None:
+    split = Reply(tool_calls=[delegate("a", "x"), delegate("b", "y"), delegate("d", "w")])
+    models = {"supervisor": ScriptedModel([split]), **worker_models("abd", 1)}
+    events, result = await collect(
+        Supervisor(agents("a", "b", "d")), "t", models=models, budget=Budget(max_model_calls=2)
+    )
+    assert result.usage.model_calls == 2  # the coordinator's and one worker's; the others are refused
+    assert sorted(e.is_error for e in of(events, "delegation.completed")) == [False, True, True]
+    assert (result.stop_reason, result.output) == ("budget", None)
+
+
+async def test_a_call_refused_by_the_reservation_lets_the_calls_in_flight_finish() -> None:
+    split = Reply(
+        tool_calls=[delegate("a", "x"), delegate("b", "y"), delegate("d", "w")],
+        usage=Usage(input_tokens=100, model_calls=1),
+    )
+    models = {"supervisor": ScriptedModel([split]), **worker_models("abd", 100, wait_for=2)}
+    events, result = await collect(
+        Supervisor(agents("a", "b", "d")), "t", models=models, budget=Budget(max_tokens=350)
+    )
+    # 100 spent; two calls in flight reserve 100 each; a third could reach 400 > 350: refused.
+    assert sorted(e.is_error for e in of(events, "delegation.completed")) == [False, False, True]
+    assert result.usage.total_tokens == 300 <= 350
+    assert result.stop_reason == "budget"
+
+
+async def test_a_worker_whose_actor_fails_while_revising_hands_back_its_judged_draft() -> None:
+    coordinator = ScriptedModel(
+        [Reply(tool_calls=[delegate("coder", "v1")]), Reply(tool_calls=[forward("coder")])]
+    )
+    coder = ScriptedModel(
+        {"actor": ["code v1", ProviderError("bad request", status_code=400)], "critic": [verdict(0.5, "x")]}
+    )
+    coder_arch = ActorCritic(
+        Agent("You write Python."), LLMCritic(), max_rounds=2, on_actor_error="keep_draft"
+    )
+    events, result = await collect(
+        Supervisor({"coder": coder_arch}),
+        "t",
+        models={"supervisor": coordinator, "coder.actor": coder, "coder.critic": coder},
+    )
+    coder.assert_consumed()
+    (done,) = of(events, "delegation.completed")
+    assert (done.is_error, done.output) == (False, "code v1")
+    assert (result.output, result.stop_reason) == ("code v1", "forwarded")
+    assert result.detail is not None and result.detail.delegations[0].stop_reason == "actor_failed"
 
 
 async def test_max_turns_returns_the_latest_worker_output_or_raises() -> None:
