@@ -1,7 +1,8 @@
 """The `jeeves` command.
 
 Each subcommand is a small function taking parsed arguments; `main` dispatches. Commands
-run offline unless they are given real model routes.
+run offline unless they are given real model routes. Every subcommand takes its options
+and positionals in any order (`jeeves run SPEC --offline TASK`), as a user types them.
 """
 
 from __future__ import annotations
@@ -16,18 +17,67 @@ from typing import Any
 
 import anyio
 
-from jeeves.demo import run_demo
+from jeeves.demo import DEFAULT_JOURNAL, run_demo
 from jeeves.errors import JournalError, UserError
 from jeeves.history import replay_command, runs_command
+from jeeves.invocation import command_line
 
 __all__ = ["main"]
+
+
+class _CommandParser(argparse.ArgumentParser):
+    """A subcommand's parser: options may come before, between or after its positionals.
+
+    Plain argparse stops filling positionals at the first option, so `run SPEC --offline
+    TASK` left TASK unrecognized; `parse_known_intermixed_args` collects the options
+    first, then the positionals. The subparsers action calls `parse_known_args`, so that is
+    where the switch happens; the flag lets the intermixed parse call back into the plain
+    one, as it does on some Python versions.
+    """
+
+    _intermixing = False
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        if self._intermixing:
+            return super().parse_known_args(args, namespace)
+        self._intermixing = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._intermixing = False
+
+
+def _version_line() -> str:
+    """`jeeves X.Y.Z`, from the installed package's metadata."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"jeeves {version('jeeves')}"
+    except PackageNotFoundError:  # imported from a source tree that was never installed
+        return "jeeves (version unknown: not installed; pip install -e . in the checkout)"
+
+
+class _Version(argparse.Action):
+    """`--version`, reading the package metadata only when asked (it scans sys.path)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        sys.stdout.write(_version_line() + "\n")
+        parser.exit()
 
 
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="jeeves", description="Run, stream and replay jeeves architectures."
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser.add_argument("--version", action=_Version, help="print the version and exit")
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=_CommandParser
+    )
     _add_spec_commands(commands)
     demo = commands.add_parser("demo", help="an offline run with scripted models, shown live")
     demo.add_argument("--json", action="store_true", help="print one JSON event per line")
@@ -69,7 +119,11 @@ def _build_parser() -> argparse.ArgumentParser:
         help="seconds responses get to end on exit",
     )
     runs = commands.add_parser("runs", help="list the runs a journal holds (status, rounds, cost)")
-    runs.add_argument("journal", help="a journal file: *.jsonl, or a SQLite file")
+    runs.add_argument(
+        "journal",
+        nargs="?",
+        help=f"a journal file: *.jsonl, or a SQLite file (default: {DEFAULT_JOURNAL}, where the demo records)",
+    )
     runs.add_argument("--json", action="store_true", help="print one JSON object per run")
     replay = commands.add_parser("replay", help="replay a recorded run offline and print its event tree")
     replay.add_argument("journal", help="a journal file: *.jsonl, or a SQLite file")
@@ -115,7 +169,8 @@ def _add_spec_commands(commands: Any) -> None:
 def _stdin_task() -> str:
     task = sys.stdin.read()
     if not task.strip():
-        raise UserError("TASK is '-' but stdin is empty; pipe the task in, e.g. jeeves run SPEC - < task.md.")
+        example = command_line("run", "SPEC", "-")
+        raise UserError(f"TASK is '-' but stdin is empty; pipe the task in, e.g. {example} < task.md.")
     return task
 
 
@@ -192,6 +247,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 128 + signal.SIGPIPE
 
 
+def _demo_journal() -> str:
+    """The journal `jeeves runs` reads when given none: the demo's, in the current directory."""
+    if not DEFAULT_JOURNAL.is_file():
+        raise UserError(
+            f"No journal given, and none at {str(DEFAULT_JOURNAL)!r}, where `{command_line('demo')}` records "
+            f"in the current directory; run the demo here first, or name one: {command_line('runs', 'JOURNAL')}."
+        )
+    return str(DEFAULT_JOURNAL)
+
+
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command in ("run", "validate"):
         return _spec_command(args)
@@ -202,7 +267,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "serve":
         return _serve(args)
     if args.command == "runs":
-        return anyio.run(runs_command, args.journal, bool(args.json))
+        return anyio.run(runs_command, args.journal or _demo_journal(), bool(args.json))
     if args.command == "replay":
         from jeeves.spec import build, load_spec  # registers the "spec" source: runs of specs rebuild
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from jeeves.agent import Agent
 from jeeves.architectures import ActorCritic, Supervisor
 from jeeves.critics import CodeCritic, LLMCritic
+from jeeves.invocation import command_line
 from jeeves.models.base import Route
 from jeeves.models.router import Router
 from jeeves.models.testing import Reply, ScriptedModel, call
@@ -181,8 +182,6 @@ async def run_demo(as_json: bool = False, journal: str | None = None) -> int:
     ) as events:
         await follow(events, as_json=as_json, file=out)
         result = await events.result()
-    if not as_json:
-        out.write("\n")  # the tree's last line
     if not as_json:  # JSON lines stay events only (and stderr stays free for --trace)
         out.write(_epilogue(result, path))
     return 0
@@ -196,12 +195,18 @@ def _critiques(result: RunResult) -> str:
             verdict = "approved" if r.passed else r.critic_error or "not approved"
             score = "-" if r.score is None else f"{r.score:.2f}"
             lines.append(f"{delegation.worker}, round {r.round}: score {score}, {verdict}")
-            lines += [f"  - {issue.splitlines()[0]}" for issue in r.issues]
+            lines += [_bullet(issue) for issue in r.issues]
     return "\n".join(lines) + "\n" if lines else ""
 
 
+def _bullet(issue: str) -> str:
+    """An issue in full, its later lines indented under its first (pytest's `+ where ...`)."""
+    first, *rest = issue.strip().splitlines() or [""]
+    return "\n".join([f"  - {first}", *(f"    {line}" for line in rest)])
+
+
 def _epilogue(result: RunResult, journal: Path) -> str:
-    replay = f"jeeves replay {journal} {result.session_id}"
+    replay = command_line("replay", str(journal), result.session_id)
     total, *per_path = spend_lines(result.usage, result.usage_by_path)
     spent = "".join(line + "\n" for line in per_path)
     return (

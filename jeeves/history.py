@@ -15,6 +15,7 @@ from typing import Any, TextIO
 from jeeves.architecture import Architecture
 from jeeves.errors import JeevesError, JournalError, ReplayDivergence, UserError
 from jeeves.events import Event, event_to_json
+from jeeves.invocation import command_line
 from jeeves.journal import Journal
 from jeeves.messages import Usage, format_usd
 from jeeves.replay.api import ReplayPlan, RunSummary, close_journal, list_runs, open_journal, plan_replay
@@ -131,11 +132,12 @@ async def replay_command(
 async def _latest_run(store: JournalStore, journal: str) -> str:
     runs = await list_runs(store)
     if not runs:
-        raise UserError(f"{journal} holds no runs; record one with `jeeves run SPEC --journal {journal}`.")
+        record = command_line("run", "SPEC", "--journal", journal)
+        raise UserError(f"{journal} holds no runs; record one with `{record}`.")
     if len(runs) > 1:
         sys.stderr.write(
             f"Replaying the latest of {len(runs)} runs, {runs[-1].session_id}; "
-            f"name another (`jeeves runs {journal}` lists them).\n"
+            f"name another (`{command_line('runs', journal)}` lists them).\n"
         )
     return runs[-1].session_id
 

@@ -4,7 +4,9 @@
 alone, so nothing parses ids): role, architecture, model, status, the latest round and
 critic score, tokens and USD, and the tail of the streamed text. `follow` draws it with
 `rich.live.Live` while the run goes, with a spinner on every active node, and leaves the
-final tree on screen; on a non-terminal output only the final tree is printed.
+final tree on screen, ending with a newline. On a non-terminal output (a pipe, a file) only
+the final tree is printed, and its lines are not wrapped (unless COLUMNS sets a width),
+so each node stays one line for grep and diff.
 
 Redrawing is driven by a ticker task in the same thread as the consumer (no refresh
 thread), so a frame never sees a half-applied event.
@@ -12,6 +14,7 @@ thread), so a frame never sees a half-applied event.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import AsyncIterable, Mapping
 from dataclasses import dataclass, field
@@ -43,6 +46,8 @@ from jeeves.messages import Usage, format_usd
 __all__ = ["SessionNode", "SessionTree", "follow", "spend_lines"]
 
 _TAIL = 70
+_UNWRAPPED = 1_000_000
+"""The width of a non-terminal output: rich wraps at 80 columns there otherwise."""
 
 
 @dataclass
@@ -227,27 +232,47 @@ async def follow(
             out.write(event_to_json(event) + "\n")
             out.flush()
         return tree
-    console = console or Console(file=file)
+    console = console or _console(file)
     error: Exception | None = None
-    with Live(tree, console=console, auto_refresh=False, vertical_overflow="ellipsis") as live:
+    try:
+        with Live(tree, console=console, auto_refresh=False, vertical_overflow="ellipsis") as live:
 
-        async def tick() -> None:
-            while True:
-                live.refresh()
-                await anyio.sleep(1 / refresh_per_second)
+            async def tick() -> None:
+                while True:
+                    live.refresh()
+                    await anyio.sleep(1 / refresh_per_second)
 
-        async with anyio.create_task_group() as group:
-            group.start_soon(tick)
-            try:
-                async for event in events:
-                    tree.apply(event)
-            except Exception as exc:
-                error = exc
-            group.cancel_scope.cancel()
-        if error is not None:
-            tree.mark_unfinished("failed")
-        live.vertical_overflow = "visible"
-        live.refresh()
+            async with anyio.create_task_group() as group:
+                group.start_soon(tick)
+                try:
+                    async for event in events:
+                        tree.apply(event)
+                except Exception as exc:
+                    error = exc
+                group.cancel_scope.cancel()
+            if error is not None:
+                tree.mark_unfinished("failed")
+            live.vertical_overflow = "visible"
+            live.refresh()
+    finally:
+        if not console.is_terminal:  # on a terminal, Live ends the tree's last line itself
+            console.line()
     if error is not None:
         raise error
     return tree
+
+
+class _Console(Console):
+    """A rich console that lets a closed output (`jeeves demo | head -1`) raise BrokenPipeError
+    to the caller, which ends the command as Unix tools do; rich itself would exit with 1."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError
+
+
+def _console(file: IO[str] | None) -> Console:
+    """A console for `file`: a terminal's own width, else COLUMNS if set, else unwrapped."""
+    console = _Console(file=file)
+    if not console.is_terminal and not os.environ.get("COLUMNS", "").strip().isdigit():
+        console.width = _UNWRAPPED
+    return console

@@ -1,12 +1,16 @@
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
 import httpx
+import pytest
 
+from jeeves.cli import _build_parser, main
 from tests.conftest import REPO, jeeves_cli, jeeves_serve, subprocess_env
 
 
@@ -52,3 +56,102 @@ def test_serve_binds_localhost_needs_its_token_and_runs_the_demo() -> None:
         ]
         body = httpx.get(f"{base}/runs/{sid}/events", headers=auth, timeout=30).text
         assert '"type":"session.completed"' in body and "event: end" in body
+
+
+def _units(*groups: str) -> list[list[str]]:
+    return [group.split(" ") for group in groups]
+
+
+ORDERS = {
+    # command, then its words in groups that stay together (an option and its value)
+    "run": _units("SPEC", "TASK", "--offline", "--journal x.db", "--model critic=a/b", "--json"),
+    "replay": _units("runs.db", "team-1", "--json", "--spec mod:attr"),
+    "runs": _units("runs.db", "--json"),
+    "validate": _units("a.toml", "b.toml", "--"),
+    "demo": _units("--json", "--journal d.jsonl", "--trace"),
+}
+
+
+@pytest.mark.parametrize("command", sorted(ORDERS))
+def test_options_and_positionals_mix_in_any_order(command: str) -> None:
+    """Every order that keeps the positionals in their own order means the same."""
+    units = ORDERS[command]
+    positionals = [u for u in units if not u[0].startswith("-")]
+    expected = vars(_build_parser().parse_args([command, *[w for u in units for w in u]]))
+    orders = [p for p in itertools.permutations(units) if [u for u in p if u in positionals] == positionals]
+    assert len(orders) >= 2
+    for order in orders:
+        argv = [command, *[word for unit in order for word in unit]]
+        assert vars(_build_parser().parse_args(argv)) == expected, argv
+
+
+def test_the_orders_users_type_work_end_to_end(tmp_path: Path) -> None:
+    journal = str(tmp_path / "runs.jsonl")
+    run = jeeves_cli("run", "architectures/codegen.toml", "--offline", "--journal", journal, "Write it.")
+    assert run.returncode == 0, run.stderr
+    run_json = jeeves_cli("run", "--json", "architectures/codegen.toml", "--session-id", "cg2", "Write it.")
+    assert run_json.returncode == 2 and "ANTHROPIC_API_KEY" in run_json.stderr  # TASK taken, not refused
+    runs = jeeves_cli("runs", "--json", journal)
+    (session,) = [json.loads(line)["session_id"] for line in runs.stdout.splitlines()]
+    replay = jeeves_cli("replay", journal, "--json", session)
+    assert replay.returncode == 0, replay.stderr
+    assert json.loads(replay.stdout.splitlines()[0])["task"] == "Write it."
+
+
+def test_version_comes_from_the_package_metadata() -> None:
+    out = jeeves_cli("--version")
+    assert (out.returncode, out.stdout, out.stderr) == (0, f"jeeves {metadata.version('jeeves')}\n", "")
+
+
+def test_version_without_metadata_says_so(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def missing(name: str) -> str:
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metadata, "version", missing)
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert (
+        capsys.readouterr().out
+        == "jeeves (version unknown: not installed; pip install -e . in the checkout)\n"
+    )
+
+
+RUNS_A_LOOP = {
+    "anyio": "import anyio\n\n\nasync def main() -> None:\n    pass\n\n\nanyio.run(main)\n",
+    "asyncio": "import asyncio\n\n\nasync def main() -> None:\n    pass\n\n\nasyncio.run(main())\n",
+}
+
+
+@pytest.mark.parametrize("runner", sorted(RUNS_A_LOOP))
+def test_a_spec_module_that_runs_a_loop_on_import_is_one_error_line(tmp_path: Path, runner: str) -> None:
+    journal = tmp_path / "runs.jsonl"
+    recorded = jeeves_cli("run", "architectures/codegen.toml", "--offline", "--journal", str(journal))
+    assert recorded.returncode == 0, recorded.stderr
+    (tmp_path / "team.py").write_text(RUNS_A_LOOP[runner] + "\nagent = None\n")
+    out = jeeves_cli("replay", str(journal), "--spec", "team:agent", cwd=tmp_path)
+    assert out.returncode == 2
+    assert out.stderr.startswith("error: Importing 'team' (for 'team:agent') starts an event loop (")
+    assert out.stderr.endswith(
+        'put the module\'s anyio.run()/asyncio.run() call under `if __name__ == "__main__":` '
+        "so that importing it only defines things.\n"
+    )
+    assert out.stderr.count("\n") == 1  # no traceback, no "coroutine was never awaited" warning
+
+
+def test_an_import_error_that_is_not_about_a_loop_is_not_reworded(tmp_path: Path) -> None:
+    (tmp_path / "team.py").write_text('raise RuntimeError("broken at import")\n')
+    journal = tmp_path / "runs.jsonl"
+    jeeves_cli("run", "architectures/codegen.toml", "--offline", "--journal", str(journal))
+    out = jeeves_cli("replay", str(journal), "--spec", "team:agent", cwd=tmp_path)
+    assert out.returncode == 1 and "RuntimeError: broken at import" in out.stderr
+
+
+def test_runs_without_a_journal_reads_the_demos_and_says_where_it_looked(tmp_path: Path) -> None:
+    out = jeeves_cli("runs", cwd=tmp_path)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1
+    assert out.stderr.startswith(
+        "error: No journal given, and none at '.jeeves/demo.jsonl', where `"
+    ) and out.stderr.endswith(" -m jeeves runs JOURNAL.\n")

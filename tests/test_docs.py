@@ -56,3 +56,20 @@ def test_the_testing_page_example_runs_offline_with_a_script_per_role() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "approved [0.2, 1.0]\n"
+
+
+def _module_level_loop_calls(code: str) -> list[str]:
+    return re.findall(r"^(?:anyio|asyncio|trio)\.run\(.*$", code, re.MULTILINE)
+
+
+def test_samples_start_their_event_loop_only_when_run_as_a_script() -> None:
+    """A sample that calls anyio.run at import time crashes `jeeves replay --spec module:attr`."""
+    samples = {
+        str(page.relative_to(REPO)): "\n".join(
+            re.findall(r"```python\n(.*?)```", page.read_text(), re.DOTALL)
+        )
+        for page in DOCS.rglob("*.md")
+    }
+    samples |= {str(p.relative_to(REPO)): p.read_text() for p in (REPO / "examples").glob("*.py")}
+    unguarded = {path: calls for path, code in samples.items() if (calls := _module_level_loop_calls(code))}
+    assert unguarded == {}, 'put these under `if __name__ == "__main__":`'

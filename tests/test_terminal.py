@@ -106,3 +106,28 @@ def test_watchdog_firings_show_as_marks_and_steering_as_text() -> None:
     assert tree.nodes["g"].text == "↳ steering (stuck): step back"
     label = tree._label(tree.nodes["g"])
     assert "watchdog ●●" in str(getattr(label, "text", label))
+
+
+async def test_to_a_pipe_the_tree_ends_its_last_line_and_is_not_wrapped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)
+    out = io.StringIO()  # not a terminal, as `jeeves run ... | cat`
+    async with jeeves.stream(
+        nested(), "Write and document add.", router=nested_router(), session_id="p"
+    ) as events:
+        await follow(events, file=out)
+    lines = out.getvalue().splitlines()
+    assert out.getvalue().endswith("\n")
+    assert all(line.endswith((" · completed", " · approved")) for line in lines[1:]), lines  # one line a node
+    assert max(len(line) for line in lines) > 80
+
+
+async def test_columns_sets_the_width_of_a_tree_to_a_pipe(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "60")
+    out = io.StringIO()
+    async with jeeves.stream(
+        nested(), "Write and document add.", router=nested_router(), session_id="c"
+    ) as events:
+        await follow(events, file=out)
+    assert max(len(line) for line in out.getvalue().splitlines()) <= 60

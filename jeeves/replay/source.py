@@ -16,6 +16,8 @@ from __future__ import annotations
 import importlib
 import inspect
 import re
+import traceback
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -28,6 +30,8 @@ SourceLoader = Callable[[Mapping[str, Any]], Architecture]
 """Builds the architecture a source describes; raises UserError when it cannot."""
 
 _REF = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+_LOOP_RUNNING = re.compile(r"already running|running event loop|inside a run\(\)", re.IGNORECASE)
+"""What anyio.run, asyncio.run and trio.run say when called inside a running loop."""
 _LOADERS: dict[str, SourceLoader] = {}
 
 
@@ -56,11 +60,28 @@ def _lookup(ref: str) -> tuple[Any, str]:
         value: Any = importlib.import_module(module_name)
     except ImportError as exc:
         raise UserError(f"Cannot import {module_name!r} for {ref!r} ({exc}); check the module path.") from exc
+    except RuntimeError as exc:
+        if not _LOOP_RUNNING.search(str(exc)):
+            raise
+        _drop_frames(exc)
+        raise UserError(
+            f"Importing {module_name!r} (for {ref!r}) starts an event loop ({exc}), but jeeves is already "
+            f"running one; put the module's anyio.run()/asyncio.run() call under "
+            f'`if __name__ == "__main__":` so that importing it only defines things.'
+        ) from None
     for part in attr.split("."):
         if not hasattr(value, part):
             raise UserError(f"{module_name!r} has no attribute {attr!r} (from {ref!r}); check the name.")
         value = getattr(value, part)
     return value, module_name
+
+
+def _drop_frames(exc: BaseException) -> None:
+    """Free what the failed import's frames hold, now: an `asyncio.run(main())` that never
+    ran leaves a coroutine there, which would warn "never awaited" at exit."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        traceback.clear_frames(exc.__traceback__)
 
 
 def import_object(ref: str) -> Any:

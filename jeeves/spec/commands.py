@@ -9,7 +9,6 @@ and exit code 2, never a traceback; a run that fails is exit code 1.
 from __future__ import annotations
 
 import functools
-import shlex
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ import anyio
 from jeeves.architecture import Architecture
 from jeeves.budget import Budget
 from jeeves.errors import JeevesError, JournalError, MissingCredentials, UserError
+from jeeves.invocation import command_line
 from jeeves.journal import error_type_name
 from jeeves.models.router import Router
 from jeeves.runner import RunResult, stream
@@ -99,11 +99,7 @@ async def run_command(options: RunOptions, out: TextIO | None = None, err: TextI
             architecture_ref=spec_source(spec),
         ) as events:
             root = events.session_id
-            try:
-                await follow(events, as_json=options.as_json, file=out)
-            finally:
-                if not options.as_json:
-                    out.write("\n")  # the tree's last line
+            await follow(events, as_json=options.as_json, file=out)
             result = await events.result()
     except MissingCredentials as exc:
         hint = "; or try it offline with --offline (the spec's [demo] script answers)"
@@ -130,7 +126,7 @@ def _resume_hint(options: RunOptions, root: str | None, then: str = "once fixed,
     serve every completed step from the journal and make only the rest live."""
     if not options.journal or root is None:
         return ""
-    command = ["jeeves", "run", options.spec, *([options.task] if options.task else [])]
+    command = ["run", options.spec, *([options.task] if options.task else [])]
     command += [f"--model={m}" for m in options.models]
     command += [
         "--journal",
@@ -141,7 +137,7 @@ def _resume_hint(options: RunOptions, root: str | None, then: str = "once fixed,
     ]
     return (
         f"The steps it completed are in {options.journal}; {then} without repeating them:\n"
-        f"  {shlex.join(command)}\n"
+        f"  {command_line(*command)}\n"
     )
 
 
@@ -150,7 +146,7 @@ def _summary(result: RunResult, options: RunOptions) -> str:
     lines = ["", result.text.strip(), "", f"stop reason: {result.stop_reason} · {total}", *per_path]
     if options.journal:
         lines.append(f"journal: {options.journal}")
-        lines.append(f"replay it: jeeves replay {options.journal} {result.session_id}")
+        lines.append(f"replay it: {command_line('replay', options.journal, result.session_id)}")
     return "\n".join(lines) + "\n"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import signal
 import subprocess
@@ -59,9 +60,10 @@ def test_the_task_can_come_from_stdin() -> None:
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout.splitlines()[0])["task"] == task
     empty = jeeves_cli("run", CODEGEN, "-", "--offline", stdin=" \n")
-    assert (empty.returncode, empty.stderr) == (
-        2,
-        "error: TASK is '-' but stdin is empty; pipe the task in, e.g. jeeves run SPEC - < task.md.\n",
+    assert empty.returncode == 2
+    assert re.fullmatch(
+        r"error: TASK is '-' but stdin is empty; pipe the task in, e.g. \S+ -m jeeves run SPEC - < task\.md\.\n",
+        empty.stderr,
     )
 
 
@@ -99,8 +101,13 @@ def test_run_offline_records_a_journal_that_replays(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert "stop reason: approved · 4 model calls" in out.stdout
     assert "  explainer.draft: 2 calls" in out.stdout and "  explainer.feedback: 2 calls" in out.stdout
-    assert f"replay it: jeeves replay {journal} sr" in out.stdout
-    replayed = jeeves_cli("replay", str(journal), "sr")  # the architecture comes back from the spec stored
+    (command,) = [
+        line.split(": ", 1)[1] for line in out.stdout.splitlines() if line.startswith("replay it: ")
+    ]
+    assert command.endswith(f" -m jeeves replay {journal} sr")  # as it was run: python -m jeeves
+    replayed = subprocess.run(  # as the user pastes it; the architecture comes back from the spec stored
+        command, shell=True, cwd=REPO, env=offline_env(), capture_output=True, text=True, timeout=300
+    )
     assert replayed.returncode == 0, replayed.stderr
     assert "stop reason: approved (replayed offline)" in replayed.stdout
     with_spec = jeeves_cli("replay", str(journal), "sr", "--spec", "architectures/self_refine.toml")
@@ -244,14 +251,20 @@ def test_ctrl_c_stops_a_run_at_once_and_says_how_to_resume_it(tmp_path: Path) ->
             break
     run.send_signal(signal.SIGINT)
     _, err = run.communicate(timeout=60)  # not the tool's 600 s: the thread is abandoned
-    resume = shlex.join(
-        ["jeeves", "run", str(spec), "--journal", str(journal), "--session-id", "w1", "--offline"]
-    )
+    resume = shlex.join(["run", str(spec), "--journal", str(journal), "--session-id", "w1", "--offline"])
     assert run.returncode == 130
-    assert err == (
-        f"The steps it completed are in {journal}; resume it without repeating them:\n  {resume}\ninterrupted\n"
+    said, command, stopped = err.splitlines()
+    assert said == f"The steps it completed are in {journal}; resume it without repeating them:"
+    assert command.startswith("  ") and command.endswith(f" -m jeeves {resume}") and stopped == "interrupted"
+    resumed = subprocess.run(  # as the user pastes it
+        command + " --json",
+        shell=True,
+        cwd=REPO,
+        env={**offline_env(), "WAIT_SECONDS": "0"},
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
-    resumed = jeeves_cli(*shlex.split(resume)[1:], "--json", env={**offline_env(), "WAIT_SECONDS": "0"})
     assert resumed.returncode == 0, resumed.stderr
     events = [json.loads(line) for line in resumed.stdout.splitlines()]
     steps = [(e["type"], e["replayed"]) for e in events if e["type"] in ("model.completed", "tool.completed")]

@@ -131,7 +131,7 @@ def test_codegen_live_routes_each_role_prints_its_cost_and_replays_offline(tmp_p
         actor,
         critic,
     ]
-    assert summary[3:] == [f"journal: {journal}", f"replay it: jeeves replay {journal} cg"]
+    assert summary[3] == f"journal: {journal}" and summary[4].endswith(f" -m jeeves replay {journal} cg")
     actor_usd, critic_usd = (float(line.rsplit("$", 1)[1]) for line in (actor, critic))
     assert 0 < actor_usd < critic_usd
     assert DRAFTS[1].strip() in live.stdout
@@ -277,10 +277,11 @@ def test_a_provider_error_is_one_line_exit_1_and_the_journal_keeps_the_steps_don
     assert "Incorrect API key provided: sk-test." in error
     assert error.endswith("; check the provider's API key and its access to this model.")
     assert saved == f"The steps it completed are in {journal}; once fixed, resume without repeating them:"
-    assert resume == "  " + shlex.join(
-        ["jeeves", "run", CODEGEN, TASK, *(f"--model={m}" for m in ASYMMETRIC[1::2])]
+    command = shlex.join(
+        ["run", CODEGEN, TASK, *(f"--model={m}" for m in ASYMMETRIC[1::2])]
         + ["--journal", str(journal), "--session-id", "cg"]
     )
+    assert resume.startswith("  ") and resume.endswith(f" -m jeeves {command}")  # as it was run
 
     (run,) = json_lines(jeeves("runs", str(journal), "--json", env=OFFLINE).stdout)
     spent = price(MINI, ACTOR_TOKENS[:1]) + price(FULL, CRITIC_TOKENS[:1])
@@ -294,7 +295,7 @@ def test_a_provider_error_is_one_line_exit_1_and_the_journal_keeps_the_steps_don
     assert [e["session_id"] for e in events if e["type"] == "session.failed"] == ["cg__actor_1", "cg"]
 
     mock.script(second_draft, second_review)  # the key is fixed: resume as the error said
-    resumed = jeeves(*shlex.split(resume)[1:], env=env_for(mock.base_url))
+    resumed = jeeves(*shlex.split(resume)[3:], env=env_for(mock.base_url))  # after `python -m jeeves`
     assert resumed.returncode == 0, resumed.stderr
     assert mock.models[3:] == ["gpt-4o-mini", "gpt-4o"], "only the steps not done are made live"
     assert "stop reason: approved · 2 model calls" in resumed.stdout
