@@ -10,7 +10,10 @@ from pydantic import BaseModel, ConfigDict, Field, SkipValidation, field_validat
 from jeeves.errors import UserError
 from jeeves.messages import ModelRequest, ModelResponse
 
-__all__ = ["DeltaSink", "ModelClient", "Route", "client_name"]
+__all__ = ["DEFAULT_TIMEOUT_S", "DeltaSink", "ModelClient", "Route", "client_name"]
+
+DEFAULT_TIMEOUT_S = 120.0
+"""A route's `timeout_s` unless it says otherwise (litellm's own default is 6,000 s)."""
 
 DeltaSink = Callable[[str], Awaitable[None]]
 """Receives each piece of streamed text as it arrives."""
@@ -44,7 +47,7 @@ class Route(BaseModel):
     `model` is a litellm model string ("openai/gpt-4o-mini") unless `client` is set, in
     which case it is only the display name. Each model in `[model, *fallbacks]` gets
     `1 + retries` attempts on a retryable error (rate limit, timeout, 5xx) before the next
-    one is tried; a non-retryable error (bad request, malformed reply) stops at once.
+    one is tried; a non-retryable error (bad request, refused key) stops at once.
     """
 
     model_config = ConfigDict(defer_build=True, arbitrary_types_allowed=True, frozen=True)
@@ -58,6 +61,10 @@ class Route(BaseModel):
     """Extra attempts per model on retryable errors."""
     backoff_s: float = 0.5
     """First retry delay; doubles per attempt. A provider's Retry-After wins when larger."""
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    """Longest wait for the provider per attempt: for a whole reply, or, streamed, for the
+    first chunk and then between chunks (a long answer that keeps coming is not cut). Past
+    it the attempt fails as a retryable `ModelTimeout`."""
     client: Annotated[ModelClient | None, SkipValidation] = Field(default=None, exclude=True)
     """Serves this route instead of the router's client (litellm by default)."""
 
@@ -66,6 +73,13 @@ class Route(BaseModel):
     def _non_negative(cls, value: int) -> int:
         if value < 0:
             raise ValueError(f"retries must be >= 0, got {value!r}")
+        return value
+
+    @field_validator("timeout_s")
+    @classmethod
+    def _positive(cls, value: float) -> float:
+        if not value > 0:
+            raise ValueError(f"timeout_s must be > 0 seconds, got {value!r}")
         return value
 
     @classmethod
