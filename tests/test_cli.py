@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.conftest import REPO, jeeves_cli, jeeves_serve, subprocess_env
 
@@ -52,3 +54,27 @@ def test_serve_binds_localhost_needs_its_token_and_runs_the_demo() -> None:
         ]
         body = httpx.get(f"{base}/runs/{sid}/events", headers=auth, timeout=30).text
         assert '"type":"session.completed"' in body and "event: end" in body
+
+
+def test_serve_with_live_specs_preloads_litellm_in_the_background(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first live request then finds litellm loaded instead of waiting seconds for it."""
+    from jeeves import cli
+    from jeeves.models import litellm as adapter
+
+    serving = importlib.import_module("jeeves.server.serve")  # the module, not the function it exports
+    spec = tmp_path / "one.toml"
+    spec.write_text(
+        'instructions = "Answer."\n[models]\ndefault = "openai/gpt-4o-mini"\n[demo.script]\ndefault = ["Hi."]\n'
+    )
+    started: list[str] = []
+    monkeypatch.setattr(adapter, "preload", lambda: started.append("preload"))
+    monkeypatch.setattr(serving, "serve", lambda app, **kw: started.append("serve"))
+
+    assert cli.main(["serve", str(spec), "--port", "0"]) == 0
+    assert started == ["preload", "serve"]
+    started.clear()
+    assert cli.main(["serve", str(spec), "--offline", "--port", "0"]) == 0
+    assert cli.main(["serve", "--port", "0"]) == 0
+    assert started == ["serve", "serve"], "offline and the demo make no live call"

@@ -151,6 +151,7 @@ class _Builder:
                 fallbacks=tuple(spec.fallbacks),
                 retries=spec.retries,
                 backoff_s=spec.backoff_s,
+                timeout_s=spec.timeout_s,
             )
 
     def override(self, value: RouteLike) -> RouteLike:

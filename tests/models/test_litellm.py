@@ -604,6 +604,85 @@ def test_importing_the_adapter_does_not_import_litellm() -> None:
     assert result.stdout.strip() == "False"
 
 
+FIRST_CALLS = """
+import json, sys, time
+import anyio, httpx
+from jeeves.messages import Message, ModelRequest
+from jeeves.models import litellm as adapter
+from tests.models.mock_openai import Text, serve
+
+backend = sys.argv[1]
+assert "litellm" not in sys.modules
+warms = []
+warm = adapter._warm
+adapter._warm = lambda lm: (warms.append(1), warm(lm))
+gaps = []
+
+async def tick(done):
+    last = time.perf_counter()
+    while not done.is_set():
+        await anyio.sleep(0.005)
+        now = time.perf_counter()
+        gaps.append(now - last)
+        last = now
+
+async def first_calls(base_url):
+    client = adapter.LiteLLMClient(api_base=base_url, api_key="test-key")
+    ask = lambda: ModelRequest(messages=[Message.user("Hi.")], model="openai/gpt-4o-mini")
+    async def sink(text):
+        pass
+    async def call(on_delta):
+        if backend == "trio":  # litellm itself is asyncio-only: trio shares the import alone
+            await adapter.load_litellm()
+        else:
+            await client.complete(ask(), on_delta=on_delta)
+    done = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(tick, done)
+        async with anyio.create_task_group() as calls:
+            calls.start_soon(call, sink)
+            calls.start_soon(call, None)
+        done.set()
+
+with serve() as mock:
+    httpx.post(mock.base_url + "/chat/completions", json={})  # the mock's own first request
+    mock.reset()
+    mock.script(Text("Hello."), Text("Hello."))
+    start = time.perf_counter()
+    anyio.run(first_calls, mock.base_url, backend=backend)
+    took = time.perf_counter() - start
+    print(json.dumps({"took": took, "max_gap": max(gaps), "ticks": len(gaps), "warms": len(warms),
+                      "requests": len(mock.requests)}))
+"""
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_first_calls_import_litellm_once_without_blocking_the_event_loop(backend: str) -> None:
+    """In a fresh process, two concurrent first calls share one import, made in a worker
+    thread: a task ticking every 5 ms keeps ticking the whole time. Imported on the loop,
+    the longest gap would be the import itself, seconds, nearly all of the time taken; off
+    it, the gaps are the GIL's and the machine's (tens of milliseconds when idle)."""
+    run = [sys.executable, "-c", FIRST_CALLS, backend]
+    out = subprocess.run(run, cwd=REPO, env=subprocess_env(), capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    probe = json.loads(out.stdout.splitlines()[-1])
+
+    assert probe["warms"] == 1, "concurrent first calls share one import"
+    assert probe["requests"] == (2 if backend == "asyncio" else 0)
+    assert probe["max_gap"] < probe["took"] / 4, f"the event loop stalled: {probe}"
+    assert probe["ticks"] > 10 * probe["took"], f"the event loop hardly ran: {probe}"
+
+
+def test_preload_imports_litellm_in_a_background_thread() -> None:
+    code = (
+        "import sys; from jeeves.models.litellm import preload, _loaded\n"
+        "thread = preload(); print(thread.daemon); thread.join(); print(bool(_loaded), 'litellm' in sys.modules)"
+    )
+    run = [sys.executable, "-c", code]
+    out = subprocess.run(run, cwd=REPO, env=subprocess_env(), capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "True", "True"]
+
+
 @pytest.mark.live
 @pytest.mark.skipif(not os.environ.get("OPENAI_API_KEY"), reason="OPENAI_API_KEY is not set")
 async def test_live_openai_streams_and_prices() -> None:
