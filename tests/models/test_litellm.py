@@ -608,14 +608,14 @@ FIRST_CALLS = """
 import json, sys, time
 import anyio, httpx
 from jeeves.messages import Message, ModelRequest
-from jeeves.models import litellm as adapter
+from jeeves.models import _litellm_loading as loading, litellm as adapter
 from tests.models.mock_openai import Text, serve
 
 backend = sys.argv[1]
 assert "litellm" not in sys.modules
 warms = []
-warm = adapter._warm
-adapter._warm = lambda lm: (warms.append(1), warm(lm))
+warm = loading.warm
+loading.warm = lambda lm: (warms.append(1), warm(lm))
 gaps = []
 
 async def tick(done):
@@ -675,7 +675,7 @@ def test_first_calls_import_litellm_once_without_blocking_the_event_loop(backend
 
 def test_preload_imports_litellm_in_a_background_thread() -> None:
     code = (
-        "import sys; from jeeves.models.litellm import preload, _loaded\n"
+        "import sys; from jeeves.models.litellm import preload; from jeeves.models._litellm_loading import _loaded\n"
         "thread = preload(); print(thread.daemon); thread.join(); print(bool(_loaded), 'litellm' in sys.modules)"
     )
     run = [sys.executable, "-c", code]
