@@ -77,7 +77,7 @@ class Route(BaseModel):
 
     @field_validator("timeout_s")
     @classmethod
-    def _positive(cls, value: float) -> float:
+    def _timeout_positive(cls, value: float) -> float:
         if not value > 0:
             raise ValueError(f"timeout_s must be > 0 seconds, got {value!r}")
         return value
