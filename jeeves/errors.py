@@ -7,7 +7,7 @@ JeevesError                      root: `except jeeves.JeevesError` catches all o
 │       └── InvalidCredentials   the provider refused the key: HTTP 401 / 403 (names the variable)
 ├── ModelError                   a model call failed after retries and fallbacks
 │   ├── RateLimited              the provider said 429
-│   ├── ModelTimeout (TimeoutError)  no reply, or no streamed chunk, within the route's `timeout`
+│   ├── ModelTimeout (TimeoutError)  no reply, or no streamed chunk, within the route's `timeout_s`
 │   ├── ProviderError            5xx, connection errors, anything else from the provider
 │   └── BadResponse              the reply could not be used: an HTML page, no choices, a cut-off stream
 ├── AgentError                   a run could not produce its output
