@@ -188,6 +188,10 @@ def _serve(args: argparse.Namespace) -> int:
         from jeeves.spec.commands import spec_catalog
 
         catalog = spec_catalog(args.specs, offline=bool(args.offline))
+        if not args.offline:  # live routes: import litellm in the background while the server starts
+            from jeeves.models.litellm import preload
+
+            preload()
     return serve_demo(
         host=args.host,
         port=args.port,

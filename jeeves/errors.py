@@ -5,11 +5,12 @@ JeevesError                      root: `except jeeves.JeevesError` catches all o
 ├── UserError (ValueError)       a usage mistake by the developer: bad config, bad name, bad spec
 │   ├── UserTypeError (TypeError)  an argument of the wrong type (`max_turns="3"`, `tools=[42]`)
 │   └── MissingCredentials       a provider's API key is not set (names the variable)
+│       └── InvalidCredentials   the provider refused the key: HTTP 401 / 403 (names the variable)
 ├── ModelError                   a model call failed after retries and fallbacks
 │   ├── RateLimited              the provider said 429
-│   ├── ModelTimeout (TimeoutError)
+│   ├── ModelTimeout (TimeoutError)  no reply, or no streamed chunk, within the route's `timeout_s`
 │   ├── ProviderError            5xx, connection errors, anything else from the provider
-│   └── BadResponse              the reply could not be used (malformed body, no content)
+│   └── BadResponse              the reply could not be used: an HTML page, no choices, a cut-off stream
 ├── AgentError                   a run could not produce its output
 │   ├── MaxTurnsExceeded         the agent kept calling tools past `max_turns`
 │   ├── OutputValidationError    the reply did not fit `output_type`, even after one repair turn
@@ -34,6 +35,7 @@ __all__ = [
     "BadResponse",
     "BudgetExceeded",
     "CriticError",
+    "InvalidCredentials",
     "JeevesError",
     "JournalError",
     "MaxTurnsExceeded",
@@ -76,6 +78,19 @@ class MissingCredentials(UserError):
         self.env_var = env_var
 
 
+class InvalidCredentials(MissingCredentials):
+    """The provider refused the API key (HTTP 401 or 403): wrong, revoked, or without access.
+
+    A setup problem like a missing key, so it is a `MissingCredentials` (exit code 2 in the
+    CLI, never retried or sent to a fallback) and not a `ModelError`. `env_var` names the
+    variable the provider's key is read from; `status_code` is the provider's status.
+    """
+
+    def __init__(self, message: str, *, env_var: str | None = None, status_code: int | None = None) -> None:
+        super().__init__(message, env_var=env_var)
+        self.status_code = status_code
+
+
 class ModelError(JeevesError):
     """A model call failed after its retries and fallbacks."""
 
@@ -99,7 +114,7 @@ class RateLimited(ModelError):
 
 
 class ModelTimeout(ModelError, TimeoutError):
-    """The provider did not answer in time."""
+    """The provider did not answer, or a stream sent nothing, within the route's `timeout`."""
 
     @property
     def retryable(self) -> bool:
@@ -115,7 +130,17 @@ class ProviderError(ModelError):
 
 
 class BadResponse(ModelError):
-    """The provider answered, but the reply could not be used (malformed body, wrong shape)."""
+    """The provider answered, but the reply could not be used.
+
+    An HTML page or a body that is not a chat completion, a reply without choices, a
+    stream that closed before its finish reason. Retried like a 5xx: a proxy's error page
+    or a dropped stream is usually passing, and a truncated reply must never be taken as
+    the model's answer.
+    """
+
+    @property
+    def retryable(self) -> bool:
+        return True
 
 
 class AgentError(JeevesError):

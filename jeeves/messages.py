@@ -138,7 +138,7 @@ class ModelRequest(BaseModel):
 
     `session_id` and `role_path` say who asks (testing models route on them); they are
     not part of the request's fingerprint. `model` is filled in per attempt from the
-    route, so a fallback sees its own model name.
+    route, so a fallback sees its own model name, and `timeout_s` from the route too.
     """
 
     model_config = ConfigDict(defer_build=True)
@@ -152,6 +152,9 @@ class ModelRequest(BaseModel):
     params: dict[str, Any] = Field(default_factory=dict)
     """Provider parameters that change the output: temperature, max_tokens, seed…"""
     model: str = ""
+    timeout_s: float | None = None
+    """Longest wait for the provider (the route's `timeout_s`): for the reply, or for each
+    streamed chunk. None: the client's own default. Not part of the fingerprint."""
     session_id: str = ""
     role_path: tuple[str, ...] = ()
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import importlib
 import itertools
 import json
 import subprocess
@@ -155,3 +156,27 @@ def test_runs_without_a_journal_reads_the_demos_and_says_where_it_looked(tmp_pat
     assert out.stderr.startswith(
         "error: No journal given, and none at '.jeeves/demo.jsonl', where `"
     ) and out.stderr.endswith(" -m jeeves runs JOURNAL.\n")
+
+
+def test_serve_with_live_specs_preloads_litellm_in_the_background(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first live request then finds litellm loaded instead of waiting seconds for it."""
+    from jeeves import cli
+    from jeeves.models import litellm as adapter
+
+    serving = importlib.import_module("jeeves.server.serve")  # the module, not the function it exports
+    spec = tmp_path / "one.toml"
+    spec.write_text(
+        'instructions = "Answer."\n[models]\ndefault = "openai/gpt-4o-mini"\n[demo.script]\ndefault = ["Hi."]\n'
+    )
+    started: list[str] = []
+    monkeypatch.setattr(adapter, "preload", lambda: started.append("preload"))
+    monkeypatch.setattr(serving, "serve", lambda app, **kw: started.append("serve"))
+
+    assert cli.main(["serve", str(spec), "--port", "0"]) == 0
+    assert started == ["preload", "serve"]
+    started.clear()
+    assert cli.main(["serve", str(spec), "--offline", "--port", "0"]) == 0
+    assert cli.main(["serve", "--port", "0"]) == 0
+    assert started == ["serve", "serve"], "offline and the demo make no live call"

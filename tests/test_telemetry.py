@@ -266,8 +266,9 @@ async def test_content_is_captured_only_when_asked_and_api_keys_never() -> None:
 
 async def test_a_failing_model_call_sets_error_status_and_type(traced: Traced) -> None:
     model = ScriptedModel({"agent": [BadResponse("the provider sent half a JSON body")]})
+    route = jeeves.Route(model="scripted", client=model, retries=0)  # BadResponse is retryable
     with pytest.raises(BadResponse):
-        await jeeves.run(Agent("x"), "t", model=model, session_id="job", tracer=traced.tracer)
+        await jeeves.run(Agent("x"), "t", model=route, session_id="job", tracer=traced.tracer)
     chat = traced.named("chat scripted")
     assert chat.status.status_code == StatusCode.ERROR
     assert attrs(chat)["error.type"] == "BadResponse"
@@ -281,8 +282,9 @@ async def test_a_failing_model_call_sets_error_status_and_type(traced: Traced) -
 async def test_error_messages_go_on_spans_with_content_capture() -> None:
     traced = Traced(capture_content=True)
     model = ScriptedModel([BadResponse("the provider sent half a JSON body")])
+    route = jeeves.Route(model="scripted", client=model, retries=0)
     with pytest.raises(BadResponse):
-        await jeeves.run(Agent("x"), "t", model=model, tracer=traced.tracer)
+        await jeeves.run(Agent("x"), "t", model=route, tracer=traced.tracer)
     chat = traced.named("chat scripted")
     assert chat.status.description == "BadResponse: the provider sent half a JSON body"
     assert [e.name for e in chat.events] == ["exception"]

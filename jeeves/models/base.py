@@ -12,7 +12,10 @@ from jeeves.errors import UserError
 from jeeves.messages import ModelRequest, ModelResponse
 from jeeves.redact import mask_credentials
 
-__all__ = ["DeltaSink", "ModelClient", "Route", "client_name"]
+__all__ = ["DEFAULT_TIMEOUT_S", "DeltaSink", "ModelClient", "Route", "client_name"]
+
+DEFAULT_TIMEOUT_S = 120.0
+"""A route's `timeout_s` unless it says otherwise (litellm's own default is 6,000 s)."""
 
 DeltaSink = Callable[[str], Awaitable[None]]
 """Receives each piece of streamed text as it arrives."""
@@ -46,7 +49,7 @@ class Route(ConfigModel):
     `model` is a litellm model string ("openai/gpt-4o-mini") unless `client` is set, in
     which case it is only the display name. Each model in `[model, *fallbacks]` gets
     `1 + retries` attempts on a retryable error (rate limit, timeout, 5xx) before the next
-    one is tried; a non-retryable error (bad request, malformed reply) stops at once.
+    one is tried; a non-retryable error (bad request, refused key) stops at once.
     A bad argument (`retries=-1`, `backoff_s="1"`, a misspelt keyword) is a UserError.
     """
 
@@ -63,6 +66,10 @@ class Route(ConfigModel):
     """Extra attempts per model on retryable errors."""
     backoff_s: float = Field(default=0.5, ge=0, allow_inf_nan=False, strict=True)
     """First retry delay; doubles per attempt. A provider's Retry-After wins when larger."""
+    timeout_s: float = Field(default=DEFAULT_TIMEOUT_S, gt=0, allow_inf_nan=False, strict=True)
+    """Longest wait for the provider per attempt: for a whole reply, or, streamed, for the
+    first chunk and then between chunks (a long answer that keeps coming is not cut). Past
+    it the attempt fails as a retryable `ModelTimeout`."""
     client: Annotated[ModelClient | None, SkipValidation] = Field(default=None, exclude=True)
     """Serves this route instead of the router's client (litellm by default)."""
 

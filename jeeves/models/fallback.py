@@ -3,9 +3,11 @@
 Each model in `[route.model, *route.fallbacks]` gets `1 + route.retries` attempts. A
 retryable failure (rate limit, timeout, 5xx, dropped connection) waits and tries again,
 then moves to the next model; `on_retry` is told each time so the run can emit
-`model.retrying`. A non-retryable failure (a 400, a malformed reply) is raised at once:
-another model would not fix the request. When every model is exhausted the last error is
-raised. Text streamed by a failed attempt has already been shown; a UI that cares resets
+`model.retrying`. A non-retryable failure (a 400) is raised at once: another model would
+not fix the request; a refused key is not a `ModelError` and passes straight through.
+When every model is exhausted the last error is raised. Each attempt carries the route's
+`timeout_s` (`request.timeout_s`), which the client enforces; past it, the attempt is a
+retryable `ModelTimeout`. Text streamed by a failed attempt has already been shown; a UI that cares resets
 the node's text on `model.retrying`.
 """
 
@@ -50,9 +52,9 @@ async def complete_with_fallbacks(
     plan = _attempts(route)
     for position, (model, attempt) in enumerate(plan):
         try:
-            attempt_request = (
-                request if request.model == model else request.model_copy(update={"model": model})
-            )
+            wanted = {"model": model, "timeout_s": route.timeout_s}
+            same = (request.model, request.timeout_s) == (model, route.timeout_s)
+            attempt_request = request if same else request.model_copy(update=wanted)
             response = await client.complete(attempt_request, on_delta=on_delta)
         except ModelError as error:
             if error.model is None:

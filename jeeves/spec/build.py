@@ -181,6 +181,7 @@ class _Builder:
                 fallbacks=tuple(spec.fallbacks),
                 retries=spec.retries,
                 backoff_s=spec.backoff_s,
+                timeout_s=spec.timeout_s,
             ),
         )
 

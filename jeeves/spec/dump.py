@@ -153,6 +153,7 @@ def _route(route: Route, what: str) -> RouteSpec:
         params=dict(route.params),
         retries=route.retries,
         backoff_s=route.backoff_s,
+        timeout_s=route.timeout_s,
     )
 
 

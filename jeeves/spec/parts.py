@@ -24,6 +24,7 @@ from pydantic import (
 
 from jeeves.critics.citations import HEDGES
 from jeeves.critics.llm import REVIEW_INSTRUCTIONS
+from jeeves.models.base import DEFAULT_TIMEOUT_S
 
 __all__ = [
     "CRITIC_SPECS",
@@ -100,6 +101,8 @@ class RouteSpec(SpecModel):
     """Extra attempts per model on a retryable error (rate limit, timeout, 5xx)."""
     backoff_s: float = Field(default=0.5, ge=0)
     """First retry delay in seconds; doubles per attempt."""
+    timeout_s: float = Field(default=DEFAULT_TIMEOUT_S, gt=0)
+    """Longest wait in seconds for the provider per attempt: for the reply, or streamed, for each chunk."""
 
     @model_validator(mode="before")
     @classmethod

@@ -3,7 +3,8 @@
 It lets the litellm adapter's tests go through litellm's real HTTP code path (the
 OpenAI SDK, httpx, SSE parsing) without a network or a key. Each request to
 `/v1/chat/completions` takes the next behaviour from the script: a text reply, a tool
-call (or several), an HTTP error, or a malformed body. A request that finds the script
+call (or several), an HTTP error, a malformed body, or a fault: an HTML page with status
+200, a stream cut off before its finish reason, a server that stops sending. A request that finds the script
 empty gets a 500 and is recorded in `unexpected`, so the fixture can fail the test
 instead of letting a retry hide it.
 
@@ -28,6 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -39,11 +41,12 @@ _WORDS = re.compile(r"\s*\S+\s*")
 
 @dataclass(frozen=True)
 class Text:
-    """A text reply; streamed one word per chunk."""
+    """A text reply; streamed one word per chunk (`gap_s` apart: a slow but steady stream)."""
 
     text: str
     prompt_tokens: int = 12
     completion_tokens: int = 7
+    gap_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,34 @@ class Malformed:
 
 
 @dataclass(frozen=True)
+class Html:
+    """A 200 with an HTML page (a captive portal, a proxy's login page), whatever was asked."""
+
+    body: str = "<html><head><title>Sign in</title></head><body>Please sign in.</body></html>"
+
+
+@dataclass(frozen=True)
+class CutOff:
+    """A stream that sends the first `words` words of `text`, then closes cleanly:
+    no finish reason, no `[DONE]`, as when a proxy drops the upstream connection."""
+
+    text: str
+    words: int = 2
+
+
+@dataclass(frozen=True)
+class Hang:
+    """Accept the request, then send nothing more until the client goes away.
+
+    Streamed, the reply's headers and the first `words` words of `text` go out first (a
+    stream that stalls mid-answer); otherwise nothing is sent at all (a hung server).
+    """
+
+    text: str = ""
+    words: int = 0
+
+
+@dataclass(frozen=True)
 class Calls:
     """Several tool calls in one reply (parallel delegations, say), after optional text."""
 
@@ -85,7 +116,7 @@ class Calls:
     completion_tokens: int = 9
 
 
-Behaviour = Text | Tool | Calls | Fail | Malformed
+Behaviour = Text | Tool | Calls | Fail | Malformed | Html | CutOff | Hang
 Responder = Callable[[dict[str, Any]], Behaviour]
 """Decides a reply from a request's JSON body."""
 _Reply = Text | Tool | Calls
@@ -227,10 +258,24 @@ class MockOpenAI:
                 return JSONResponse({"error": {"message": f"responder failed: {exc!r}"}}, status_code=500)
         if behaviour is None:
             return JSONResponse({"error": {"message": "mock script is empty"}}, status_code=500)
-        return self._respond(behaviour, body)
+        return await self._respond(behaviour, body, request)
 
-    def _respond(self, behaviour: Behaviour, body: dict[str, Any]) -> Response:
+    async def _respond(self, behaviour: Behaviour, body: dict[str, Any], request: Request) -> Response:
         model = str(body.get("model", ""))
+        if isinstance(behaviour, Html):
+            return Response(behaviour.body, media_type="text/html")
+        if isinstance(behaviour, CutOff | Hang) and body.get("stream"):
+            events = _stream_events(Text(behaviour.text), model)
+            first = [
+                next(events) for _ in range(1 + min(behaviour.words, len(_WORDS.findall(behaviour.text))))
+            ]
+            stall = isinstance(behaviour, Hang)
+            return StreamingResponse(_then_stall(first, stall=stall), media_type="text/event-stream")
+        if isinstance(behaviour, Hang):
+            await _until_disconnected(request)
+            return Response(status_code=499)
+        if isinstance(behaviour, CutOff):
+            raise ValueError("CutOff is a streamed behaviour; use Malformed for a whole reply")
         if isinstance(behaviour, Fail) and behaviour.raw is not None:
             return Response(behaviour.raw, behaviour.status, behaviour.headers, media_type="text/html")
         if isinstance(behaviour, Fail):
@@ -241,20 +286,38 @@ class MockOpenAI:
                 return StreamingResponse(_once(f"data: {behaviour.body}\n\n"), media_type="text/event-stream")
             return Response(behaviour.body, media_type="application/json")
         if body.get("stream"):
-            return StreamingResponse(_aiter(_stream_events(behaviour, model)), media_type="text/event-stream")
+            gap_s = behaviour.gap_s if isinstance(behaviour, Text) else 0.0
+            events = _aiter(_stream_events(behaviour, model), gap_s)
+            return StreamingResponse(events, media_type="text/event-stream")
         return JSONResponse(_completion(behaviour, model))
 
     def app(self) -> Starlette:
         return Starlette(routes=[Route("/v1/chat/completions", self._chat, methods=["POST"])])
 
 
-async def _aiter(events: Iterator[str]) -> AsyncIterator[str]:
+async def _aiter(events: Iterator[str], gap_s: float = 0.0) -> AsyncIterator[str]:
     for event in events:
         yield event
+        if gap_s:
+            await anyio.sleep(gap_s)
 
 
 async def _once(event: str) -> AsyncIterator[str]:
     yield event
+
+
+async def _then_stall(events: list[str], *, stall: bool) -> AsyncIterator[str]:
+    """`events`, then (when `stall`) nothing until starlette cancels us as the client leaves."""
+    for event in events:
+        yield event
+    if stall:
+        await anyio.sleep_forever()
+
+
+async def _until_disconnected(request: Request) -> None:
+    """Wait, sending nothing, until the client closes the connection (the body is already read)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
 
 
 @contextmanager
@@ -265,7 +328,9 @@ def serve(responder: Responder | None = None) -> Iterator[MockOpenAI]:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(mock.app(), log_level="warning", lifespan="off", access_log=False)
+    config = uvicorn.Config(
+        mock.app(), log_level="warning", lifespan="off", access_log=False, timeout_graceful_shutdown=2
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

@@ -62,14 +62,34 @@ async def test_retryable_errors_retry_then_fall_back_with_notices() -> None:
 
 
 async def test_a_non_retryable_error_stops_at_once() -> None:
-    model = ScriptedModel([BadResponse("garbled"), "never used"])
+    model = ScriptedModel([ProviderError("unknown parameter", status_code=400), "never used"])
     route = Route(model="a", fallbacks=("b",), retries=3, backoff_s=0)
 
-    with pytest.raises(BadResponse) as caught:
+    with pytest.raises(ProviderError) as caught:
         await complete_with_fallbacks(model, route, REQUEST)
 
     assert caught.value.model == "a", "the failing model is filled in"
     assert len(model.requests) == 1
+
+
+async def test_a_bad_response_is_retried_then_falls_back() -> None:
+    """An unusable reply (a proxy's page, a cut-off stream) is usually passing: tried again."""
+    model = ScriptedModel([BadResponse("an HTML page"), BadResponse("cut off"), "ok"])
+    route = Route(model="a", fallbacks=("b",), retries=1, backoff_s=0)
+
+    response, fell_back = await complete_with_fallbacks(model, route, REQUEST)
+
+    assert (response.text, fell_back) == ("ok", True)
+    assert [r.model for r in model.requests] == ["a", "a", "b"]
+
+
+async def test_each_attempt_carries_the_routes_timeout() -> None:
+    model = ScriptedModel([ModelTimeout("slow"), "ok"])
+    route = Route(model="a", fallbacks=("b",), retries=0, timeout_s=4.5)
+
+    await complete_with_fallbacks(model, route, REQUEST)
+
+    assert [(r.model, r.timeout_s) for r in model.requests] == [("a", 4.5), ("b", 4.5)]
 
 
 async def test_a_client_error_status_is_not_retried() -> None:

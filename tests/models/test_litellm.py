@@ -14,20 +14,38 @@ import anyio
 import anyio.lowlevel
 import pytest
 
+import jeeves
+from jeeves.agent import Agent
 from jeeves.errors import (
     BadResponse,
+    InvalidCredentials,
     MissingCredentials,
     ModelError,
     ModelTimeout,
     ProviderError,
     RateLimited,
+    UserError,
 )
 from jeeves.messages import Message, ModelRequest, ToolCall, ToolSpec
-from jeeves.models.base import Route
+from jeeves.models.base import DEFAULT_TIMEOUT_S, Route
 from jeeves.models.fallback import complete_with_fallbacks
 from jeeves.models.litellm import LiteLLMClient, _litellm, map_litellm_error
+from jeeves.models.router import Router
 from tests.conftest import REPO, subprocess_env
-from tests.models.mock_openai import Calls, Fail, Malformed, MockOpenAI, Text, Tool, serve
+from tests.memory_journal import DictJournal
+from tests.models.mock_openai import (
+    Behaviour,
+    Calls,
+    CutOff,
+    Fail,
+    Hang,
+    Html,
+    Malformed,
+    MockOpenAI,
+    Text,
+    Tool,
+    serve,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -232,27 +250,68 @@ NO_CHOICES = '{"id": "x", "object": "chat.completion"}'
     [(True, CUT_SHORT), (False, CUT_SHORT), (True, ""), (False, ""), (False, NO_CHOICES)],
     ids=["streamed-cut-short", "whole-cut-short", "streamed-empty", "whole-empty", "whole-no-choices"],
 )
-async def test_a_malformed_body_is_a_bad_response(
+async def test_a_malformed_body_is_a_bad_response_retried_per_the_route(
     mock: MockOpenAI, client: LiteLLMClient, stream: bool, body: str
 ) -> None:
-    mock.script(Malformed(body))
-    route = Route(model=PRICED, retries=2, backoff_s=0)
+    mock.script(Malformed(body), Malformed(body))
+    route = Route(model=PRICED, retries=1, backoff_s=0)
 
     with pytest.raises(BadResponse, match="gpt-4o-mini") as caught:
         await complete_with_fallbacks(client, route, ask(), on_delta=Deltas() if stream else None)
 
-    assert len(mock.requests) == 1, "a malformed reply is not retried"
-    assert caught.value.__cause__ is not None
+    assert len(mock.requests) == 2, "a malformed reply is retried like a 5xx"
+    assert caught.value.__cause__ is not None or not stream
     assert caught.value.model == PRICED
 
 
-async def test_a_stream_without_choices_is_an_empty_reply(mock: MockOpenAI, client: LiteLLMClient) -> None:
-    """litellm itself fills a choice-less stream in with an empty reply (and estimated usage)."""
-    mock.script(Malformed(NO_CHOICES))
+@pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
+async def test_an_html_page_with_status_200_is_a_bad_response(
+    mock: MockOpenAI, client: LiteLLMClient, stream: bool
+) -> None:
+    mock.script(Html(), Html())
+    route = Route(model=PRICED, retries=1, backoff_s=0)
 
-    response = await client.complete(ask(), on_delta=Deltas())
+    with pytest.raises(BadResponse, match="gpt-4o-mini"):
+        await complete_with_fallbacks(client, route, ask(), on_delta=Deltas() if stream else None)
 
-    assert (response.text, response.tool_calls, response.usage.model_calls) == ("", [], 1)
+    assert len(mock.requests) == 2
+
+
+UNUSABLE = {
+    "html-page": Html(),
+    "no-choices": Malformed(NO_CHOICES),
+    "cut-before-finish": CutOff("def add(a, b):\n    return a + b", words=3),
+}
+
+
+@pytest.mark.parametrize("reply", list(UNUSABLE.values()), ids=list(UNUSABLE))
+async def test_an_unusable_reply_is_a_retried_bad_response_never_a_completed_step(
+    mock: MockOpenAI, reply: Behaviour
+) -> None:
+    """A 200 that cannot be the model's answer (an HTML page, no choices, a stream closed
+    before its finish reason) fails the step; it is never a short draft a critic approves."""
+    mock.script(reply, reply)
+    client = LiteLLMClient(api_base=mock.base_url, api_key="test-key")
+    router = Router({"default": Route(model=PRICED, retries=1, backoff_s=0)}, client=client)
+    journal = DictJournal()
+    agent = Agent("Write add(a, b).")
+    events: list[jeeves.Event] = []
+
+    with pytest.raises(BadResponse, match="gpt-4o-mini"):
+        async with jeeves.stream(agent, "Go.", router=router, journal=journal, session_id="s") as run:
+            async for event in run:
+                events.append(event)
+            await run.result()
+
+    assert len(mock.requests) == 2, "retried once, as the route says"
+    assert [e.type for e in events if e.type.startswith("model.") and e.type != "model.delta"] == [
+        "model.retrying"
+    ]
+    assert not any(e.type == "model.completed" for e in events)
+    steps = [await journal.get_step("s", i) for i in await journal.step_indices("s")]
+    assert [(step.kind, step.result, step.error["type"]) for step in steps if step] == [
+        ("model", None, "BadResponse")
+    ]
 
 
 @pytest.mark.parametrize(("status", "kind"), [(429, RateLimited), (502, ProviderError)])
@@ -383,6 +442,101 @@ async def test_a_silent_server_is_a_timeout() -> None:
     assert isinstance(caught.value, TimeoutError)
 
 
+class Notices:
+    def __init__(self) -> None:
+        self.errors: list[ModelError] = []
+
+    async def __call__(
+        self, failed: str, following: str, attempt: int, error: ModelError, delay: float
+    ) -> None:
+        self.errors.append(error)
+
+
+HUNG = {
+    "hung-server": (Hang(), False),
+    "stream-stalls-mid-answer": (Hang("one two three four", words=2), True),
+}
+
+
+@pytest.mark.parametrize(("fault", "stream"), list(HUNG.values()), ids=list(HUNG))
+async def test_a_call_that_never_ends_is_cut_at_the_routes_timeout_and_retried(
+    mock: MockOpenAI, client: LiteLLMClient, fault: Behaviour, stream: bool
+) -> None:
+    mock.script(fault, fault)
+    route = Route(model=PRICED, retries=1, backoff_s=0, timeout_s=0.3)
+    notices, deltas = Notices(), Deltas()
+
+    with anyio.fail_after(30):  # stops, not hangs
+        with pytest.raises(ModelTimeout, match=r"sent nothing for 0\.3 s") as caught:
+            await complete_with_fallbacks(
+                client, route, ask(), on_delta=deltas if stream else None, on_retry=notices
+            )
+
+    assert len(mock.requests) == 2
+    assert [type(e) for e in notices.errors] == [ModelTimeout]
+    assert caught.value.retryable and isinstance(caught.value, TimeoutError)
+    assert "".join(deltas.pieces) == ("one two " * 2 if stream else "")
+
+
+async def test_a_stream_that_keeps_sending_is_not_cut_by_its_total_length(
+    mock: MockOpenAI, client: LiteLLMClient
+) -> None:
+    """The timeout bounds each wait for the provider, not the whole answer."""
+    mock.script(Text("a b c d e f g h", gap_s=0.15))
+    route = Route(model=PRICED, retries=0, timeout_s=1.0)
+
+    response, _ = await complete_with_fallbacks(client, route, ask(), on_delta=Deltas())
+
+    assert response.text == "a b c d e f g h"
+
+
+@pytest.mark.parametrize(
+    ("given", "sent"),
+    [({}, DEFAULT_TIMEOUT_S), ({"timeout_s": 7.5}, 7.5), ({"timeout_s": 7.5, "params": {"timeout": 9}}, 9.0)],
+    ids=["default", "route", "params-win"],
+)
+async def test_the_timeout_is_sent_to_litellm(
+    monkeypatch: pytest.MonkeyPatch, given: dict[str, Any], sent: float
+) -> None:
+    seen: list[dict[str, Any]] = []
+
+    async def acompletion(**kwargs: Any) -> None:
+        seen.append(kwargs)
+        raise _litellm().RateLimitError("stop here", "openai", "m")
+
+    monkeypatch.setattr(_litellm(), "acompletion", acompletion)
+    route = Route(model=PRICED, retries=0, params=given.pop("params", {}), **given)
+    request = ask(params=dict(route.params))
+
+    with pytest.raises(RateLimited):
+        await complete_with_fallbacks(LiteLLMClient(api_key="k"), route, request)
+
+    assert seen[0]["timeout"] == sent
+
+
+def test_a_routes_timeout_is_finite_by_default_and_positive() -> None:
+    assert Route(model=PRICED).timeout_s == DEFAULT_TIMEOUT_S == 120.0
+    with pytest.raises(UserError, match=r"timeout_s=0: should be greater than 0"):
+        Route(model=PRICED, timeout_s=0)
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
+@pytest.mark.parametrize("status", [401, 403])
+async def test_a_refused_key_is_invalid_credentials_naming_the_variable_and_not_retried(
+    mock: MockOpenAI, client: LiteLLMClient, status: int, stream: bool
+) -> None:
+    mock.script(Fail(status, message="Incorrect API key provided: test-key."))
+    route = Route(model=PRICED, fallbacks=("openai/gpt-4o",), retries=2, backoff_s=0)
+
+    with pytest.raises(InvalidCredentials, match="OPENAI_API_KEY") as caught:
+        await complete_with_fallbacks(client, route, ask(), on_delta=Deltas() if stream else None)
+
+    assert isinstance(caught.value, MissingCredentials), "the CLI's exit 2, like a missing key"
+    assert (caught.value.env_var, caught.value.status_code) == ("OPENAI_API_KEY", status)
+    assert "'openai/gpt-4o-mini' refused the API key" in str(caught.value)
+    assert len(mock.requests) == 1, "no retry, no fallback"
+
+
 async def test_a_refused_connection_is_a_retryable_provider_error() -> None:
     with socket.create_server(("127.0.0.1", 0)) as closed:
         port = closed.getsockname()[1]
@@ -426,7 +580,7 @@ async def test_cancelling_mid_stream_leaves_the_caller_working(
 @pytest.mark.parametrize(
     ("make", "kind", "status", "retryable"),
     [
-        (lambda lm: lm.AuthenticationError("bad key", "openai", "m"), ProviderError, 401, False),
+        (lambda lm: lm.AuthenticationError("bad key", "openai", "m"), InvalidCredentials, 401, False),
         (lambda lm: lm.ContextWindowExceededError("too long", "m", "openai"), ProviderError, 400, False),
         (lambda lm: lm.Timeout("slow", "m", "openai"), ModelTimeout, None, True),
         (lambda lm: lm.RateLimitError("slow down", "openai", "m"), RateLimited, 429, True),
@@ -439,8 +593,8 @@ def test_map_litellm_error(make: Any, kind: type[ModelError], status: int | None
 
     assert type(error) is kind
     assert error.status_code == status
-    assert error.retryable is retryable
-    assert error.model == "openai/m"
+    assert getattr(error, "retryable", False) is retryable
+    assert getattr(error, "model", "openai/m") == "openai/m"
     assert "'openai/m'" in str(error)
 
 
@@ -449,6 +603,85 @@ def test_importing_the_adapter_does_not_import_litellm() -> None:
     run = [sys.executable, "-c", code]
     result = subprocess.run(run, cwd=REPO, env=subprocess_env(), capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
+
+
+FIRST_CALLS = """
+import json, sys, time
+import anyio, httpx
+from jeeves.messages import Message, ModelRequest
+from jeeves.models import _litellm_loading as loading, litellm as adapter
+from tests.models.mock_openai import Text, serve
+
+backend = sys.argv[1]
+assert "litellm" not in sys.modules
+warms = []
+warm = loading.warm
+loading.warm = lambda lm: (warms.append(1), warm(lm))
+gaps = []
+
+async def tick(done):
+    last = time.perf_counter()
+    while not done.is_set():
+        await anyio.sleep(0.005)
+        now = time.perf_counter()
+        gaps.append(now - last)
+        last = now
+
+async def first_calls(base_url):
+    client = adapter.LiteLLMClient(api_base=base_url, api_key="test-key")
+    ask = lambda: ModelRequest(messages=[Message.user("Hi.")], model="openai/gpt-4o-mini")
+    async def sink(text):
+        pass
+    async def call(on_delta):
+        if backend == "trio":  # litellm itself is asyncio-only: trio shares the import alone
+            await adapter.load_litellm()
+        else:
+            await client.complete(ask(), on_delta=on_delta)
+    done = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(tick, done)
+        async with anyio.create_task_group() as calls:
+            calls.start_soon(call, sink)
+            calls.start_soon(call, None)
+        done.set()
+
+with serve() as mock:
+    httpx.post(mock.base_url + "/chat/completions", json={})  # the mock's own first request
+    mock.reset()
+    mock.script(Text("Hello."), Text("Hello."))
+    start = time.perf_counter()
+    anyio.run(first_calls, mock.base_url, backend=backend)
+    took = time.perf_counter() - start
+    print(json.dumps({"took": took, "max_gap": max(gaps), "ticks": len(gaps), "warms": len(warms),
+                      "requests": len(mock.requests)}))
+"""
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_first_calls_import_litellm_once_without_blocking_the_event_loop(backend: str) -> None:
+    """In a fresh process, two concurrent first calls share one import, made in a worker
+    thread: a task ticking every 5 ms keeps ticking the whole time. Imported on the loop,
+    the longest gap would be the import itself, seconds, nearly all of the time taken; off
+    it, the gaps are the GIL's and the machine's (tens of milliseconds when idle)."""
+    run = [sys.executable, "-c", FIRST_CALLS, backend]
+    out = subprocess.run(run, cwd=REPO, env=subprocess_env(), capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    probe = json.loads(out.stdout.splitlines()[-1])
+
+    assert probe["warms"] == 1, "concurrent first calls share one import"
+    assert probe["requests"] == (2 if backend == "asyncio" else 0)
+    assert probe["max_gap"] < probe["took"] / 4, f"the event loop stalled: {probe}"
+    assert probe["ticks"] > 10 * probe["took"], f"the event loop hardly ran: {probe}"
+
+
+def test_preload_imports_litellm_in_a_background_thread() -> None:
+    code = (
+        "import sys; from jeeves.models.litellm import preload; from jeeves.models._litellm_loading import _loaded\n"
+        "thread = preload(); print(thread.daemon); thread.join(); print(bool(_loaded), 'litellm' in sys.modules)"
+    )
+    run = [sys.executable, "-c", code]
+    out = subprocess.run(run, cwd=REPO, env=subprocess_env(), capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "True", "True"]
 
 
 @pytest.mark.live

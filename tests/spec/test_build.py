@@ -160,6 +160,18 @@ def test_model_overrides_win_over_the_spec() -> None:
     }
 
 
+def test_a_routes_timeout_comes_from_the_spec_with_a_finite_default() -> None:
+    _, router = built(
+        {
+            "instructions": "x",
+            "models": {"default": "openai/gpt-4o-mini", "agent": {"model": "m", "timeout_s": 30}},
+        }
+    )
+    assert {k: r.timeout_s for k, r in router.routes.items()} == {"default": 120.0, "agent": 30.0}
+    with pytest.raises(UserError, match="timeout_s"):
+        built({"instructions": "x", "models": {"agent": {"model": "m", "timeout_s": 0}}})
+
+
 def test_offline_needs_a_demo_script() -> None:
     with pytest.raises(UserError, match=r"has no \[demo\] script, so it cannot run offline"):
         built({"instructions": "x"}, offline=True)

@@ -261,7 +261,7 @@ def test_research_team_delegates_and_runs_its_tool_over_http(mock: MockOpenAI) -
     assert all(float(line.rsplit("$", 1)[1]) > 0 for line in lines[1:])
 
 
-def test_a_provider_error_is_one_line_exit_1_and_the_journal_keeps_the_steps_done(
+def test_a_refused_key_is_one_line_exit_2_and_the_journal_keeps_the_steps_done(
     mock: MockOpenAI, tmp_path: Path
 ) -> None:
     journal = tmp_path / "runs.jsonl"
@@ -269,13 +269,13 @@ def test_a_provider_error_is_one_line_exit_1_and_the_journal_keeps_the_steps_don
     mock.script(first_draft, first_review, Fail(401, message="Incorrect API key provided: sk-test."))
     out = codegen_run("--journal", str(journal), env=env_for(mock.base_url))
 
-    assert out.returncode == 1
+    assert out.returncode == 2, "a refused key is set-up, like a missing one"
     assert mock.models == ["gpt-4o-mini", "gpt-4o", "gpt-4o-mini"], "a 401 is not retried"
     error, saved, resume = out.stderr.splitlines()
     assert "Traceback" not in out.stderr + out.stdout
-    assert error.startswith("error: the run failed: ProviderError: Model 'openai/gpt-4o-mini' failed (")
+    assert error.startswith("error: Model 'openai/gpt-4o-mini' refused the API key (401: ")
     assert "Incorrect API key provided: sk-test." in error
-    assert error.endswith("; check the provider's API key and its access to this model.")
+    assert "; check OPENAI_API_KEY (or the api_key given to the route) and its access to this model" in error
     assert saved == f"The steps it completed are in {journal}; once fixed, resume without repeating them:"
     command = shlex.join(
         ["run", CODEGEN, TASK, *(f"--model={m}" for m in ASYMMETRIC[1::2])]
@@ -314,6 +314,20 @@ def test_server_errors_on_every_fallback_are_one_line_exit_1(mock: MockOpenAI, t
     assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr + out.stdout
     assert out.stderr.startswith("error: the run failed: ProviderError: Model 'openai/gpt-4o' failed (")
     assert out.stderr.endswith("; the provider failed; retry later or add a fallback.\n")
+
+
+def test_a_refused_key_without_a_journal_is_one_line_naming_the_variable(
+    mock: MockOpenAI, tmp_path: Path
+) -> None:
+    spec = tmp_path / "one.toml"
+    spec.write_text(f'instructions = "Answer."\n[models]\ndefault = {{ model = "{MINI}", retries = 2 }}\n')
+    mock.script(Fail(403, message="This key has no access to gpt-4o-mini."))
+    out = jeeves("run", str(spec), "Say hi.", env=env_for(mock.base_url))
+    assert out.returncode == 2
+    assert len(mock.requests) == 1
+    assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr + out.stdout
+    assert out.stderr.startswith("error: Model 'openai/gpt-4o-mini' refused the API key (403: ")
+    assert "check OPENAI_API_KEY" in out.stderr
 
 
 def one_agent(path: Path, base_url: str | None = None) -> Path:

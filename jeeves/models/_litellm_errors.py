@@ -1,0 +1,216 @@
+"""litellm's exceptions as jeeves errors: the one place that knows litellm's exception classes.
+
+```
+timeout anywhere in the chain (ours, litellm's, httpx's)  -> ModelTimeout (retried)
+429                                                       -> RateLimited (retried, Retry-After kept)
+a 200 that is not a chat completion (HTML, no choices)    -> BadResponse (retried)
+401 / 403                                                 -> InvalidCredentials (a MissingCredentials)
+other 4xx                                                 -> ProviderError, not retried
+5xx, connection errors, anything else                     -> ProviderError, retried
+no key found before or by the provider's client          -> MissingCredentials, naming the variable
+```
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any
+
+from jeeves.errors import (
+    BadResponse,
+    InvalidCredentials,
+    MissingCredentials,
+    ModelError,
+    ModelTimeout,
+    ProviderError,
+    RateLimited,
+)
+from jeeves.models._litellm_loading import litellm_module
+
+__all__ = ["check_credentials", "credentials_error", "map_litellm_error", "unreadable"]
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """`exc` and everything it was raised from (litellm also keeps causes in `original_exception`)."""
+    found: list[BaseException] = []
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        item = todo.pop()
+        if item is not None and all(item is not seen for seen in found):
+            found.append(item)
+            todo += [item.__cause__, item.__context__, getattr(item, "original_exception", None)]
+    return found
+
+
+_UNREADABLE = ("returned 'choices'", "Empty or invalid response from LLM endpoint")
+"""How litellm says a 200's body was not a chat completion (it calls that a 500)."""
+
+
+def _malformed(exc: BaseException) -> bool:
+    """litellm reports an unreadable body as a 500; the error it came from says what it was."""
+    return any(
+        isinstance(e, json.JSONDecodeError) or any(text in str(e) for text in _UNREADABLE)
+        for e in _chain(exc)
+    )
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    """Seconds the provider asked us to wait (`retry-after-ms` or `retry-after`), if it said."""
+    response = getattr(exc, "response", None)
+    for headers in (getattr(exc, "litellm_response_headers", None), getattr(response, "headers", None)):
+        for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+            try:
+                return float(headers[name]) / scale  # type: ignore[index]
+            except (KeyError, TypeError, ValueError):  # absent, no headers, or an HTTP date
+                continue
+    return None
+
+
+_DETAIL_CHARS = 300
+"""How much of a provider's error text a message quotes (an HTML error page can be long)."""
+
+
+def _detail(exc: BaseException) -> str:
+    detail = " ".join(str(exc).split()) or type(exc).__name__
+    return detail if len(detail) <= _DETAIL_CHARS else f"{detail[: _DETAIL_CHARS - 1]}…"
+
+
+def unreadable(model: str, what: str) -> BadResponse:
+    advice = "if it persists, check that `api_base` serves this model's OpenAI-style API"
+    return BadResponse(f"Model {model!r} sent {what}; {advice}.", model=model)
+
+
+def _timed_out(model: str, timeout_s: float | None) -> ModelTimeout:
+    waited = f"sent nothing for {timeout_s:g} s" if timeout_s else "did not answer in time"
+    advice = "raise the route's `timeout_s` if the model needs longer, or add a fallback"
+    return ModelTimeout(f"Model {model!r} {waited}; {advice}.", model=model)
+
+
+def _is_timeout(exc: BaseException, lm: Any) -> bool:
+    """A timeout anywhere in the chain: ours, litellm's, the OpenAI SDK's or httpx's."""
+    import httpx  # litellm's HTTP client, loaded with it
+
+    kinds = (lm.Timeout, TimeoutError, httpx.TimeoutException)
+    return any(isinstance(e, kinds) for e in _chain(exc))
+
+
+def _key_variable(model: str) -> str:
+    """The environment variable the provider of `model` reads its key from (`OPENAI_API_KEY`)."""
+    try:
+        provider = str(litellm_module().get_llm_provider(model)[1])
+    except Exception:  # a model string litellm cannot place: name it from its prefix
+        provider = model.split("/", 1)[0] if "/" in model else "openai"
+    return f"{provider.upper().replace('-', '_')}_API_KEY"
+
+
+def _refused(exc: BaseException, model: str, status: int | None) -> InvalidCredentials:
+    var = _key_variable(model)
+    return InvalidCredentials(
+        f"Model {model!r} refused the API key ({status or 'auth'}: {_detail(exc)}); check {var} "
+        f"(or the api_key given to the route) and its access to this model.",
+        env_var=var,
+        status_code=status,
+    )
+
+
+def map_litellm_error(
+    exc: BaseException, model: str, *, timeout_s: float | None = None
+) -> ModelError | InvalidCredentials:
+    """Translate an exception from litellm into the jeeves error the retry logic understands.
+
+    Classes are checked most specific first. A timeout anywhere in the chain (`timeout_s`,
+    the limit that applied, goes in its message) is a ModelTimeout. A 200 whose body is
+    not JSON or has no choices is a BadResponse, although litellm calls it a 500. A 401 or
+    403 is InvalidCredentials, a setup problem that is not retried. Other 4xx errors
+    become ProviderErrors that are not retried; anything not recognised is a retryable
+    ProviderError with no status. The caller chains `exc`.
+    """
+    lm = litellm_module()
+    code = getattr(exc, "status_code", None)
+    status = code if isinstance(code, int) else None
+    detail = _detail(exc)
+    if _is_timeout(exc, lm):
+        return _timed_out(model, timeout_s)
+    if isinstance(exc, lm.RateLimitError):
+        error = RateLimited(
+            f"Model {model!r} is rate limited ({detail}); wait or add fallbacks.", model=model
+        )
+        error.status_code, error.retry_after = status, _retry_after(exc)  # type: ignore[attr-defined]
+        return error
+    if _malformed(exc) or isinstance(exc, lm.APIResponseValidationError):
+        return unreadable(model, f"a reply that could not be read ({detail})")
+    if isinstance(exc, lm.AuthenticationError | lm.PermissionDeniedError) or status in (401, 403):
+        return _refused(exc, model, status)
+    if isinstance(exc, lm.ContextWindowExceededError):
+        hint = "shorten the conversation or use a model with a larger context window"
+    elif isinstance(exc, lm.BadRequestError | lm.NotFoundError | lm.UnprocessableEntityError):
+        hint = "check the model name and the request's params"
+    elif isinstance(exc, lm.ServiceUnavailableError | lm.InternalServerError | lm.BadGatewayError):
+        hint = "the provider failed; retry later or add a fallback"
+    elif isinstance(exc, lm.APIConnectionError | lm.APIError):
+        hint = "the provider could not be reached or failed; check `api_base` and the network"
+    else:
+        hint, status = "litellm raised an error jeeves does not classify; see the chained exception", None
+    return ProviderError(f"Model {model!r} failed ({detail}); {hint}.", model=model, status_code=status)
+
+
+_NO_KEY = re.compile(r"missing credentials|missing \w+ api key|api_key client option must be set", re.I)
+"""How provider clients (the OpenAI SDK, litellm's own) say no key was found, before any request."""
+
+
+def _missing_keys(model: str) -> list[str]:
+    """The `*_API_KEY` variables litellm wants for `model` and cannot find.
+
+    Only `*_API_KEY` variables count: litellm also lists settings that have defaults or
+    other sources (OLLAMA_API_BASE; AWS_ACCESS_KEY_ID under an instance role).
+    """
+    try:
+        wanted = litellm_module().validate_environment(model=model)["missing_keys"]
+    except Exception:  # litellm could not tell; the call itself will find out
+        return []
+    return sorted(key for key in wanted if key.endswith("_API_KEY"))
+
+
+def _needs_key(kwargs: dict[str, Any], missing: list[str]) -> MissingCredentials:
+    """MissingCredentials naming `missing`; it says a key is needed even when the server is elsewhere."""
+    bases = [f"{key.removesuffix('_API_KEY')}{end}" for key in missing for end in ("_API_BASE", "_BASE_URL")]
+    elsewhere = bool(kwargs.get("api_base")) or any(os.environ.get(name) for name in bases)
+    note = " (a key is sent to a custom api_base too; any value will do for a server that checks none)"
+    return MissingCredentials(
+        f"Model {kwargs['model']!r} needs {' or '.join(missing)} set in the environment"
+        f"{note if elsewhere else ''}; set it, or pass api_key= to LiteLLMClient.",
+        env_var=missing[0],
+    )
+
+
+def _has_key(kwargs: dict[str, Any]) -> bool:
+    return bool(kwargs.get("api_key") or litellm_module().api_key)
+
+
+def check_credentials(kwargs: dict[str, Any]) -> None:
+    """Name a missing key variable now, rather than after a round trip that ends in a 401.
+
+    A key given to the call, or set as `litellm.api_key`, skips the check, and so does an
+    `api_base`: a server of one's own may need no key. If its client wants one anyway,
+    `_credentials_error` names the variable when the call fails.
+    """
+    if _has_key(kwargs) or kwargs.get("api_base"):
+        return
+    missing = _missing_keys(kwargs["model"])
+    if missing:
+        raise _needs_key(kwargs, missing)
+
+
+def credentials_error(exc: BaseException, kwargs: dict[str, Any]) -> MissingCredentials | None:
+    """MissingCredentials when the call failed because no key was found (not an HTTP error).
+
+    litellm reports the OpenAI SDK's "Missing credentials" as an InternalServerError, which
+    would be retried and blamed on the provider; it is a setup problem like a missing key
+    found before the call.
+    """
+    if _has_key(kwargs) or not any(_NO_KEY.search(str(e)) for e in _chain(exc)):
+        return None
+    missing = _missing_keys(kwargs["model"])
+    return _needs_key(kwargs, missing) if missing else None
