@@ -41,13 +41,14 @@ from jeeves.runner import RunResult, RunStream, replay, run, stream
 from jeeves.tools import Tool, tool
 
 if TYPE_CHECKING:
-    from jeeves.architectures import ActorCritic, SelfRefine, Supervisor
+    from jeeves.architectures import ActorCritic, PlanExecute, SelfRefine, Supervisor
     from jeeves.critics import CitationCritic, CodeCritic, LLMCritic, Verdict
     from jeeves.replay import JSONLJournal, SQLiteJournal
 
 # Imported on first use, so `import jeeves` pays for the kernel only.
 _LAZY = {
     "ActorCritic": "jeeves.architectures",
+    "PlanExecute": "jeeves.architectures",
     "SelfRefine": "jeeves.architectures",
     "Supervisor": "jeeves.architectures",
     "CitationCritic": "jeeves.critics",
@@ -101,6 +102,7 @@ __all__ = [
     "ModelTimeout",
     "Output",
     "OutputValidationError",
+    "PlanExecute",
     "ProviderError",
     "RateLimited",
     "ReplayDivergence",

@@ -31,6 +31,8 @@ __all__ = [
     "ModelDelta",
     "ModelRetrying",
     "OutputRetrying",
+    "PlanDecided",
+    "PlanVerified",
     "Refinement",
     "RoundStarted",
     "SessionCompleted",
@@ -245,6 +247,32 @@ class DelegationRejected(BaseEvent):
     tool_call_id: str = ""
 
 
+class PlanVerified(BaseEvent):
+    """The plan critic checked a plan before anything ran: ok, or a typed refusal."""
+
+    type: Literal["plan.verified"] = "plan.verified"
+    attempt: int
+    """The attempt (`{id}__plan_{attempt}`) whose plan was checked."""
+    plan_id: str
+    ok: bool
+    kind: str | None = None
+    """The refusal kind: violates_decision_spec, loop_guard, approval_mode_mismatch, missing_evidence, budget_exceeded."""
+    reasons: list[str] = Field(default_factory=list)
+    offending_step: str | None = None
+
+
+class PlanDecided(BaseEvent):
+    """After verify or after score, the plan critic decided what happens next."""
+
+    type: Literal["plan.decided"] = "plan.decided"
+    attempt: int
+    phase: Literal["verify", "execute", "score"]
+    decision: Literal["accept", "retry", "replan", "escalate"]
+    status: str
+    """The report's status: completed, refused_by_critic or partial."""
+    rationale: str
+
+
 Event = Annotated[
     SessionStarted
     | SessionCompleted
@@ -262,7 +290,9 @@ Event = Annotated[
     | CriticFailed
     | DelegationStarted
     | DelegationCompleted
-    | DelegationRejected,
+    | DelegationRejected
+    | PlanVerified
+    | PlanDecided,
     Field(discriminator="type"),
 ]
 """Any jeeves event; `event.type` tells which."""

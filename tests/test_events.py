@@ -54,6 +54,21 @@ SAMPLES: dict[str, dict[str, object]] = {
     "delegation.started": {"worker": "coder", "child_session_id": "r__coder_0", "instructions": "do"},
     "delegation.completed": {"worker": "coder", "child_session_id": "r__coder_0", "output": "ok"},
     "delegation.rejected": {"worker": "nobody", "reason": "unknown worker"},
+    "plan.verified": {
+        "attempt": 0,
+        "plan_id": "p",
+        "ok": False,
+        "kind": "missing_evidence",
+        "reasons": ["step '1' requires 'order_record' evidence and pins none"],
+        "offending_step": "1",
+    },
+    "plan.decided": {
+        "attempt": 0,
+        "phase": "verify",
+        "decision": "replan",
+        "status": "refused_by_critic",
+        "rationale": "refused before execution",
+    },
 }
 
 

@@ -31,6 +31,7 @@ from typing import Any, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field
 
 from jeeves.critics.verdict import Verdict
+from jeeves.tools import APPROVAL_MODES, ApprovalMode
 
 __all__ = [
     "APPROVAL_MODES",
@@ -51,10 +52,6 @@ __all__ = [
     "score",
     "verify",
 ]
-
-ApprovalMode = Literal["read_only", "local_write", "network", "delegated", "destructive"]
-"""How much a tool can change the world, least first."""
-APPROVAL_MODES: tuple[ApprovalMode, ...] = ("read_only", "local_write", "network", "delegated", "destructive")
 
 RefusalKind = Literal[
     "violates_decision_spec", "loop_guard", "approval_mode_mismatch", "missing_evidence", "budget_exceeded"
