@@ -17,6 +17,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from jeeves.findings import Finding
 from jeeves.messages import ToolCall, Usage
 
 __all__ = [
@@ -196,6 +197,8 @@ class Critique(BaseEvent):
     """How the verdict was obtained: schema, repaired, fallback, or function (code critics)."""
     source: str = ""
     """Which critic (or critics, comma-separated) gave it."""
+    findings: list[Finding] = Field(default_factory=list)
+    """The verdict's structured findings (rule id, path, severity, fix), when it has any."""
 
 
 class Refinement(BaseEvent):
