@@ -42,7 +42,7 @@ from jeeves.runner import RunResult, RunStream, replay, run, stream
 from jeeves.tools import Tool, tool
 
 if TYPE_CHECKING:
-    from jeeves.architectures import ActorCritic, Goal, SelfRefine, Supervisor
+    from jeeves.architectures import ActorCritic, Goal, PlanExecute, SelfRefine, Supervisor
     from jeeves.critics import CitationCritic, CodeCritic, LLMCritic, Verdict, Watchdog
     from jeeves.replay import JSONLJournal, SQLiteJournal
 
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "ActorCritic": "jeeves.architectures",
     "Goal": "jeeves.architectures",
+    "PlanExecute": "jeeves.architectures",
     "SelfRefine": "jeeves.architectures",
     "Supervisor": "jeeves.architectures",
     "CitationCritic": "jeeves.critics",
@@ -106,6 +107,7 @@ __all__ = [
     "ModelTimeout",
     "Output",
     "OutputValidationError",
+    "PlanExecute",
     "ProviderError",
     "RateLimited",
     "ReplayDivergence",

@@ -17,6 +17,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from jeeves.findings import Finding
 from jeeves.messages import ToolCall, Usage
 
 __all__ = [
@@ -31,6 +32,8 @@ __all__ = [
     "ModelDelta",
     "ModelRetrying",
     "OutputRetrying",
+    "PlanDecided",
+    "PlanVerified",
     "Refinement",
     "RoundStarted",
     "SessionCompleted",
@@ -196,6 +199,8 @@ class Critique(BaseEvent):
     """How the verdict was obtained: schema, repaired, fallback, or function (code critics)."""
     source: str = ""
     """Which critic (or critics, comma-separated) gave it."""
+    findings: list[Finding] = Field(default_factory=list)
+    """The verdict's structured findings (rule id, path, severity, fix), when it has any."""
 
 
 class Refinement(BaseEvent):
@@ -279,6 +284,32 @@ class SteeringInjected(BaseEvent):
     message: str
 
 
+class PlanVerified(BaseEvent):
+    """The plan critic checked a plan before anything ran: ok, or a typed refusal."""
+
+    type: Literal["plan.verified"] = "plan.verified"
+    attempt: int
+    """The attempt (`{id}__plan_{attempt}`) whose plan was checked."""
+    plan_id: str
+    ok: bool
+    kind: str | None = None
+    """The refusal kind: violates_decision_spec, loop_guard, approval_mode_mismatch, missing_evidence, budget_exceeded."""
+    reasons: list[str] = Field(default_factory=list)
+    offending_step: str | None = None
+
+
+class PlanDecided(BaseEvent):
+    """After verify or after score, the plan critic decided what happens next."""
+
+    type: Literal["plan.decided"] = "plan.decided"
+    attempt: int
+    phase: Literal["verify", "execute", "score"]
+    decision: Literal["accept", "retry", "replan", "escalate"]
+    status: str
+    """The report's status: completed, refused_by_critic or partial."""
+    rationale: str
+
+
 Event = Annotated[
     SessionStarted
     | SessionCompleted
@@ -298,7 +329,9 @@ Event = Annotated[
     | DelegationCompleted
     | DelegationRejected
     | WatchdogVerdictEvent
-    | SteeringInjected,
+    | SteeringInjected
+    | PlanVerified
+    | PlanDecided,
     Field(discriminator="type"),
 ]
 """Any jeeves event; `event.type` tells which."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any, get_type_hints, overload
+from typing import Any, Literal, get_type_hints, overload
 
 import anyio
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
@@ -23,7 +23,12 @@ from jeeves.errors import UserError, UserTypeError
 from jeeves.ids import validate_name
 from jeeves.messages import ToolSpec
 
-__all__ = ["Tool", "ToolOutcome", "tool"]
+__all__ = ["APPROVAL_MODES", "ApprovalMode", "Tool", "ToolOutcome", "tool"]
+
+ApprovalMode = Literal["read_only", "local_write", "network", "delegated", "destructive"]
+"""How much a tool can change the world, least first: reads only; writes local state; talks to
+other systems; hands work to another agent; cannot be undone (a payment, a deletion)."""
+APPROVAL_MODES: tuple[ApprovalMode, ...] = ("read_only", "local_write", "network", "delegated", "destructive")
 
 _ANY: TypeAdapter[Any] = TypeAdapter(Any, config=ConfigDict(defer_build=True))
 
@@ -81,13 +86,25 @@ class Tool:
     """A function the model may call. Build one with `@tool` or `Tool(fn)`."""
 
     def __init__(
-        self, function: Callable[..., Any], *, name: str | None = None, description: str | None = None
+        self,
+        function: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        approval: ApprovalMode | None = None,
     ) -> None:
         if not callable(function) or isinstance(function, type):
             raise UserTypeError(
                 f"Tool needs a typed function, got {short_repr(function)}; pass a def or async def."
             )
+        if approval is not None and approval not in APPROVAL_MODES:
+            raise UserError(
+                f"Tool approval mode {approval!r} is not one of {', '.join(APPROVAL_MODES)}; "
+                f"say how much the tool can change, e.g. approval='read_only'."
+            )
         self.function = function
+        self.approval = approval
+        """The tool's approval mode; None when not said (plan checks read it as `local_write`)."""
         self.name = validate_name(name or getattr(function, "__name__", ""), what="tool")
         if description is not None:
             check_str(description, name=f"Tool {self.name!r} description")
@@ -142,18 +159,23 @@ def tool(function: Callable[..., Any], /) -> Tool: ...
 
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None
+    *, name: str | None = None, description: str | None = None, approval: ApprovalMode | None = None
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
 def tool(
-    function: Callable[..., Any] | None = None, /, *, name: str | None = None, description: str | None = None
+    function: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    approval: ApprovalMode | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
-    """Make a Tool of a typed function: `@tool` or `@tool(name="search")`."""
+    """Make a Tool of a typed function: `@tool`, `@tool(name="search")`, `@tool(approval="destructive")`."""
     if function is not None:
         return Tool(function)
 
     def decorate(fn: Callable[..., Any]) -> Tool:
-        return Tool(fn, name=name, description=description)
+        return Tool(fn, name=name, description=description, approval=approval)
 
     return decorate

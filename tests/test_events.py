@@ -64,6 +64,21 @@ SAMPLES: dict[str, dict[str, object]] = {
         "window": ["edit({}) → failed"],
     },
     "steering.injected": {"target_session_id": "r__agent_0", "cause": "stuck", "message": "step back"},
+    "plan.verified": {
+        "attempt": 0,
+        "plan_id": "p",
+        "ok": False,
+        "kind": "missing_evidence",
+        "reasons": ["step '1' requires 'order_record' evidence and pins none"],
+        "offending_step": "1",
+    },
+    "plan.decided": {
+        "attempt": 0,
+        "phase": "verify",
+        "decision": "replan",
+        "status": "refused_by_critic",
+        "rationale": "refused before execution",
+    },
 }
 
 

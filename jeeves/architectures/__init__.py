@@ -4,6 +4,7 @@
 from jeeves.architectures._loop import ActorCriticOutput, Round
 from jeeves.architectures.actor_critic import ActorCritic
 from jeeves.architectures.goal import Goal, GoalOutput
+from jeeves.architectures.plan_execute import PlanExecute, PlanExecuteOutput
 from jeeves.architectures.self_refine import SelfRefine, SelfRefineOutput
 from jeeves.architectures.supervisor import Delegation, Supervisor, SupervisorOutput
 
@@ -13,6 +14,8 @@ __all__ = [
     "Delegation",
     "Goal",
     "GoalOutput",
+    "PlanExecute",
+    "PlanExecuteOutput",
     "Round",
     "SelfRefine",
     "SelfRefineOutput",

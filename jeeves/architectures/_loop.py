@@ -277,6 +277,7 @@ class CriticLoop(Generic[OutputT]):
                     summary=verdict.summary,
                     obtained=verdict.obtained,
                     source=verdict.source,
+                    findings=verdict.findings,
                 )
             )
             self._record(r, verdict, passed)

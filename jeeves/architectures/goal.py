@@ -332,6 +332,7 @@ class _GoalRun:
                 summary=verdict.summary,
                 obtained=verdict.obtained,
                 source=verdict.source,
+                findings=verdict.findings,
             )
         )
         return verdict

@@ -26,9 +26,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from jeeves.errors import UserError
+from jeeves.findings import Finding
 
 __all__ = ["Obtained", "Verdict", "combine_verdicts", "computed_verdict", "normalise_score"]
 
@@ -44,6 +45,7 @@ _PERCENT = re.compile(rf"({_NUMBER})\s*%")
 _FRACTION = re.compile(rf"({_NUMBER})\s*(?:/|out\s+of)\s*({_NUMBER})", re.IGNORECASE)
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 _ISSUE_KEYS = ("issue", "description", "message", "problem", "text")
+_FINDING_KEYS = ("rule_id", "path", "severity", "fix")
 # Least trustworthy first: a combination is as reliable as its weakest part.
 _RELIABILITY: tuple[Obtained, ...] = ("fallback", "repaired", "schema", "function")
 
@@ -92,6 +94,23 @@ def _issue_text(item: object) -> str:
     return str(item)
 
 
+def _finding(item: Mapping[str, Any]) -> Finding | None:
+    if not any(item.get(key) is not None for key in _FINDING_KEYS):
+        return None
+    severity = str(item.get("severity") or "").lower() or None
+    return Finding(
+        message=_BULLET.sub("", _issue_text(item)).strip(),
+        rule_id=_optional(item.get("rule_id")),
+        path=_optional(item.get("path")),
+        severity=severity if severity in ("error", "warning", "info") else None,
+        fix=_optional(item.get("fix")),
+    )
+
+
+def _optional(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
 class Verdict(BaseModel):
     """A critic's judgement of one candidate.
 
@@ -115,6 +134,26 @@ class Verdict(BaseModel):
     obtained: Obtained = "function"
     parts: list[Verdict] = Field(default_factory=list)
     """For a combined verdict: each critic's own verdict, in the order the critics were given."""
+    findings: list[Finding] = Field(default_factory=list)
+    """Structured issues (rule id, path, severity, fix), when the critic gave them; an issue
+    given as an object with any of those keys becomes a finding, and its text an issue."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _structured(cls, data: Any) -> Any:
+        """Issue objects with a rule, path, severity or fix become findings too."""
+        if not isinstance(data, Mapping):
+            return data
+        issues, findings = data.get("issues"), data.get("findings")
+        if findings is None and isinstance(issues, Sequence) and not isinstance(issues, str):
+            found = [_finding(item) for item in issues if isinstance(item, Mapping)]
+            found = [f for f in found if f is not None]
+            if found:
+                return {**data, "findings": found}
+        if not issues and findings:
+            messages = [f.message if isinstance(f, Finding) else _issue_text(f) for f in findings]
+            return {**data, "issues": messages}
+        return data
 
     @field_validator("score", mode="before")
     @classmethod
@@ -186,6 +225,7 @@ def combine_verdicts(verdicts: Sequence[Verdict], weights: Mapping[str, float] |
         source=",".join(v.source for v in verdicts),
         obtained=min((v.obtained for v in verdicts), key=_RELIABILITY.index),
         parts=list(verdicts),
+        findings=[f for v in verdicts for f in v.findings],
     )
 
 

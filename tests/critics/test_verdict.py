@@ -92,3 +92,55 @@ def test_combine_with_weights_and_the_weakest_obtained() -> None:
     assert combined.obtained == "repaired"
     fallback = Verdict(score=0.0, source="llm", obtained="fallback")
     assert combine_verdicts([parts[0], fallback]).obtained == "fallback"
+
+
+def test_issue_objects_with_a_rule_path_severity_or_fix_become_findings() -> None:
+    from jeeves.findings import Finding
+
+    v = Verdict.model_validate(
+        {
+            "score": 0.4,
+            "issues": [
+                {
+                    "message": "refund above the limit",
+                    "rule_id": "policy.limit",
+                    "severity": "ERROR",
+                    "fix": "ask a manager",
+                },
+                "plain strings keep working",
+                {"description": "no rule here"},
+            ],
+        }
+    )
+    assert v.issues == ["refund above the limit", "plain strings keep working", "no rule here"]
+    assert v.findings == [
+        Finding(
+            message="refund above the limit", rule_id="policy.limit", severity="error", fix="ask a manager"
+        )
+    ]
+
+
+def test_findings_alone_give_the_issues() -> None:
+    from jeeves.findings import Finding
+
+    v = Verdict(score=0.2, findings=[Finding(message="x is undefined", path="app.py:3", severity="error")])
+    assert v.issues == ["x is undefined"]
+    combined = combine_verdicts([v, Verdict(score=0.9, source="llm")])
+    assert [f.path for f in combined.findings] == ["app.py:3"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_findings_reach_the_critique_event() -> None:
+    import jeeves
+    from jeeves import ActorCritic, Agent, ScriptedModel
+
+    def rule(task: str, output: str) -> Verdict:
+        return Verdict.model_validate(
+            {"score": 0.1, "issues": [{"message": "uses eval", "rule_id": "S307", "path": "solution.py:1"}]}
+        )
+
+    arch = ActorCritic(Agent("x"), rule, max_rounds=0)
+    async with jeeves.stream(arch, "t", model=ScriptedModel({"actor": ["eval(x)"]})) as events:
+        critiques = [e async for e in events if e.type == "critique"]
+    assert [(f.rule_id, f.path) for f in critiques[0].findings] == [("S307", "solution.py:1")]

@@ -1,0 +1,409 @@
+"""PlanExecute: a planner proposes a typed plan, the critic verifies it before anything runs,
+the executor runs only verified steps, and the critic scores the result.
+
+Pattern:
+    Attempt `n` is the session `{id}__plan_{n}`. Its planner (`__planner_0`, an Agent with
+    output type `Plan`) proposes a plan; `verify` (pure, no model) checks it against the
+    `DecisionSpec` and the tool surface. A refused plan executes nothing: the refusal goes back
+    to the planner in the next attempt while the re-plan budget lasts. A verified plan's steps
+    run as sessions `__step_{k}` (`k` its position in the plan), in dependency order, independent
+    steps in parallel; a tool step is one journaled tool call, a worker step runs the worker.
+    The evaluators (`__evaluator_{i}`) judge the result; `score` and `consolidate` build the
+    `CriticReport`, and `decide` accepts, retries (a new attempt re-running the same plan),
+    replans, or escalates (the run ends with the report and every completed step kept).
+
+Strengths:
+    Nothing touches the world before a plan passes five typed checks, so a plan that would act
+    on unpinned evidence, exceed the safety mode or loop is refused with a reason the planner can
+    fix. A hard-fail evaluator (policy, safety) cannot be outvoted by a confident LLM. verify,
+    score and consolidate are pure functions of recorded inputs, so runs replay exactly and
+    their verdicts can be re-derived offline with another critic.
+
+Weaknesses:
+    The planner must foresee the steps: a task that needs to look before it can plan costs a
+    replan per surprise. Estimated tokens are the planner's guess, so `max_plan_tokens` bounds
+    the plan, not the spend (the run's Budget does that).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import Field
+
+from jeeves.agent import Agent
+from jeeves.architecture import Architecture, Caller, Output, join_callers, model_callers
+from jeeves.architectures.actor_critic import CriticLike, build_critic
+from jeeves.concurrency import run_all
+from jeeves.context import Context
+from jeeves.critics import CriticSession, Review, Verdict
+from jeeves.critics.plan import (
+    CriticReport,
+    Decision,
+    DecisionSpec,
+    Evaluation,
+    Plan,
+    PlanCheck,
+    PlanStep,
+    VerifyVerdict,
+    consolidate,
+    decide,
+    score,
+    verify,
+)
+from jeeves.errors import PROGRAM_ERRORS, UserError
+from jeeves.events import PlanDecided, PlanVerified
+from jeeves.ids import validate_name
+from jeeves.tools import ApprovalMode, Tool, ToolOutcome
+
+__all__ = ["PlanExecute", "PlanExecuteOutput", "StepResult"]
+
+PLANNER_INSTRUCTIONS = """
+
+## How to plan
+Reply with a plan as JSON (the schema is given). Each step calls exactly one tool or worker from
+the surface below, with its arguments; `depends_on` names the steps whose results it needs.
+Declare every decision output the plan produces in `outputs`. For each evidence class a step
+requires, pin the references you rely on in `evidence` (`{{"order_record": ["order:881"]}}`).
+Estimate each step's tokens.
+
+## The surface
+{surface}
+
+## The decision spec
+required outputs: {outputs}; at most {max_steps} steps; plan tokens at most {max_tokens}; safety mode: {safety}."""
+
+
+class StepResult(Output):
+    """One executed plan step: its text, and whether it failed."""
+
+    step_id: str = ""
+    failed: bool = False
+
+
+class PlanExecuteOutput(Output):
+    """The last attempt's result and the critic's report.
+
+    `stop_reason` is the report's status when accepted (`completed`), or `escalated`.
+    """
+
+    report: CriticReport | None = None
+    plans: list[Plan] = Field(default_factory=list)
+    """Every attempt's plan, in order (a retry repeats its plan)."""
+    reports: list[CriticReport] = Field(default_factory=list)
+    """Every attempt's report, in order."""
+    steps: list[StepResult] = Field(default_factory=list)
+    """The last executed attempt's step results, in plan order."""
+
+
+class _ToolStep:
+    """A plan step that calls one tool, as its own session."""
+
+    name = "tool_step"
+
+    def __init__(self, tool: Tool, step: PlanStep) -> None:
+        self.tool, self.step = tool, step
+
+    async def run(self, ctx: Context, task: str) -> Output:
+        arguments = json.dumps(self.step.arguments, sort_keys=True)
+
+        async def live() -> ToolOutcome:
+            return await self.tool.invoke(arguments)
+
+        request = {"name": self.tool.name, "arguments": arguments}
+        outcome = (await ctx.step("tool", self.tool.name, request, live, ToolOutcome)).value
+        return StepResult(
+            value=outcome.text, text=outcome.text, step_id=self.step.id, failed=outcome.is_error
+        )
+
+
+class PlanExecute:
+    """Plan, verify, execute, score (module docstring).
+
+    Args:
+        planner: The Agent that plans (its instructions say how; the plan schema and the
+            surface are added).
+        tools: Tools steps may call; their approval modes are checked against the safety mode.
+        workers: Architectures steps may delegate to (approval mode `delegated`).
+        spec: What a plan must satisfy.
+        evaluators: Critics that judge the result (any jeeves critic or function).
+        hard: Names of evaluators whose failure fails the run whatever the others say (a
+            verdict with `hard_fail` counts as hard too).
+        checks: Extra verify checks: functions `(plan, spec) -> VerifyVerdict | None`.
+        replan_budget: New plans allowed after the first.
+        retry_budget: Re-executions of a verified plan allowed after a partial score.
+        threshold: The score each evaluator must reach.
+        role: The role routing uses at the root of a run.
+    """
+
+    name = "plan_execute"
+
+    def __init__(
+        self,
+        planner: Agent,
+        *,
+        tools: Sequence[Tool] = (),
+        workers: Mapping[str, Architecture] | None = None,
+        spec: DecisionSpec | None = None,
+        evaluators: Sequence[CriticLike] = (),
+        hard: Sequence[str] = (),
+        checks: Sequence[PlanCheck] = (),
+        replan_budget: int = 2,
+        retry_budget: int = 1,
+        threshold: float = 0.8,
+        role: str = "plan_execute",
+        description: str = "",
+    ) -> None:
+        if not isinstance(planner, Agent):
+            raise UserError(f"PlanExecute(planner=) must be a jeeves.Agent, got {planner!r}.")
+        self.tools = {t.name: t for t in (t if isinstance(t, Tool) else Tool(t) for t in tools)}
+        self.workers = {validate_name(n, what="worker"): w for n, w in (workers or {}).items()}
+        clash = sorted(set(self.tools) & set(self.workers))
+        if clash:
+            raise UserError(f"{clash!r} name both a tool and a worker; rename one.")
+        if not self.tools and not self.workers:
+            raise UserError("PlanExecute needs tools or workers for its plans to use.")
+        for n, budget in (("replan_budget", replan_budget), ("retry_budget", retry_budget)):
+            if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+                raise UserError(f"PlanExecute({n}=) must be an int >= 0, got {budget!r}.")
+        if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 <= threshold <= 1:
+            raise UserError(f"PlanExecute(threshold=) must be a score in [0, 1], got {threshold!r}.")
+        self.spec = spec or DecisionSpec()
+        self.evaluators = [build_critic(e) for e in evaluators]
+        self.hard = set(hard)
+        unknown = self.hard - {_name(e) for e in self.evaluators}
+        if unknown:
+            raise UserError(
+                f"hard={sorted(unknown)!r} names no evaluator; the evaluators are "
+                f"{[_name(e) for e in self.evaluators]!r}."
+            )
+        self.checks = list(checks)
+        self.replan_budget, self.retry_budget, self.threshold = replan_budget, retry_budget, float(threshold)
+        self.role = validate_name(role)
+        self.description = description or planner.description
+        self.surface: dict[str, ApprovalMode] = {
+            n: t.approval or "local_write" for n, t in self.tools.items()
+        }
+        self.surface.update({n: "delegated" for n in self.workers})
+        self.planner = Agent(
+            planner.instructions + self._planning_notes(),
+            role=planner.role,
+            output_type=Plan,
+            max_turns=planner.max_turns,
+            model=planner.route,
+            params=planner.params,
+            description=planner.description,
+        )
+
+    def _planning_notes(self) -> str:
+        lines = [f"- tool {n} ({self.surface[n]}): {t.description}" for n, t in self.tools.items()]
+        lines += [
+            f"- worker {n} (delegated): {getattr(w, 'description', '')}" for n, w in self.workers.items()
+        ]
+        s = self.spec
+        return PLANNER_INSTRUCTIONS.format(
+            surface="\n".join(lines),
+            outputs=", ".join(s.required_outputs) or "none",
+            max_steps=s.max_steps,
+            max_tokens=s.max_plan_tokens if s.max_plan_tokens is not None else "unbounded",
+            safety=s.safety_mode,
+        )
+
+    def model_callers(self, path: tuple[str, ...], routed: tuple[str, ...]) -> list[Caller] | None:
+        attempt = (*path, "plan")
+        parts = [model_callers(self.planner, (*attempt, "planner"), (*attempt, "planner"))]
+        parts += [model_callers(w, (*attempt, "step"), (*attempt, "step")) for w in self.workers.values()]
+        parts += [model_callers(e, (*attempt, "evaluator"), (*attempt, "evaluator")) for e in self.evaluators]
+        return join_callers(parts)
+
+    async def run(self, ctx: Context, task: str) -> PlanExecuteOutput:
+        runs = _Runs(self, ctx, task)
+        feedback, plan = "", None
+        replans, retries = self.replan_budget, self.retry_budget
+        for attempt in range(self.replan_budget + self.retry_budget + 1):
+            report, steps, plan = await runs.attempt(attempt, plan, feedback)
+            phase = "verify" if not report.verify.ok else ("execute" if report.score is None else "score")
+            decision: Decision = decide(report, replans_left=replans, retries_left=retries)
+            await ctx.emit(
+                PlanDecided(
+                    session_id=ctx.session_id,
+                    attempt=attempt,
+                    phase=phase,
+                    decision=decision,
+                    status=report.status,
+                    rationale=report.rationale,
+                )
+            )
+            if decision == "accept":
+                return runs.output("completed", steps)
+            if decision == "escalate":
+                return runs.output("escalated", steps)
+            if decision == "replan":
+                replans, plan, feedback = replans - 1, None, report.rationale
+            else:
+                retries -= 1
+        return runs.output("escalated", runs.last_steps)
+
+
+def _name(critic: object) -> str:
+    return str(getattr(critic, "name", None) or getattr(critic, "kind", None) or type(critic).__name__)
+
+
+class _Runs:
+    """One PlanExecute run's attempts, in `ctx`."""
+
+    def __init__(self, arch: PlanExecute, ctx: Context, task: str) -> None:
+        self.arch, self.ctx, self.task = arch, ctx, task
+        self.plans: list[Plan] = []
+        self.reports: list[CriticReport] = []
+        self.last_steps: list[StepResult] = []
+
+    def output(self, stop_reason: str, steps: list[StepResult]) -> PlanExecuteOutput:
+        report = self.reports[-1] if self.reports else None
+        text = "\n".join(f"[{s.step_id}] {s.text}" for s in steps) or (report.rationale if report else "")
+        return PlanExecuteOutput(
+            value=text,
+            text=text,
+            stop_reason=stop_reason,
+            report=report,
+            plans=list(self.plans),
+            reports=list(self.reports),
+            steps=list(steps),
+        )
+
+    async def attempt(
+        self, n: int, plan: Plan | None, feedback: str
+    ) -> tuple[CriticReport, list[StepResult], Plan]:
+        """Attempt `n` as the session `{id}__plan_{n}`: plan (unless retrying), verify, execute, score."""
+        holder: dict[str, Any] = {}
+
+        async def body(actx: Context, task: str) -> Output:
+            holder["result"] = await self._attempt(actx, n, plan, feedback)
+            report = holder["result"][0]
+            return Output(value=report.status, text=report.rationale, stop_reason=report.status)
+
+        await self.ctx.run(_Attempt(body), self.task, role="plan", index=n)
+        report, steps, used = holder["result"]
+        return report, steps, used
+
+    async def _attempt(
+        self, ctx: Context, n: int, plan: Plan | None, feedback: str
+    ) -> tuple[CriticReport, list[StepResult], Plan]:
+        arch = self.arch
+        if plan is None:
+            prompt = (
+                self.task if not feedback else f"{self.task}\n\n## Your previous plan was refused\n{feedback}"
+            )
+            out = await ctx.run(arch.planner, prompt, role="planner")
+            assert isinstance(out.value, Plan)
+            plan = out.value
+        self.plans.append(plan)
+        verdict = verify(plan, arch.spec, arch.surface, arch.checks)
+        await ctx.emit(
+            PlanVerified(
+                session_id=ctx.session_id,
+                attempt=n,
+                plan_id=plan.plan_id,
+                ok=verdict.ok,
+                kind=verdict.kind,
+                reasons=verdict.reasons,
+                offending_step=verdict.offending_step,
+            )
+        )
+        key = f"{plan.plan_id}#{n}"
+        if not verdict.ok:
+            return await self._report(ctx, key, verdict, None), [], plan
+        steps = await self._execute(ctx, plan)
+        self.last_steps = steps
+        failed = [s for s in steps if s.failed]
+        if failed:
+            reason = f"step {failed[0].step_id!r} failed: {failed[0].text}"
+            card = score(
+                [
+                    Evaluation(
+                        name="executor",
+                        verdict=Verdict(score=0.0, hard_fail=True, issues=[reason]),
+                        hard=True,
+                    )
+                ]
+            )
+            return await self._report(ctx, key, verdict, card), steps, plan
+        evaluations = await self._evaluate(ctx, steps)
+        return await self._report(ctx, key, verdict, score(evaluations, arch.threshold)), steps, plan
+
+    async def _report(self, ctx: Context, key: str, verdict: VerifyVerdict, card: Any) -> CriticReport:
+        async def now() -> str:
+            return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+        decided_at = (await ctx.step("function", "decided_at", {"decision": key}, now, str)).value
+        report = consolidate(self.ctx.session_id, key, verdict, card, decided_at)
+        self.reports.append(report)
+        return report
+
+    async def _execute(self, ctx: Context, plan: Plan) -> list[StepResult]:
+        """Run the steps in dependency order, each wave of independent steps in parallel."""
+        position = {s.id: k for k, s in enumerate(plan.steps)}
+        done: dict[str, StepResult] = {}
+        remaining = list(plan.steps)
+        while remaining:
+            ready = [s for s in remaining if all(d in done for d in s.depends_on)]
+            remaining = [s for s in remaining if s not in ready]
+            results = await run_all([self._runner(ctx, s, position[s.id], done) for s in ready])
+            for s, r in zip(ready, results, strict=True):
+                done[s.id] = r
+            if any(r.failed for r in results):
+                break
+        return [done[s.id] for s in plan.steps if s.id in done]
+
+    def _runner(self, ctx: Context, step: PlanStep, k: int, done: Mapping[str, StepResult]) -> Any:
+        arch = self.arch
+
+        async def go() -> StepResult:
+            if step.tool is not None:
+                out = await ctx.run(_ToolStep(arch.tools[step.tool], step), step.id, role="step", index=k)
+                assert isinstance(out, StepResult)
+                return out
+            worker = arch.workers[step.worker or ""]
+            inputs = "\n".join(f"[{d}] {done[d].text}" for d in step.depends_on if d in done)
+            task = str(step.arguments.get("task", "")) + (
+                f"\n\n## Results so far\n{inputs}" if inputs else ""
+            )
+            try:
+                out = await ctx.run(worker, task, role="step", index=k)
+            except PROGRAM_ERRORS:
+                raise
+            except Exception as exc:
+                return StepResult(text=f"{type(exc).__name__}: {exc}", step_id=step.id, failed=True)
+            return StepResult(value=out.value, text=out.text, step_id=step.id)
+
+        return go
+
+    async def _evaluate(self, ctx: Context, steps: list[StepResult]) -> list[Evaluation]:
+        result = "\n".join(f"[{s.step_id}] {s.text}" for s in steps)
+        evaluations = []
+        for i, critic in enumerate(self.arch.evaluators):
+            prompt = f"## Task\n{self.task}\n\n## Result of the executed plan\n{result}\n\n## End of result\nJudge the result."
+            review = Review(task=self.task, output=result, round=i, prompt=prompt)
+            out = await ctx.run(CriticSession(critic, review), prompt, role="evaluator", index=i)
+            assert isinstance(out.value, Verdict)
+            name = _name(critic)
+            evaluations.append(
+                Evaluation(name=name, verdict=out.value, hard=name in self.arch.hard or out.value.hard_fail)
+            )
+        return evaluations
+
+
+class _Attempt:
+    """An attempt as its own session; `body` does the work."""
+
+    name = "plan_attempt"
+
+    def __init__(self, body: Any) -> None:
+        self.body = body
+
+    async def run(self, ctx: Context, task: str) -> Output:
+        out: Output = await self.body(ctx, task)
+        return out

@@ -1,0 +1,246 @@
+"""PlanExecute: a refused plan touches nothing; a verified one runs, is scored, and is decided."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import pytest
+
+import jeeves
+from jeeves import Agent, PlanExecute, ScriptedModel, Verdict
+from jeeves.architectures import PlanExecuteOutput
+from jeeves.critics.plan import DecisionSpec
+from jeeves.errors import UserError
+from jeeves.events import Event
+from tests.memory_journal import DictJournal
+
+pytestmark = pytest.mark.anyio
+
+SPEC = DecisionSpec(
+    required_outputs=["refund_amount", "refund_reason_class"], max_steps=12, max_plan_tokens=8000
+)
+
+
+class Shop:
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def tools(self) -> list[jeeves.Tool]:
+        shop = self
+
+        @jeeves.tool(approval="read_only")
+        def lookup_order(order_id: str) -> str:
+            """Look an order up."""
+            shop.calls.append("lookup_order")
+            return json.dumps({"order_id": order_id, "total": 42.0, "status": "delivered damaged"})
+
+        @jeeves.tool(approval="read_only")
+        def eval_policy(reason: str) -> str:
+            """Evaluate the refund policy for a reason."""
+            shop.calls.append("eval_policy")
+            return "refundable: damaged on delivery"
+
+        @jeeves.tool(approval="destructive")
+        def issue_refund(order_id: str, amount: float) -> str:
+            """Refund an order."""
+            shop.calls.append("issue_refund")
+            return f"refunded {amount} on {order_id}"
+
+        return [lookup_order, eval_policy, issue_refund]
+
+
+def refund_plan(*, pinned: bool, amount: float = 42.0) -> str:
+    return json.dumps(
+        {
+            "plan_id": "refund-881-" + ("b" if pinned else "a"),
+            "intent": "Refund order 881 if the policy allows it.",
+            "outputs": ["refund_amount", "refund_reason_class"],
+            "steps": [
+                {
+                    "id": "lookup",
+                    "tool": "lookup_order",
+                    "arguments": {"order_id": "881"},
+                    "evidence_required": ["order_record"],
+                    "evidence": {"order_record": ["order:881"]} if pinned else {},
+                    "estimated_tokens": 800,
+                },
+                {
+                    "id": "policy",
+                    "tool": "eval_policy",
+                    "arguments": {"reason": "damaged"},
+                    "depends_on": ["lookup"],
+                    "outputs": ["refund_reason_class"],
+                },
+                {
+                    "id": "refund",
+                    "tool": "issue_refund",
+                    "arguments": {"order_id": "881", "amount": amount},
+                    "depends_on": ["policy"],
+                    "outputs": ["refund_amount"],
+                },
+            ],
+        }
+    )
+
+
+def passes(task: str, output: str) -> bool:
+    return "refunded" in output
+
+
+def arch(shop: Shop, **kw: Any) -> PlanExecute:
+    options: dict[str, Any] = {"tools": shop.tools(), "spec": SPEC, "evaluators": [passes], **kw}
+    return PlanExecute(Agent("You plan refunds.", role="planner"), **options)
+
+
+async def run_stream(a: PlanExecute, model: object, **kw: Any) -> tuple[jeeves.RunResult, list[Event]]:
+    async with jeeves.stream(a, "Refund order 881.", model=model, session_id="r", **kw) as events:  # type: ignore[arg-type]
+        seen = [e async for e in events]
+        result = await events.result()
+    return result, seen
+
+
+def detail(result: jeeves.RunResult) -> PlanExecuteOutput:
+    assert isinstance(result.detail, PlanExecuteOutput)
+    return result.detail
+
+
+async def test_the_seeds_refund_plan_a_is_refused_before_anything_runs_and_plan_b_completes() -> None:
+    shop = Shop()
+    model = ScriptedModel({"planner": [refund_plan(pinned=False), refund_plan(pinned=True)]})
+    result, events = await run_stream(arch(shop), model)
+    model.assert_consumed()
+    out = detail(result)
+    assert result.stop_reason == "completed"
+    assert [r.status for r in out.reports] == ["refused_by_critic", "completed"]
+    assert out.reports[0].verify.kind == "missing_evidence"
+    assert out.reports[0].verify.offending_step == "lookup"
+    verified = [e for e in events if e.type == "plan.verified"]
+    assert [(e.attempt, e.ok, e.kind) for e in verified] == [(0, False, "missing_evidence"), (1, True, None)]
+    # Nothing ran in attempt 0: no step session, no tool call, before plan B was verified.
+    started = [e.session_id for e in events if e.type == "session.started"]
+    assert not [s for s in started if s.startswith("r__plan_0__step_")]
+    assert shop.calls == ["lookup_order", "eval_policy", "issue_refund"]
+    assert [s for s in started if s.startswith("r__plan_1__step_")] == [
+        "r__plan_1__step_0",
+        "r__plan_1__step_1",
+        "r__plan_1__step_2",
+    ]
+    decided = [(e.phase, e.decision) for e in events if e.type == "plan.decided"]
+    assert decided == [("verify", "replan"), ("score", "accept")]
+    # The refusal reaches the planner in the next attempt.
+    assert "missing_evidence" in (model_requests(events, "r__plan_1__planner_0") or "")
+
+
+def model_requests(events: list[Event], session: str) -> str | None:
+    return next((e.task for e in events if e.type == "session.started" and e.session_id == session), None)
+
+
+async def test_an_exhausted_replan_budget_escalates_with_the_report() -> None:
+    shop = Shop()
+    model = ScriptedModel({"planner": [refund_plan(pinned=False)] * 2})
+    result, _ = await run_stream(arch(shop, replan_budget=1), model)
+    out = detail(result)
+    assert result.stop_reason == "escalated"
+    assert out.report is not None and out.report.status == "refused_by_critic"
+    assert shop.calls == []
+
+
+async def test_a_hard_fail_evaluator_overrides_a_high_llm_score() -> None:
+    def policy(task: str, output: str) -> Verdict:
+        return Verdict(score=0.0, hard_fail=True, issues=["refunds over 40 need a manager"])
+
+    shop = Shop()
+    model = ScriptedModel(
+        {
+            "planner": [refund_plan(pinned=True)],
+            "evaluator": [json.dumps({"score": 0.95, "issues": [], "summary": "great"})],
+        }
+    )
+    result, events = await run_stream(
+        arch(shop, evaluators=[jeeves.LLMCritic(), policy], hard=["policy"], replan_budget=0, retry_budget=0),
+        model,
+    )
+    out = detail(result)
+    assert result.stop_reason == "escalated"
+    assert out.report is not None and out.report.score is not None
+    assert (out.report.status, out.report.score.hard_failed) == ("partial", ["policy"])
+    assert (
+        out.report.rationale == "partial: hard-fail evaluator 'policy' failed: refunds over 40 need a manager"
+    )
+    assert [s.text for s in out.steps][-1] == "refunded 42.0 on 881"  # the completed steps are kept
+
+
+async def test_independent_steps_run_concurrently() -> None:
+    both = {"a": anyio.Event(), "b": anyio.Event()}
+
+    def waiter(me: str, other: str) -> jeeves.Tool:
+        async def wait(x: str) -> str:
+            """Wait for the other step."""
+            both[me].set()
+            with anyio.fail_after(5):
+                await both[other].wait()
+            return f"{me} done"
+
+        return jeeves.Tool(wait, name=f"wait_{me}", approval="read_only")
+
+    plan = {
+        "plan_id": "p",
+        "intent": "two at once",
+        "steps": [
+            {"id": "a", "tool": "wait_a", "arguments": {"x": "1"}},
+            {"id": "b", "tool": "wait_b", "arguments": {"x": "2"}},
+        ],
+    }
+    a = PlanExecute(
+        Agent("You plan."),
+        tools=[waiter("a", "b"), waiter("b", "a")],
+        evaluators=[lambda t, o: "b done" in o],
+    )
+    result = await jeeves.run(a, "Do both.", model=ScriptedModel({"planner": [json.dumps(plan)]}))
+    assert result.stop_reason == "completed"
+    assert result.text == "[a] a done\n[b] b done"
+
+
+async def test_a_failing_step_returns_to_the_planner() -> None:
+    shop = Shop()
+    boom = jeeves.Tool(lambda order_id: 1 / 0, name="lookup_order", approval="read_only")
+    tools = [boom, *shop.tools()[1:]]
+    model = ScriptedModel({"planner": [refund_plan(pinned=True), refund_plan(pinned=True)]})
+    result, events = await run_stream(arch(shop, tools=tools, replan_budget=1, retry_budget=0), model)
+    decided = [(e.phase, e.decision) for e in events if e.type == "plan.decided"]
+    assert decided == [("score", "replan"), ("score", "escalate")]
+    assert (
+        "step 'lookup' failed: Tool 'lookup_order' failed: ZeroDivisionError"
+        in detail(result).reports[0].rationale
+    )
+    assert shop.calls == []  # nothing after the failed step ran
+
+
+async def test_replay_is_exact() -> None:
+    shop = Shop()
+    journal = DictJournal()
+    model = ScriptedModel({"planner": [refund_plan(pinned=False), refund_plan(pinned=True)]})
+    recorded, live = await run_stream(arch(shop), model, journal=journal)
+    again_shop = Shop()
+    replayed, again = await run_stream(arch(again_shop), ScriptedModel([]), journal=journal, mode="replay")
+
+    def dump(events: list[Event]) -> list[dict[str, object]]:
+        return [e.model_dump(exclude={"seq", "ts", "replayed"}) for e in events]
+
+    assert dump(again) == dump(live)
+    assert replayed.detail == recorded.detail
+    assert again_shop.calls == []
+
+
+def test_bad_options_are_user_errors() -> None:
+    shop = Shop()
+    with pytest.raises(UserError, match="needs tools or workers"):
+        PlanExecute(Agent("x"))
+    with pytest.raises(UserError, match=r"hard=\['nope'\] names no evaluator"):
+        arch(shop, hard=["nope"])
+    with pytest.raises(UserError, match="replan_budget"):
+        arch(shop, replan_budget=-1)
+    with pytest.raises(UserError, match="approval mode 'dangerous'"):
+        jeeves.Tool(lambda: 1, name="x", approval="dangerous")  # type: ignore[arg-type]
