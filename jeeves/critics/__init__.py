@@ -16,6 +16,7 @@ from jeeves.critics.base import (
 )
 from jeeves.critics.citations import CitationCritic
 from jeeves.critics.code import CodeCritic, extract_code
+from jeeves.critics.grounded import GroundedAuditCritic
 from jeeves.critics.llm import REVIEW_INSTRUCTIONS, VERDICT_FORMAT, LLMCritic
 from jeeves.critics.parse import parse_verdict
 from jeeves.critics.verdict import Obtained, Verdict, combine_verdicts, normalise_score
@@ -31,6 +32,7 @@ __all__ = [
     "CriticFunction",
     "CriticSession",
     "FunctionCritic",
+    "GroundedAuditCritic",
     "LLMCritic",
     "Obtained",
     "Review",

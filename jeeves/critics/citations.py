@@ -35,7 +35,7 @@ from jeeves.ids import validate_name
 if TYPE_CHECKING:
     from jeeves.context import Context
 
-__all__ = ["HEDGES", "CitationCritic"]
+__all__ = ["HEDGES", "CitationCritic", "claims_with_citations"]
 
 HEDGES: tuple[str, ...] = (
     "insufficient evidence",
@@ -75,6 +75,17 @@ def _sentences(text: str) -> Iterator[str]:
             else:
                 pieces.append(piece)
         yield from pieces
+
+
+def claims_with_citations(text: str, hedges: Sequence[str] = HEDGES) -> Iterator[tuple[str, list[str]]]:
+    """Each claim of `text` (the module docstring's rule) with the ids it cites, in order."""
+    lowered_hedges = [h.lower() for h in hedges]
+    for sentence in _sentences(text):
+        words = _CITATION.sub("", sentence).split()
+        lowered = sentence.lower()
+        if len(words) < 3 or sentence.rstrip().endswith(":") or any(h in lowered for h in lowered_hedges):
+            continue
+        yield sentence, _ids(sentence)
 
 
 def _ids(sentence: str) -> list[str]:
@@ -150,12 +161,8 @@ class CitationCritic:
         issues: list[str] = []
         claims = unsupported = 0
         unknown_seen: set[str] = set()
-        for sentence in _sentences(text):
-            words = _CITATION.sub("", sentence).split()
-            if len(words) < 3 or sentence.rstrip().endswith(":") or self._hedged(sentence):
-                continue
+        for sentence, ids in claims_with_citations(text, self.hedges):
             claims += 1
-            ids = _ids(sentence)
             unknown = [i for i in ids if i not in self.evidence_ids]
             if unknown:
                 unsupported += 1
@@ -184,7 +191,3 @@ class CitationCritic:
         ids = sorted(self.evidence_ids)
         shown = ", ".join(ids[:_SHOWN_IDS]) or "none"
         return shown if len(ids) <= _SHOWN_IDS else f"{shown}, … ({len(ids)} ids)"
-
-    def _hedged(self, sentence: str) -> bool:
-        lowered = sentence.lower()
-        return any(h in lowered for h in self.hedges)
