@@ -45,8 +45,9 @@ from jeeves.architectures._templates import Template, check_template, format_his
 from jeeves.checks import check_int, check_number
 from jeeves.context import Context
 from jeeves.critics import Critic, CriticSession, Review, Verdict
+from jeeves.critics.verdict import critique_event
 from jeeves.errors import PROGRAM_ERRORS, BudgetExceeded, CriticError, UserError
-from jeeves.events import CriticFailed, Critique, Refinement, RoundStarted
+from jeeves.events import CriticFailed, Refinement, RoundStarted
 from jeeves.journal import error_type_name
 from jeeves.stop import LoopState, MaxRounds, NoImprovement, StopCondition
 
@@ -266,20 +267,7 @@ class CriticLoop(Generic[OutputT]):
             except Exception as exc:
                 return await self._critic_failed(r, exc)
             passed = verdict.approves(s.threshold)
-            await ctx.emit(
-                Critique(
-                    session_id=ctx.session_id,
-                    round=r,
-                    score=verdict.score,
-                    passed=passed,
-                    hard_fail=verdict.hard_fail,
-                    issues=verdict.issues,
-                    summary=verdict.summary,
-                    obtained=verdict.obtained,
-                    source=verdict.source,
-                    findings=verdict.findings,
-                )
-            )
+            await ctx.emit(critique_event(ctx.session_id, r, verdict, passed=passed))
             self._record(r, verdict, passed)
             if passed:
                 return self._finish("approved")

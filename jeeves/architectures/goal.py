@@ -38,9 +38,10 @@ from jeeves.architecture import Caller, Output, join_callers, model_callers
 from jeeves.architectures.actor_critic import CriticLike, build_critic
 from jeeves.context import Context
 from jeeves.critics import CriticSession, Review, Verdict
+from jeeves.critics.verdict import critique_event
 from jeeves.critics.watchdog import Watchdog, WatchdogFiring, WatchdogReview, describe_step
 from jeeves.errors import PROGRAM_ERRORS, MaxTurnsExceeded, UserError
-from jeeves.events import Critique, SteeringInjected, WatchdogVerdictEvent
+from jeeves.events import SteeringInjected, WatchdogVerdictEvent
 from jeeves.ids import validate_name
 from jeeves.steering import Intervention, ToolStep, Turn
 from jeeves.stop import LoopState, MaxToolCalls, StopCondition
@@ -321,20 +322,8 @@ class _GoalRun:
         verdict = out.value
         assert isinstance(verdict, Verdict)
         self.verifications.append(verdict)
-        await self.ctx.emit(
-            Critique(
-                session_id=self.ctx.session_id,
-                round=n,
-                score=verdict.score,
-                passed=verdict.approves(self.goal.threshold),
-                hard_fail=verdict.hard_fail,
-                issues=verdict.issues,
-                summary=verdict.summary,
-                obtained=verdict.obtained,
-                source=verdict.source,
-                findings=verdict.findings,
-            )
-        )
+        passed = verdict.approves(self.goal.threshold)
+        await self.ctx.emit(critique_event(self.ctx.session_id, n, verdict, passed=passed))
         return verdict
 
     async def _stop_reason(self, turn: Turn) -> str | None:

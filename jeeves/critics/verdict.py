@@ -29,9 +29,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from jeeves.errors import UserError
+from jeeves.events import Critique
 from jeeves.findings import Finding
 
-__all__ = ["Obtained", "Verdict", "combine_verdicts", "computed_verdict", "normalise_score"]
+__all__ = ["Obtained", "Verdict", "combine_verdicts", "computed_verdict", "critique_event", "normalise_score"]
 
 Obtained = Literal["schema", "repaired", "fallback", "function"]
 """How a verdict was obtained. schema: the model's reply fit the schema as it was;
@@ -188,6 +189,22 @@ class Verdict(BaseModel):
         if self.parts:
             return [issue for part in self.parts for issue in part.tagged_issues()]
         return [f"[{self.source}] {issue}" if self.source else issue for issue in self.issues]
+
+
+def critique_event(session_id: str, round: int, verdict: Verdict, *, passed: bool) -> Critique:
+    """The `critique` event that reports `verdict` on round `round` of session `session_id`."""
+    return Critique(
+        session_id=session_id,
+        round=round,
+        score=verdict.score,
+        passed=passed,
+        hard_fail=verdict.hard_fail,
+        issues=verdict.issues,
+        summary=verdict.summary,
+        obtained=verdict.obtained,
+        source=verdict.source,
+        findings=verdict.findings,
+    )
 
 
 def computed_verdict(
