@@ -51,7 +51,7 @@ from jeeves.events import CriticFailed, Refinement, RoundStarted
 from jeeves.journal import error_type_name
 from jeeves.stop import LoopState, MaxRounds, NoImprovement, StopCondition
 
-__all__ = ["ActorCriticOutput", "CriticLoop", "LoopSettings", "Round", "loop_callers"]
+__all__ = ["ActorCriticOutput", "CriticLoop", "LoopSettings", "Round", "check_stop", "loop_callers"]
 
 OnCriticError = Literal["keep_draft", "raise"]
 OnActorError = Literal["raise", "keep_draft"]
@@ -197,6 +197,24 @@ def loop_callers(
     )
 
 
+async def check_stop(
+    ctx: Context, stop: StopCondition, state: LoopState, started: float, key: dict[str, int]
+) -> str | None:
+    """`stop.check(state)`; a condition that reads the clock is given the time since `started`
+    inside a journaled `function` step named `stop` (keyed by `key`), so a replay is served the
+    recorded decision instead of reading the clock again."""
+    if stop.deterministic:
+        reason: str | None = stop.check(state)
+        return reason
+
+    async def decide() -> str | None:
+        return stop.check(dataclasses.replace(state, elapsed_s=time.monotonic() - started))
+
+    request = {"stop": repr(stop), **key}
+    decided: str | None = (await ctx.step("function", "stop", request, decide, str | None)).value
+    return decided
+
+
 def _check_numbers(threshold: object, max_rounds: object, no_improvement: object) -> None:
     check_number(threshold, name="threshold (the score to approve)", minimum=0, maximum=1)
     check_int(max_rounds, name="max_rounds (the refinements allowed)", minimum=0)
@@ -293,16 +311,7 @@ class CriticLoop(Generic[OutputT]):
             usd=usage.cost_usd,
             model_calls=usage.model_calls,
         )
-        if stop.deterministic:
-            reason: str | None = stop.check(state)
-            return reason
-
-        async def decide() -> str | None:
-            return stop.check(dataclasses.replace(state, elapsed_s=time.monotonic() - started))
-
-        request = {"stop": repr(stop), "round": r}
-        decided: str | None = (await ctx.step("function", "stop", request, decide, str | None)).value
-        return decided
+        return await check_stop(ctx, stop, state, started, {"round": r})
 
     def _best(self) -> Round:
         assert self.best is not None

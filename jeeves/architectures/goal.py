@@ -35,7 +35,9 @@ from pydantic import Field
 
 from jeeves.agent import Agent
 from jeeves.architecture import Caller, Output, join_callers, model_callers
+from jeeves.architectures._loop import check_stop
 from jeeves.architectures.actor_critic import CriticLike, build_critic
+from jeeves.checks import check_int, check_number
 from jeeves.context import Context
 from jeeves.critics import CriticSession, Review, Verdict
 from jeeves.critics.verdict import critique_event
@@ -143,10 +145,8 @@ class Goal:
             raise UserError(f"Goal(watchdog=) must be a jeeves Watchdog or None, got {watchdog!r}.")
         if stop is not None and not isinstance(stop, StopCondition):
             raise UserError(f"Goal(stop=) must be a jeeves.stop condition, got {stop!r}.")
-        if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 <= threshold <= 1:
-            raise UserError(f"Goal(threshold=) must be a score in [0, 1], got {threshold!r}.")
-        if isinstance(max_stuck, bool) or not isinstance(max_stuck, int) or max_stuck < 1:
-            raise UserError(f"Goal(max_stuck=) must be an int >= 1, got {max_stuck!r}.")
+        threshold = check_number(threshold, name="Goal(threshold=)", minimum=0, maximum=1)
+        max_stuck = check_int(max_stuck, name="Goal(max_stuck=)", minimum=1)
         self.goal = goal.strip()
         self.success = build_critic(success)
         self.watchdog = watchdog
@@ -340,19 +340,7 @@ class _GoalRun:
             model_calls=usage.model_calls,
             watchdog=latest,
         )
-        if stop.deterministic:
-            return stop.check(state)
-        started = self.started
-
-        async def decide() -> str | None:
-            return stop.check(LoopState(**{**state.__dict__, "elapsed_s": time.monotonic() - started}))
-
-        decided: str | None = (
-            await self.ctx.step(
-                "function", "stop", {"stop": repr(stop), "turn": turn.turn}, decide, str | None
-            )
-        ).value
-        return decided
+        return await check_stop(self.ctx, stop, state, self.started, {"turn": turn.turn})
 
 
 def _report(step: ToolStep) -> str:

@@ -37,6 +37,7 @@ from pydantic import Field
 from jeeves.agent import Agent
 from jeeves.architecture import Architecture, Caller, Output, join_callers, model_callers
 from jeeves.architectures.actor_critic import CriticLike, build_critic
+from jeeves.checks import check_int, check_number
 from jeeves.concurrency import run_all
 from jeeves.context import Context
 from jeeves.critics import CriticSession, Review, Verdict
@@ -166,11 +167,9 @@ class PlanExecute:
             raise UserError(f"{clash!r} name both a tool and a worker; rename one.")
         if not self.tools and not self.workers:
             raise UserError("PlanExecute needs tools or workers for its plans to use.")
-        for n, budget in (("replan_budget", replan_budget), ("retry_budget", retry_budget)):
-            if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
-                raise UserError(f"PlanExecute({n}=) must be an int >= 0, got {budget!r}.")
-        if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 <= threshold <= 1:
-            raise UserError(f"PlanExecute(threshold=) must be a score in [0, 1], got {threshold!r}.")
+        replan_budget = check_int(replan_budget, name="PlanExecute(replan_budget=)", minimum=0)
+        retry_budget = check_int(retry_budget, name="PlanExecute(retry_budget=)", minimum=0)
+        threshold = check_number(threshold, name="PlanExecute(threshold=)", minimum=0, maximum=1)
         self.spec = spec or DecisionSpec()
         self.evaluators = [build_critic(e) for e in evaluators]
         self.hard = set(hard)
