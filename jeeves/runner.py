@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
@@ -24,6 +24,7 @@ from jeeves.checks import check_int, check_str, short_repr
 from jeeves.context import Context, RunState
 from jeeves.errors import BudgetExceeded, UserError, UserTypeError
 from jeeves.events import Event
+from jeeves.gating import Approvals, Approver, PendingGate
 from jeeves.hooks import Tracer, default_tracer
 from jeeves.ids import new_root_id, validate_name, validate_root_id
 from jeeves.journal import Journal, JournalMode
@@ -32,7 +33,9 @@ from jeeves.models.base import ModelClient, Route
 from jeeves.models.router import Router
 from jeeves.replay.api import attach, close_journal, offline_router, open_journal, plan_replay
 
-__all__ = ["RunResult", "RunStream", "replay", "run", "stream"]
+__all__ = ["RunResult", "RunStatus", "RunStream", "replay", "run", "stream"]
+
+RunStatus = Literal["completed", "awaiting_approval", "failed", "expired", "rejected", "cancelled"]
 
 ModelLike = str | Route | ModelClient
 JournalLike = Journal | str | os.PathLike[str]
@@ -60,6 +63,11 @@ class RunResult(BaseModel):
     """Live usage per session id."""
     detail: Output | None = None
     """The root architecture's own Output (ActorCritic rounds, Supervisor delegations…)."""
+    status: RunStatus = "completed"
+    """completed; awaiting_approval (suspended at gates: see `pending`); failed; expired (a gate
+    or the session TTL ran out); rejected (a gate denied under `deny_ends_run`); cancelled."""
+    pending: list[PendingGate] = Field(default_factory=list)
+    """With status awaiting_approval: every gate waiting for a decision, in gate-id order."""
 
     @property
     def cost_usd(self) -> float:
@@ -178,6 +186,9 @@ async def run(
     mode: JournalMode = "record",
     architecture_ref: ArchitectureRef | None = None,
     tracer: Tracer | None = None,
+    approvals: Approvals | None = None,
+    approver: Approver | None = None,
+    session_ttl_s: float | None = None,
 ) -> RunResult:
     """Run `arch` on `task` and return its result.
 
@@ -274,6 +285,9 @@ async def stream(
     architecture_ref: ArchitectureRef | None = None,
     tracer: Tracer | None = None,
     max_buffer: int = 256,
+    approvals: Approvals | None = None,
+    approver: Approver | None = None,
+    session_ttl_s: float | None = None,
 ) -> AsyncIterator[RunStream]:
     """Start `arch` on `task` and stream its events.
 

@@ -13,22 +13,19 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any, Literal, get_type_hints, overload
+from typing import Any, get_type_hints, overload
 
 import anyio
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
 
 from jeeves.checks import check_str, short_repr
 from jeeves.errors import UserError, UserTypeError
+from jeeves.gating import APPROVAL_MODES, ApprovalMode
 from jeeves.ids import validate_name
 from jeeves.messages import ToolSpec
 
 __all__ = ["APPROVAL_MODES", "ApprovalMode", "Tool", "ToolOutcome", "tool"]
 
-ApprovalMode = Literal["read_only", "local_write", "network", "delegated", "destructive"]
-"""How much a tool can change the world, least first: reads only; writes local state; talks to
-other systems; hands work to another agent; cannot be undone (a payment, a deletion)."""
-APPROVAL_MODES: tuple[ApprovalMode, ...] = ("read_only", "local_write", "network", "delegated", "destructive")
 
 _ANY: TypeAdapter[Any] = TypeAdapter(Any, config=ConfigDict(defer_build=True))
 

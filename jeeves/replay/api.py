@@ -21,6 +21,7 @@ from jeeves.architecture import Architecture
 from jeeves.errors import JournalError, ReplayDivergence, UserError
 from jeeves.journal import (
     DAMAGED,
+    TERMINAL,
     Journal,
     JournalMode,
     SessionRecord,
@@ -208,7 +209,7 @@ class _Served:
         recorded one. Every recorded step of the session was asked for, and its status, stop
         reason, output and rounds are the recorded ones: a critic's verdict, a stop reason or
         a failure that differs is a divergence even when the final text is the same."""
-        if record.status == "running":
+        if record.status not in TERMINAL:
             return
         sid = record.session_id
         recorded = await self.store.get_session(sid)
@@ -245,9 +246,9 @@ async def _check_steps_used(store: JournalStore, sid: str, served: set[tuple[str
 def _outcome_difference(recorded: SessionRecord, replayed: SessionRecord) -> str:
     """How a replayed session's end differs from the recorded one, and what to do ("" when
     it does not differ)."""
-    if recorded.status == "running":
+    if recorded.status not in TERMINAL:
         return (
-            f"the journal holds no end for it (status 'running': the run crashed or was still going, or the "
+            f"the journal holds no end for it (status {recorded.status!r}: the run crashed or was still going, or the "
             f"journal lost its last records), so the replay's end ({replayed.status}) cannot be checked. "
             f"Resume the run (run it again with its session id) or restore the journal."
         )
