@@ -18,6 +18,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from jeeves._lifecycle import prepare, set_root_status, supervise
+from jeeves.approvals import record_decision
 from jeeves.architecture import Architecture, Output
 from jeeves.budget import Budget, BudgetMeter
 from jeeves.channel import EventChannel
@@ -25,7 +26,7 @@ from jeeves.checks import check_int, check_number, check_str, short_repr
 from jeeves.context import Context, RunState
 from jeeves.errors import BudgetExceeded, RunEnded, UserError, UserTypeError
 from jeeves.events import Event
-from jeeves.gating import Approvals, Approver, PendingGate
+from jeeves.gating import Approvals, Approver, Decision, PendingGate
 from jeeves.hooks import Tracer, default_tracer
 from jeeves.ids import new_root_id, validate_name, validate_root_id
 from jeeves.journal import Journal, JournalMode
@@ -34,7 +35,7 @@ from jeeves.models.base import ModelClient, Route
 from jeeves.models.router import Router
 from jeeves.replay.api import attach, close_journal, offline_router, open_journal, plan_replay
 
-__all__ = ["RunResult", "RunStatus", "RunStream", "replay", "run", "stream"]
+__all__ = ["RunResult", "RunStatus", "RunStream", "replay", "resume", "run", "stream"]
 
 RunStatus = Literal["completed", "awaiting_approval", "failed", "expired", "rejected", "cancelled"]
 
@@ -413,6 +414,64 @@ async def replay(
             journal=store,
             mode="replay",
             tracer=tracer,
+        )
+    finally:
+        if store is not journal:
+            await close_journal(store)
+
+
+async def resume(
+    arch: Architecture | None,
+    session_id: str,
+    *,
+    journal: JournalLike,
+    decisions: Mapping[str, Decision] | None = None,
+    approvals: Approvals | None = None,
+    approver: Approver | None = None,
+    router: Router | None = None,
+    model: ModelLike | None = None,
+    models: Mapping[str, ModelLike] | None = None,
+    budget: Budget | None = None,
+    tracer: Tracer | None = None,
+    session_ttl_s: float | None = None,
+) -> RunResult:
+    """Go on with recorded run `session_id`: after it suspended at gates, crashed, or was killed.
+
+    Every recorded step is served (no completed model or tool call runs again); decided
+    gates are served their decisions; the rest runs live. Works from any process that can
+    open the journal, once the run's own process is gone.
+
+    Args:
+        arch: The architecture that recorded the run, or None to rebuild it from the source
+            stored with the run (`architecture_ref=`, or the spec a spec run recorded).
+        journal: The journal object, or its path.
+        decisions: Decisions to record first, by gate id (`SESSION#STEP`) or by run id when
+            the run has one pending gate (see `jeeves.approvals.record_decision`).
+        approvals: The policy; default: the one recorded with the run.
+        approver: A live approver for gates still undecided; without one the run suspends again.
+        session_ttl_s: A TTL for a run recorded without one (a recorded TTL is kept).
+
+    The other arguments are those of `jeeves.run`.
+    """
+    store = open_journal(journal, create=False)
+    try:
+        plan = await plan_replay(store, session_id, arch)
+        for target, decision in (decisions or {}).items():
+            await record_decision(store, target, decision)
+        return await run(
+            plan.arch,
+            plan.task,
+            session_id=session_id,
+            role=plan.role,
+            journal=store,
+            approvals=approvals,
+            approver=approver,
+            router=router,
+            model=model,
+            models=models,
+            budget=budget,
+            tracer=tracer,
+            session_ttl_s=session_ttl_s,
         )
     finally:
         if store is not journal:
