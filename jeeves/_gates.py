@@ -197,6 +197,9 @@ class Gates(StepsCore):
         left = math.inf if gate.expires_at is None else gate.expires_at - time.time()
         if left <= 0:
             return expired
+        waiting = self._progress(gate.step, gate.gate_id)
+        state.progress = waiting.model_dump(mode="json", exclude={"seq", "ts", "replayed", "type"})
+        await self.emit(waiting)
         if state.approver is None:
             state.suspension.leave()  # parked, not in flight (the caller's step counts as one)
             try:
