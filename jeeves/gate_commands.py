@@ -47,9 +47,10 @@ async def decide_command(
     gates = await pending_gates(journal, session_id)
     chosen = [g for g in gates if gate is None or g.gate_id == gate]
     if not chosen:
-        where = f"gate {gate!r}" if gate else "any pending gate"
+        where = f"pending gate {gate!r}" if gate else "pending gate"
         raise UserError(
-            f"Run {session_id!r} in {journal} has no {where}; `{command_line('runs', journal)}` lists runs."
+            f"Run {session_id!r} in {journal} has no {where} (decided already, or never reached); "
+            f"`{command_line('runs', journal)}` lists runs."
         )
     if len(chosen) > 1:
         lines = "\n".join("  " + describe_gate(g) for g in chosen)
