@@ -199,7 +199,8 @@ class Gates(StepsCore):
             return expired
         waiting = self._progress(gate.step, gate.gate_id)
         state.progress = waiting.model_dump(mode="json", exclude={"seq", "ts", "replayed", "type"})
-        await self.emit(waiting)
+        if state.progress_interval_s is not None:
+            await self.emit(waiting)
         if state.approver is None:
             state.suspension.leave()  # parked, not in flight (the caller's step counts as one)
             try:

@@ -116,7 +116,9 @@ class RunState:
     suspension: Suspension = field(default_factory=Suspension)
     completed_steps: int = 0
     """Steps completed live by this process (progress envelopes report it)."""
-    progress_interval_s: float = 1.0
+    progress_interval_s: float | None = None
+    """Emit `progress` events at most this often (seconds); None: keep the envelope for the
+    journal only, and emit no events (the default: a replay's events stay the recorded ones)."""
     last_progress: float = field(default_factory=time.monotonic)
     progress: dict[str, Any] | None = None
     """The last progress envelope, as JSON (the heartbeat writes it into the root's record)."""

@@ -267,17 +267,18 @@ class StepsCore:
             await self.emit(event)
 
     # -- progress ----------------------------------------------------------------------
-    async def _completed(self, index: int, gate: str | None = None) -> None:
-        """Count a step completed live; emit a `progress` envelope at most once per
-        `progress_interval_s` (live only: a replay serves steps and never reports progress)."""
+    async def _completed(self, index: int) -> None:
+        """Count a step completed live and keep the run's progress envelope (the heartbeat
+        records it); with `progress_s` set, emit it as a `progress` event at most once per
+        `progress_s` seconds (live only: a replay serves steps and reports no progress)."""
         state = self._state
         state.completed_steps += 1
+        event = self._progress(index, None)
+        state.progress = event.model_dump(mode="json", exclude={"seq", "ts", "replayed", "type"})
         now = time.monotonic()
-        if now - state.last_progress < state.progress_interval_s and gate is None:
+        if state.progress_interval_s is None or now - state.last_progress < state.progress_interval_s:
             return
         state.last_progress = now
-        event = self._progress(index, gate)
-        state.progress = event.model_dump(mode="json", exclude={"seq", "ts", "replayed", "type"})
         await self.emit(event)
 
     def _progress(self, index: int, gate: str | None) -> Progress:

@@ -231,6 +231,7 @@ async def run(
     approvals: Approvals | None = None,
     approver: Approver | None = None,
     session_ttl_s: float | None = None,
+    progress_s: float | None = None,
 ) -> RunResult:
     """Run `arch` on `task` and return its result.
 
@@ -249,6 +250,14 @@ async def run(
             a source mapping a registered loader understands. Stored in the root session
             record; a resumed run given none keeps the recorded one.
         tracer: Span hooks; defaults to the one `jeeves.telemetry.configure` installed.
+        approvals: The approval policy (`jeeves.approvals.Approvals`); None gates nothing
+            (a resumed run given none keeps the recorded one). See docs/approvals.md.
+        approver: A live approver, `async (PendingGate) -> Decision`; None: the run
+            suspends at an undecided gate (`RunResult.status == "awaiting_approval"`).
+        session_ttl_s: A hard limit on the run's life from its first start, across resumes.
+        progress_s: Emit `progress` events at most every `progress_s` seconds (and when a
+            gate starts waiting); None (default): none are emitted, and the latest envelope
+            is only kept in the journal for `jeeves runs --watch`.
     """
     _check_arguments(task, router, models, budget, mode)
     channel = EventChannel()
@@ -263,6 +272,8 @@ async def run(
         channel=channel,
     )
     state.approvals, state.approver = _check_approvals(approvals, approver, session_ttl_s)
+    if progress_s is not None:
+        state.progress_interval_s = check_number(progress_s, name="progress_s", minimum=0)
     root = _root_context(state, arch, session_id, role)
     return await _execute(state, root, arch, task, journal, architecture_ref, session_ttl_s)
 
@@ -331,6 +342,7 @@ async def stream(
     approvals: Approvals | None = None,
     approver: Approver | None = None,
     session_ttl_s: float | None = None,
+    progress_s: float | None = None,
 ) -> AsyncIterator[RunStream]:
     """Start `arch` on `task` and stream its events.
 
@@ -357,6 +369,8 @@ async def stream(
         channel=channel,
     )
     state.approvals, state.approver = _check_approvals(approvals, approver, session_ttl_s)
+    if progress_s is not None:
+        state.progress_interval_s = check_number(progress_s, name="progress_s", minimum=0)
     root = _root_context(state, arch, session_id, role)
     handle = RunStream(channel, root.session_id)
 
@@ -434,6 +448,7 @@ async def resume(
     budget: Budget | None = None,
     tracer: Tracer | None = None,
     session_ttl_s: float | None = None,
+    progress_s: float | None = None,
 ) -> RunResult:
     """Go on with recorded run `session_id`: after it suspended at gates, crashed, or was killed.
 
@@ -472,6 +487,7 @@ async def resume(
             budget=budget,
             tracer=tracer,
             session_ttl_s=session_ttl_s,
+            progress_s=progress_s,
         )
     finally:
         if store is not journal:

@@ -257,14 +257,14 @@ async def test_a_waiting_gate_reports_progress_and_a_lapsed_lease_shows_paused()
     journal = MemoryJournal()
     events = []
     async with jeeves.stream(
-        _refund_agent([], []), "refund", journal=journal, session_id="w", approvals=Approvals()
+        _refund_agent([], []), "refund", journal=journal, session_id="w", approvals=Approvals(), progress_s=0
     ) as stream:
         async for event in stream:
             events.append(event)
         result = await stream.result()
     assert result.status == "awaiting_approval"
-    (progress,) = [e for e in events if isinstance(e, Progress)]
-    assert (progress.gate, progress.step) == ("w#1", 1)
+    progress = [e for e in events if isinstance(e, Progress)]
+    assert [(p.gate, p.step, p.completed_steps) for p in progress] == [(None, 0, 1), ("w#1", 1, 1)]
     (run,) = await list_runs(journal)
     assert run.status == "awaiting_gate" and run.progress is not None and run.progress["gate"] == "w#1"
 
