@@ -46,7 +46,7 @@ from jeeves.spec.models import (
 from jeeves.spec.routes import callers, unmatched_key
 from jeeves.tools import Tool
 
-__all__ = ["build", "build_problems", "problems_message", "scripted_model"]
+__all__ = ["build", "build_critics", "build_problems", "problems_message", "scripted_model"]
 
 T = TypeVar("T")
 KeyPath = list[str | int]
@@ -82,6 +82,18 @@ def build_problems(spec: Spec) -> list[str]:
     builder = _Builder(spec, offline=False)
     builder.build(spec, {})
     return builder.problems
+
+
+def build_critics(specs: Sequence[CriticSpec], *, where: str, path: Path | None, key: str) -> list[Critic]:
+    """The critics of critic tables outside an architecture (a `jeeves rejudge` critic file),
+    every problem in one UserError keyed under `key`; import paths resolve beside `path`."""
+    builder = _Builder(None, offline=False)
+    builder.where = where
+    with _importable(path):
+        critics = [builder.critic(c, [key, i]) for i, c in enumerate(specs)]
+    if builder.problems:
+        raise UserError(problems_message(where, builder.problems))
+    return [c for c in critics if c is not None]
 
 
 def problems_message(where: str, problems: Sequence[str]) -> str:
@@ -126,11 +138,11 @@ class _Builder:
     and children are still built, so one error lists every problem of this stage.
     """
 
-    def __init__(self, spec: Spec, offline: bool) -> None:
-        self.where = str(spec.path) if spec.path is not None else "spec"
+    def __init__(self, spec: Spec | None, offline: bool) -> None:
+        self.where = str(spec.path) if spec is not None and spec.path is not None else "spec"
         self.problems: list[str] = []
         self.scripted: ScriptedModel | None = None
-        if offline:
+        if offline and spec is not None:
             if spec.demo is None:
                 raise UserError(
                     f"{self.where} has no [demo] script, so it cannot run offline; add a [demo] table "
