@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -14,6 +18,7 @@ from jeeves.architectures import PlanExecuteOutput
 from jeeves.critics.plan import DecisionSpec
 from jeeves.errors import UserError
 from jeeves.events import Event
+from tests.conftest import REPO, subprocess_env
 from tests.memory_journal import DictJournal
 
 pytestmark = pytest.mark.anyio
@@ -244,3 +249,43 @@ def test_bad_options_are_user_errors() -> None:
         arch(shop, replan_budget=-1)
     with pytest.raises(UserError, match="approval mode 'dangerous'"):
         jeeves.Tool(lambda: 1, name="x", approval="dangerous")  # type: ignore[arg-type]
+
+
+def test_resume_after_sigkill_mid_execution_repeats_no_completed_step(tmp_path: Path) -> None:
+    from tests.architectures.plan_crash_child import plan_run
+
+    whole = tmp_path / "whole"
+    whole.mkdir()
+    uninterrupted = anyio.run(plan_run, whole)
+    assert uninterrupted.stop_reason == "completed"
+    assert (whole / "calls").read_text().split() == ["planner", "lookup_order", "eval_policy", "issue_refund"]
+
+    killed = tmp_path / "killed"
+    killed.mkdir()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "tests.architectures.plan_crash_child", str(killed), "block"],
+        cwd=REPO,
+        env=subprocess_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        line = child.stdout.readline()  # printed while the plan's second step is in flight
+        assert line == "blocked\n", child.communicate()[1]
+        child.send_signal(signal.SIGKILL)
+    finally:
+        child.communicate(timeout=30)
+    assert (killed / "calls").read_text().split() == ["planner", "lookup_order", "eval_policy"]
+
+    resumed = anyio.run(plan_run, killed)
+    assert (resumed.stop_reason, resumed.text) == (uninterrupted.stop_reason, uninterrupted.text)
+    ours, theirs = detail(resumed).report, detail(uninterrupted).report
+    assert ours is not None and theirs is not None
+    assert ours.model_dump(exclude={"decided_at"}) == theirs.model_dump(exclude={"decided_at"})
+    # The planner and the first step completed before the kill: served, not repeated. The step in
+    # flight never completed, so it runs again, and the rest runs once.
+    calls = (killed / "calls").read_text().split()
+    assert calls == ["planner", "lookup_order", "eval_policy", "eval_policy", "issue_refund"]
+    assert resumed.usage.model_calls == 0
