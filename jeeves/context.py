@@ -35,6 +35,7 @@ from jeeves.errors import (
     tag_session,
 )
 from jeeves.events import (
+    AuditStats,
     BudgetExceededEvent,
     Event,
     ModelCompleted,
@@ -349,6 +350,11 @@ class Context:
             if isinstance(score, int | float) and not isinstance(score, bool):
                 span.set_attribute("jeeves.critic.score", float(score))
                 span.set_attribute("jeeves.round", index)
+            audit = getattr(output.value, "audit", None)
+            if isinstance(audit, AuditStats):
+                span.set_attribute("jeeves.audit.invalid_citations", audit.invalid_citations)
+                span.set_attribute("jeeves.audit.uncited_claims", audit.uncited_claims)
+                span.set_attribute("jeeves.audit.duration_ms", audit.duration_ms)
         await self.emit(
             SessionCompleted(
                 session_id=self.session_id, output=output.text, stop_reason=output.stop_reason, usage=usage
