@@ -203,6 +203,8 @@ class PlanExecute:
         self.replan_budget, self.retry_budget, self.threshold = replan_budget, retry_budget, float(threshold)
         self.role = validate_name(role)
         self.description = description or planner.description
+        self.given_planner = planner
+        """The planner as given (`planner` is it with the plan schema and the surface added)."""
         self.surface: dict[str, ApprovalMode] = {
             n: t.approval or "local_write" for n, t in self.tools.items()
         }

@@ -20,7 +20,7 @@ from typing import Any, TypeVar, assert_never
 
 from jeeves.agent import Agent
 from jeeves.architecture import Architecture, Caller
-from jeeves.architectures import ActorCritic, SelfRefine, Supervisor
+from jeeves.architectures import ActorCritic, PlanExecute, SelfRefine, Supervisor
 from jeeves.critics import CitationCritic, CodeCritic, Critic, FunctionCritic, LLMCritic
 from jeeves.errors import UserError
 from jeeves.models.base import ModelClient, Route
@@ -38,6 +38,7 @@ from jeeves.spec.models import (
     DemoSpec,
     FunctionCriticSpec,
     LLMCriticSpec,
+    PlanExecuteSpec,
     RouteSpec,
     SelfRefineSpec,
     Spec,
@@ -223,6 +224,8 @@ class _Builder:
             return self.self_refine(spec, path)
         if isinstance(spec, SupervisorSpec):
             return self.supervisor(spec, path)
+        if isinstance(spec, PlanExecuteSpec):
+            return self.plan_execute(spec, path)
         assert_never(spec)
 
     def agent(self, spec: AgentSpec, path: KeyPath) -> Agent | None:
@@ -320,6 +323,34 @@ class _Builder:
                 max_turns=spec.max_turns,
                 model=model,
                 params=spec.params,
+                description=spec.description,
+            ),
+        )
+
+    def plan_execute(self, spec: PlanExecuteSpec, path: KeyPath) -> PlanExecute | None:
+        before = len(self.problems)
+        planner = self.agent(spec.planner, [*path, "planner"])
+        tools = [self.tool(ref, [*path, "tools", i]) for i, ref in enumerate(spec.tools)]
+        workers = {name: self.arch(w, [*path, "workers", name]) for name, w in spec.workers.items()}
+        evaluators = [self.critic(c, [*path, "evaluators", i]) for i, c in enumerate(spec.evaluators)]
+        checks = [self.imported(ref, [*path, "checks", i]) for i, ref in enumerate(spec.checks)]
+        if planner is None:
+            return None
+        return self.then(
+            before,
+            path,
+            lambda: PlanExecute(
+                planner,
+                tools=[t for t in tools if t is not None],
+                workers={n: w for n, w in workers.items() if w is not None},
+                spec=spec.decision.build(),
+                evaluators=[e for e in evaluators if e is not None],
+                hard=spec.hard,
+                checks=checks,
+                replan_budget=spec.replan_budget,
+                retry_budget=spec.retry_budget,
+                threshold=spec.threshold,
+                role=spec.role,
                 description=spec.description,
             ),
         )

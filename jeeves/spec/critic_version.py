@@ -41,7 +41,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationError, field_validator
 
 from jeeves.critics import CombinedCritic, Critic
-from jeeves.critics.plan import DecisionSpec, PlanCheck
+from jeeves.critics.plan import PlanCheck
 from jeeves.errors import UserError
 from jeeves.rejudge import CriticVersion, Evaluator
 from jeeves.replay.source import import_object
@@ -51,6 +51,7 @@ from jeeves.spec.parts import (
     CitationCriticSpec,
     CodeCriticSpec,
     CriticSpec,
+    DecisionTable,
     FunctionCriticSpec,
     ImportPath,
     LLMCriticSpec,
@@ -59,28 +60,7 @@ from jeeves.spec.parts import (
 )
 from jeeves.tools import ApprovalMode
 
-__all__ = ["CriticVersionSpec", "DecisionTable", "RecordedEvaluatorSpec", "load_critic_version"]
-
-
-class DecisionTable(SpecModel):
-    """`[decision]`: the DecisionSpec a plan is verified against."""
-
-    required_outputs: list[str] = Field(default_factory=list)
-    """Outputs the plan must declare."""
-    max_steps: int = Field(default=12, ge=1)
-    """Most steps a plan may have."""
-    max_plan_tokens: int = Field(default=0, ge=0)
-    """Most estimated tokens a plan may add up to; 0 for no limit."""
-    safety_mode: ApprovalMode = "destructive"
-    """The highest approval mode a step may have."""
-
-    def build(self) -> DecisionSpec:
-        return DecisionSpec(
-            required_outputs=self.required_outputs,
-            max_steps=self.max_steps,
-            max_plan_tokens=self.max_plan_tokens or None,
-            safety_mode=self.safety_mode,
-        )
+__all__ = ["CriticVersionSpec", "RecordedEvaluatorSpec", "load_critic_version"]
 
 
 class RecordedEvaluatorSpec(SpecModel):

@@ -143,7 +143,7 @@ def local_tool() -> Agent:
         (lambda: Agent("x", output_type=dict[str, int]), r"Cannot dump output type"),
         (
             lambda: type("Custom", (Agent,), {})("x"),
-            r"only jeeves\.Agent, ActorCritic, SelfRefine and Supervisor",
+            r"only jeeves\.Agent, ActorCritic, SelfRefine, Supervisor and PlanExecute",
         ),
     ],
 )
