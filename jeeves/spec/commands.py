@@ -259,7 +259,8 @@ def _outline(arch: ArchSpec, role: str, depth: int, lines: list[str]) -> None:
         for name, worker in arch.workers.items():
             _outline(worker, name, depth + 1, lines)
     elif isinstance(arch, PlanExecuteSpec):
-        evaluators = ", ".join(c.name or c.function.rsplit(":", 1)[-1] for c in arch.evaluators) or "none"
+        names = [c.name or getattr(c, "function", c.type).rsplit(":", 1)[-1] for c in arch.evaluators]
+        evaluators = ", ".join(names) or "none"
         lines.append(f"{pad}{role}  plan_execute  evaluators: {evaluators}")
         _outline(arch.planner, "planner", depth + 1, lines)
         for name, worker in arch.workers.items():
