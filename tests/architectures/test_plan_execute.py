@@ -289,3 +289,51 @@ def test_resume_after_sigkill_mid_execution_repeats_no_completed_step(tmp_path: 
     calls = (killed / "calls").read_text().split()
     assert calls == ["planner", "lookup_order", "eval_policy", "eval_policy", "issue_refund"]
     assert resumed.usage.model_calls == 0
+
+
+def _minimal(**change: Any) -> str:
+    """A one-step lookup plan that passes SPEC, with `change` applied to the plan (or, for the
+    keys of a step, to its step)."""
+    step: dict[str, Any] = {"id": "lookup", "tool": "lookup_order", "arguments": {"order_id": "881"}}
+    plan: dict[str, Any] = {
+        "plan_id": "p",
+        "intent": "look the order up",
+        "outputs": ["refund_amount", "refund_reason_class"],
+        "steps": [step],
+    }
+    for key, value in change.items():
+        (plan if key in plan else step)[key] = value
+    return json.dumps(plan)
+
+
+@pytest.mark.parametrize(
+    ("bad", "kind", "spec"),
+    [
+        (_minimal(outputs=["refund_amount"]), "violates_decision_spec", SPEC),
+        (_minimal(depends_on=["lookup"]), "loop_guard", SPEC),
+        (
+            _minimal(tool="issue_refund", arguments={"order_id": "881", "amount": 1.0}),
+            "approval_mode_mismatch",
+            DecisionSpec(required_outputs=SPEC.required_outputs, safety_mode="network"),
+        ),
+        (_minimal(evidence_required=["order_record"]), "missing_evidence", SPEC),
+        (_minimal(estimated_tokens=9000), "budget_exceeded", SPEC),
+    ],
+)
+async def test_each_refusal_kind_is_refused_before_anything_runs_and_a_replan_fixes_it(
+    bad: str, kind: str, spec: DecisionSpec
+) -> None:
+    shop = Shop()
+    model = ScriptedModel({"planner": [bad, _minimal()]})
+    result, events = await run_stream(arch(shop, spec=spec, evaluators=[lambda t, o: "881" in o]), model)
+    model.assert_consumed()
+    out = detail(result)
+    assert [(r.status, r.verify.kind) for r in out.reports] == [
+        ("refused_by_critic", kind),
+        ("completed", None),
+    ]
+    assert shop.calls == ["lookup_order"]  # only the fixed plan's step ran
+    assert not [
+        e for e in events if e.type == "session.started" and e.session_id.startswith("r__plan_0__step_")
+    ]
+    assert kind in (model_requests(events, "r__plan_1__planner_0") or "")  # the refusal reached the planner
