@@ -185,3 +185,33 @@ def test_a_bad_critic_file_is_one_clear_error(tmp_path: Path, capsys: pytest.Cap
         load_critic_version(bad)
     assert main(["rejudge", str(tmp_path / "none.jsonl"), "--critic", str(bad)]) == 2
     assert "names no evaluator" in capsys.readouterr().err
+
+
+async def test_self_refine_rounds_are_judged_against_their_drafts() -> None:
+    from jeeves import SelfRefine
+    from jeeves.replay import MemoryJournal
+
+    journal = MemoryJournal()
+    model = ScriptedModel(
+        [
+            "draft one",
+            json.dumps({"score": 0.5, "issues": ["too short"], "summary": "short"}),
+            "draft two, longer",
+            json.dumps({"score": 0.9, "issues": [], "summary": "good"}),
+        ]
+    )
+    await jeeves.run(
+        SelfRefine(Agent("Write."), max_rounds=1), "Write.", model=model, session_id="sr", journal=journal
+    )
+    seen: list[str] = []
+
+    def judge(task: str, output: str) -> float:
+        seen.append(output)
+        return 0.9 if "one" in output else 0.2
+
+    judged = await rejudge(journal, CriticVersion(critic=FunctionCritic(judge)))
+    assert seen == ["draft one", "draft two, longer"]  # each round's own candidate
+    assert [(j.session_id, j.before, j.after, j.changed) for j in judged] == [
+        ("sr__feedback_0", "refused", "approved", True),
+        ("sr__feedback_1", "approved", "refused", True),
+    ]
