@@ -215,3 +215,19 @@ async def test_self_refine_rounds_are_judged_against_their_drafts() -> None:
         ("sr__feedback_0", "refused", "approved", True),
         ("sr__feedback_1", "approved", "refused", True),
     ]
+
+
+async def test_asked_live_an_llm_critic_is_called_through_the_router(tmp_path: Path) -> None:
+    from jeeves import Router
+
+    path = str(tmp_path / "runs.jsonl")
+    await record(path)
+    harsh = ScriptedModel([json.dumps({"score": 0.3, "issues": ["no apology to the customer"]})])
+    version = CriticVersion(evaluators=[Evaluator("llm", LLMCritic(), hard=True)])
+    async with open_journal(path) as store:
+        judged = await rejudge(store, version, ["small"], live=True, router=Router({"default": harsh}))
+    assert [(j.session_id, j.before, j.after, j.score_after) for j in judged] == [
+        ("small__plan_0", "completed", "partial", 0.3)
+    ]
+    assert judged[0].rationale == "partial: hard-fail evaluator 'llm' failed: no apology to the customer"
+    assert len(harsh.requests) == 1
