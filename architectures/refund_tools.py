@@ -1,49 +1,25 @@
-"""The refund desk's tools and policy check, for refund_plan.toml.
+"""The refund desk's tools (refund_desk.toml names them by import path).
 
-refund_plan.toml names them by import path (`refund_tools:lookup_order`); a spec's directory is
-importable while the spec is built, so this module needs no installing. The shop is a small
-fixed table of orders, so the offline run is the same every time.
+`lookup_order` only reads (`read_only`, runs inline under the spec's `[approvals]`);
+`issue_refund` moves money (`destructive`, so the run stops at a gate until someone
+approves). The refund passes its idempotency key on, so a step retried after a crash
+cannot pay twice at a provider that honours the key.
 """
 
 from __future__ import annotations
 
 import json
 
-from jeeves import Verdict, tool
-
-ORDERS: dict[str, dict[str, object]] = {
-    "881": {"order_id": "881", "total": 42.0, "status": "delivered damaged"},
-    "882": {"order_id": "882", "total": 19.5, "status": "delivered"},
-}
-"""Order id → record."""
+import jeeves
 
 
-@tool(approval="read_only")
+@jeeves.tool(approval="read_only")
 def lookup_order(order_id: str) -> str:
-    """Look an order up by id: its total and delivery status, as JSON."""
-    return json.dumps(ORDERS.get(order_id, {"error": f"no order {order_id!r}"}))
+    """Look an order up: what was paid, by whom."""
+    return json.dumps({"order_id": order_id, "paid": 42.0, "customer": "dana@example.com"})
 
 
-@tool(approval="read_only")
-def eval_policy(reason: str) -> str:
-    """Say whether the refund policy covers a reason (damage on delivery is covered)."""
-    return "refundable: damaged on delivery" if "damage" in reason.lower() else "not refundable"
-
-
-@tool(approval="destructive")
+@jeeves.tool(approval="destructive")
 def issue_refund(order_id: str, amount: float) -> str:
-    """Refund an amount on an order. Irreversible."""
-    return f"refunded {amount} on {order_id}"
-
-
-def policy_check(task: str, result: str) -> Verdict:
-    """Hard-fail policy: a plan must refund, and never more than the order's total."""
-    refunds = [line.split("refunded ", 1)[1].split() for line in result.splitlines() if "refunded " in line]
-    if not refunds:
-        return Verdict(score=0.0, issues=["no refund was issued"])
-    over = [
-        f"{amount} on {order} is over the order total"
-        for amount, _, order in refunds
-        if float(amount) > float(str(ORDERS.get(order, {}).get("total", 0)))
-    ]
-    return Verdict(score=0.0 if over else 1.0, issues=over)
+    """Refund an order through the payment provider."""
+    return f"refunded {amount:.2f} on order {order_id} (idempotency key {jeeves.tools.idempotency_key()})"

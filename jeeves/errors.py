@@ -16,6 +16,10 @@ JeevesError                      root: `except jeeves.JeevesError` catches all o
 │   ├── OutputValidationError    the reply did not fit `output_type`, even after one repair turn
 │   └── CriticError              a critic failed and `on_critic_error="raise"`
 ├── BudgetExceeded               a shared budget ran out; the run stops, best output kept
+├── RunEnded                     an approval gate or the session TTL ended the run (not a failure of a step)
+│   ├── GateExpired (TimeoutError)   a gate's decision did not come within its TTL: status `expired`
+│   ├── GateRejected             a gate was denied and the policy says `deny_ends_run`: status `rejected`
+│   └── SessionExpired (TimeoutError)  the session's hard TTL ran out: status `expired`
 ├── ReplayDivergence             a replayed run asked for a step the journal does not hold as asked
 ├── JournalError (ValueError)    a journal file is damaged or from a newer jeeves
 └── ScriptError                  the testing models were used wrongly
@@ -35,6 +39,8 @@ __all__ = [
     "BadResponse",
     "BudgetExceeded",
     "CriticError",
+    "GateExpired",
+    "GateRejected",
     "InvalidCredentials",
     "JeevesError",
     "JournalError",
@@ -47,7 +53,9 @@ __all__ = [
     "ProviderError",
     "RateLimited",
     "ReplayDivergence",
+    "RunEnded",
     "ScriptError",
+    "SessionExpired",
     "UnconsumedSteps",
     "UnexpectedModelCall",
     "UserError",
@@ -172,6 +180,30 @@ class BudgetExceeded(JeevesError):
         self.spent = spent
 
 
+class RunEnded(JeevesError):
+    """The run was ended by a rule, not by a failing step; `status` is the run's terminal state."""
+
+    status: str = "failed"
+
+
+class GateExpired(RunEnded, TimeoutError):
+    """An approval gate's decision did not come within the gate's TTL."""
+
+    status = "expired"
+
+
+class GateRejected(RunEnded):
+    """An approval gate was denied and the policy says `deny_ends_run=True`."""
+
+    status = "rejected"
+
+
+class SessionExpired(RunEnded, TimeoutError):
+    """The session's hard TTL (`session_ttl_s`) ran out; the run stopped with a terminal record."""
+
+    status = "expired"
+
+
 class ReplayDivergence(JeevesError):
     """A replayed run asked for a step the journal does not hold, or holds with another request."""
 
@@ -212,10 +244,16 @@ class UnconsumedSteps(ScriptError):
     """The script still holds steps that no model call consumed."""
 
 
-PROGRAM_ERRORS: tuple[type[JeevesError], ...] = (UserError, ReplayDivergence, JournalError, ScriptError)
+PROGRAM_ERRORS: tuple[type[JeevesError], ...] = (
+    UserError,
+    ReplayDivergence,
+    JournalError,
+    ScriptError,
+    RunEnded,
+)
 """Errors that say the program, its configuration or its journal is wrong, not that a step
 failed at its task: a role with no route, a diverging replay, a damaged journal, an exhausted
-test script. Critic loops never keep them as a draft and a Supervisor never turns them into a
+test script; and rules that end the run (an expired or run-ending denied gate, the session TTL). Critic loops never keep them as a draft and a Supervisor never turns them into a
 tool result the model could talk its way around: they end the run."""
 
 

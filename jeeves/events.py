@@ -13,7 +13,7 @@ role, the architecture and the resolved model.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -21,6 +21,8 @@ from jeeves.findings import Finding
 from jeeves.messages import ToolCall, Usage
 
 __all__ = [
+    "ApprovalDecided",
+    "ApprovalRequested",
     "AuditStats",
     "BudgetExceededEvent",
     "CriticFailed",
@@ -35,6 +37,7 @@ __all__ = [
     "OutputRetrying",
     "PlanDecided",
     "PlanVerified",
+    "Progress",
     "Refinement",
     "RoundStarted",
     "SessionCompleted",
@@ -327,6 +330,56 @@ class PlanDecided(BaseEvent):
     rationale: str
 
 
+class ApprovalRequested(BaseEvent):
+    """A tool call reached an approval gate (a journaled step of its session); see `jeeves.approvals`."""
+
+    type: Literal["approval.requested"] = "approval.requested"
+    step: int
+    """The gate's step index in its session."""
+    gate_id: str
+    """`{session_id}#{step}`: how an approver names the gate."""
+    tool: str
+    tool_call_id: str = ""
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    mode: str
+    """The tool's approval mode (read_only … destructive)."""
+    arguments_hash: str
+    """SHA-256 of the arguments' canonical JSON: a decision approves exactly these."""
+    requested_at: float = 0.0
+    expires_at: float | None = None
+    """Wall-clock seconds after which the gate expires; None: never."""
+
+
+class ApprovalDecided(BaseEvent):
+    """A gate was decided: approve, deny or expire; by whom, when, with what note."""
+
+    type: Literal["approval.decided"] = "approval.decided"
+    step: int
+    gate_id: str
+    decision: Literal["approve", "deny", "expire"]
+    by: str = ""
+    at: float = 0.0
+    note: str | None = None
+    arguments_hash: str = ""
+
+
+class Progress(BaseEvent):
+    """Where a live run is, after a completed step (throttled; never part of a replay)."""
+
+    type: Literal["progress"] = "progress"
+    step: int
+    """The step just completed, in `session_id`."""
+    completed_steps: int
+    """Steps completed live by this process in the whole run."""
+    tokens_left: int | None = None
+    model_calls_left: int | None = None
+    usd_left: float | None = None
+    seconds_left: float | None = None
+    """Budget remaining on each axis the run's Budget limits (None: unlimited)."""
+    gate: str | None = None
+    """The id of a gate the run is waiting on, if any."""
+
+
 Event = Annotated[
     SessionStarted
     | SessionCompleted
@@ -348,7 +401,10 @@ Event = Annotated[
     | WatchdogVerdictEvent
     | SteeringInjected
     | PlanVerified
-    | PlanDecided,
+    | PlanDecided
+    | ApprovalRequested
+    | ApprovalDecided
+    | Progress,
     Field(discriminator="type"),
 ]
 """Any jeeves event; `event.type` tells which."""

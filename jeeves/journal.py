@@ -15,7 +15,7 @@ import hashlib
 import json
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from jeeves import errors
 from jeeves.events import EVENT_ADAPTER, Event
@@ -24,9 +24,12 @@ from jeeves.redact import mask_credentials
 __all__ = [
     "Journal",
     "JournalMode",
+    "LEASE_S",
     "ReplayedError",
     "SessionRecord",
+    "SessionStatus",
     "StepRecord",
+    "TERMINAL",
     "decode_error",
     "encode_error",
     "error_type_name",
@@ -39,8 +42,21 @@ __all__ = [
     "step_origin",
 ]
 
-SCHEMA_VERSION = 1
-"""Bumped when a record's shape changes; stores refuse records from a newer version."""
+SCHEMA_VERSION = 2
+"""Bumped when a record's shape changes; stores refuse records from a newer version.
+v2 added gate steps (`kind="gate"`, `pending`), the session lifecycle states, the lease,
+the approval policy and progress; every v1 record reads as it was written."""
+
+SessionStatus = Literal[
+    "in_progress", "awaiting_gate", "paused", "completed", "failed", "expired", "rejected", "cancelled"
+]
+"""A session's lifecycle state. `paused` is never written: `jeeves runs` shows an
+`in_progress` run whose lease lapsed (its process died) as paused. v1's `running` reads as
+`in_progress`."""
+LEASE_S = 15.0
+"""A running process renews its lease on a run every `LEASE_S / 3` seconds; a lease not
+renewed for `LEASE_S` has lapsed (its process died or hung) and the run shows as `paused`."""
+TERMINAL: frozenset[str] = frozenset({"completed", "failed", "expired", "rejected", "cancelled"})
 
 JournalMode = Literal["record", "replay", "resume"]
 """record: run live and store every step (serving steps already stored: resume).
@@ -56,7 +72,7 @@ class StepRecord(BaseModel):
     v: int = SCHEMA_VERSION
     session_id: str
     index: int
-    kind: Literal["model", "tool", "function"]
+    kind: Literal["model", "tool", "function", "gate"]
     name: str = ""
     """The tool or critic name; empty for model steps (the answering model is in the result)."""
     fingerprint: str
@@ -66,6 +82,8 @@ class StepRecord(BaseModel):
     """Set when the step failed: the exception, which a replay raises again."""
     events: list[dict[str, Any]] = Field(default_factory=list)
     """Events the step emitted while it ran live (model deltas, retries), as JSON."""
+    pending: bool = False
+    """A gate recorded before its decision: `result` holds the PendingGate, not yet an outcome."""
 
 
 class SessionRecord(BaseModel):
@@ -80,7 +98,7 @@ class SessionRecord(BaseModel):
     architecture: str
     model: str | None = None
     task: str = ""
-    status: Literal["running", "completed", "failed"] = "running"
+    status: SessionStatus = "in_progress"
     stop_reason: str | None = None
     output: str | None = None
     usage: dict[str, Any] = Field(default_factory=dict)
@@ -89,6 +107,24 @@ class SessionRecord(BaseModel):
     source: dict[str, Any] | None = None
     """Root sessions only: how to rebuild the architecture for a replay, as the runner was told
     (`{"kind": "import", "ref": "module:attr"}`; other kinds are registered by their loaders)."""
+    approvals: dict[str, Any] | None = None
+    """Root sessions only: the run's approval policy (an `Approvals` as JSON), which a replay
+    and a resume given none use."""
+    created_at: float | None = None
+    """Root sessions only: wall-clock seconds when the run was first recorded (session TTL)."""
+    expires_at: float | None = None
+    """Root sessions only: the hard session TTL's end, in wall-clock seconds; None: no TTL."""
+    lease_owner: str | None = None
+    """Root sessions only: the process running it (`host:pid:start`), while it runs."""
+    lease_renewed_at: float | None = None
+    """When the owner last renewed its lease (heartbeat); a lapsed lease shows as `paused`."""
+    progress: dict[str, Any] | None = None
+    """Root sessions only: the last `progress` envelope the heartbeat wrote (for `runs --watch`)."""
+
+    @field_validator("status", mode="before")
+    @classmethod
+    def _v1_status(cls, value: Any) -> Any:
+        return "in_progress" if value == "running" else value
 
 
 class Journal(Protocol):

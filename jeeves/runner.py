@@ -12,18 +12,21 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
+from jeeves._lifecycle import prepare, set_root_status, supervise
+from jeeves.approvals import record_decision
 from jeeves.architecture import Architecture, Output
 from jeeves.budget import Budget, BudgetMeter
 from jeeves.channel import EventChannel
-from jeeves.checks import check_int, check_str, short_repr
+from jeeves.checks import check_int, check_number, check_str, short_repr
 from jeeves.context import Context, RunState
-from jeeves.errors import BudgetExceeded, UserError, UserTypeError
+from jeeves.errors import BudgetExceeded, RunEnded, UserError, UserTypeError
 from jeeves.events import Event
+from jeeves.gating import Approvals, Approver, Decision, PendingGate
 from jeeves.hooks import Tracer, default_tracer
 from jeeves.ids import new_root_id, validate_name, validate_root_id
 from jeeves.journal import Journal, JournalMode
@@ -32,7 +35,9 @@ from jeeves.models.base import ModelClient, Route
 from jeeves.models.router import Router
 from jeeves.replay.api import attach, close_journal, offline_router, open_journal, plan_replay
 
-__all__ = ["RunResult", "RunStream", "replay", "run", "stream"]
+__all__ = ["RunResult", "RunStatus", "RunStream", "replay", "resume", "run", "stream"]
+
+RunStatus = Literal["completed", "awaiting_approval", "failed", "expired", "rejected", "cancelled"]
 
 ModelLike = str | Route | ModelClient
 JournalLike = Journal | str | os.PathLike[str]
@@ -60,6 +65,11 @@ class RunResult(BaseModel):
     """Live usage per session id."""
     detail: Output | None = None
     """The root architecture's own Output (ActorCritic rounds, Supervisor delegations…)."""
+    status: RunStatus = "completed"
+    """completed; awaiting_approval (suspended at gates: see `pending`); failed; expired (a gate
+    or the session TTL ran out); rejected (a gate denied under `deny_ends_run`); cancelled."""
+    pending: list[PendingGate] = Field(default_factory=list)
+    """With status awaiting_approval: every gate waiting for a decision, in gate-id order."""
 
     @property
     def cost_usd(self) -> float:
@@ -98,6 +108,24 @@ def _check_arguments(task: object, router: object, models: object, budget: objec
         raise UserError(
             f"mode={short_repr(mode)} is not a journal mode; use 'record' (resumes too) or 'replay'."
         )
+
+
+def _check_approvals(
+    approvals: object, approver: object, session_ttl_s: object
+) -> tuple[Approvals | None, Approver | None]:
+    if approvals is not None and not isinstance(approvals, Approvals):
+        raise UserTypeError(
+            f"approvals= must be a jeeves.approvals.Approvals, got {short_repr(approvals)}; "
+            f"e.g. Approvals(auto=('read_only', 'local_write'))."
+        )
+    if approver is not None and not callable(approver):
+        raise UserTypeError(
+            f"approver= must be an async function taking a PendingGate and returning a Decision, "
+            f"got {short_repr(approver)}."
+        )
+    if session_ttl_s is not None:
+        check_number(session_ttl_s, name="session_ttl_s", minimum=0)
+    return approvals, approver
 
 
 def _root_context(state: RunState, arch: Architecture, session_id: str | None, role: str | None) -> Context:
@@ -150,18 +178,40 @@ async def _execute(
     task: str,
     journal: JournalLike | None,
     architecture_ref: ArchitectureRef | None,
+    session_ttl_s: float | None = None,
 ) -> RunResult:
     async with attach(
         journal, mode=state.mode, root_id=root.session_id, architecture_ref=architecture_ref
     ) as attached:
         state.journal, state.source = attached.journal, attached.source
+        if not await prepare(state, root.session_id, session_ttl_s):
+            return _ended(state, root, "expired", "session_ttl")
         try:
-            output = await root.execute(arch, task)
+            outcome = await supervise(state, root, arch, task)
         except BudgetExceeded:
             await attached.verify(root.session_id, None)
             return _result(state, root, None, "budget")
+        except RunEnded as exc:
+            return _ended(state, root, exc.status, str(exc))  # type: ignore[arg-type]
+        except anyio.get_cancelled_exc_class():
+            await set_root_status(state, root.session_id, "cancelled", stop_reason="cancelled")
+            raise
+        if outcome.suspended:
+            result = _ended(state, root, "awaiting_approval", "awaiting_approval")
+            result.pending = state.suspension.gates()
+            return result
+        output = outcome.output
+        assert output is not None
         await attached.verify(root.session_id, output.text)
     return _result(state, root, output, output.stop_reason)
+
+
+def _ended(state: RunState, root: Context, status: RunStatus, reason: str) -> RunResult:
+    """The result of a run that stopped without an output: suspended, expired, rejected."""
+    result = _result(state, root, None, status if status != "awaiting_approval" else status)
+    result.status = status
+    result.text = "" if status == "awaiting_approval" else reason
+    return result
 
 
 async def run(
@@ -178,6 +228,9 @@ async def run(
     mode: JournalMode = "record",
     architecture_ref: ArchitectureRef | None = None,
     tracer: Tracer | None = None,
+    approvals: Approvals | None = None,
+    approver: Approver | None = None,
+    session_ttl_s: float | None = None,
 ) -> RunResult:
     """Run `arch` on `task` and return its result.
 
@@ -209,8 +262,9 @@ async def run(
         tracer=tracer,
         channel=channel,
     )
+    state.approvals, state.approver = _check_approvals(approvals, approver, session_ttl_s)
     root = _root_context(state, arch, session_id, role)
-    return await _execute(state, root, arch, task, journal, architecture_ref)
+    return await _execute(state, root, arch, task, journal, architecture_ref, session_ttl_s)
 
 
 class RunStream:
@@ -274,6 +328,9 @@ async def stream(
     architecture_ref: ArchitectureRef | None = None,
     tracer: Tracer | None = None,
     max_buffer: int = 256,
+    approvals: Approvals | None = None,
+    approver: Approver | None = None,
+    session_ttl_s: float | None = None,
 ) -> AsyncIterator[RunStream]:
     """Start `arch` on `task` and stream its events.
 
@@ -299,12 +356,13 @@ async def stream(
         tracer=tracer,
         channel=channel,
     )
+    state.approvals, state.approver = _check_approvals(approvals, approver, session_ttl_s)
     root = _root_context(state, arch, session_id, role)
     handle = RunStream(channel, root.session_id)
 
     async def produce() -> None:
         try:
-            handle._result = await _execute(state, root, arch, task, journal, architecture_ref)
+            handle._result = await _execute(state, root, arch, task, journal, architecture_ref, session_ttl_s)
         except Exception as exc:
             handle._error = exc
         finally:
@@ -356,6 +414,64 @@ async def replay(
             journal=store,
             mode="replay",
             tracer=tracer,
+        )
+    finally:
+        if store is not journal:
+            await close_journal(store)
+
+
+async def resume(
+    arch: Architecture | None,
+    session_id: str,
+    *,
+    journal: JournalLike,
+    decisions: Mapping[str, Decision] | None = None,
+    approvals: Approvals | None = None,
+    approver: Approver | None = None,
+    router: Router | None = None,
+    model: ModelLike | None = None,
+    models: Mapping[str, ModelLike] | None = None,
+    budget: Budget | None = None,
+    tracer: Tracer | None = None,
+    session_ttl_s: float | None = None,
+) -> RunResult:
+    """Go on with recorded run `session_id`: after it suspended at gates, crashed, or was killed.
+
+    Every recorded step is served (no completed model or tool call runs again); decided
+    gates are served their decisions; the rest runs live. Works from any process that can
+    open the journal, once the run's own process is gone.
+
+    Args:
+        arch: The architecture that recorded the run, or None to rebuild it from the source
+            stored with the run (`architecture_ref=`, or the spec a spec run recorded).
+        journal: The journal object, or its path.
+        decisions: Decisions to record first, by gate id (`SESSION#STEP`) or by run id when
+            the run has one pending gate (see `jeeves.approvals.record_decision`).
+        approvals: The policy; default: the one recorded with the run.
+        approver: A live approver for gates still undecided; without one the run suspends again.
+        session_ttl_s: A TTL for a run recorded without one (a recorded TTL is kept).
+
+    The other arguments are those of `jeeves.run`.
+    """
+    store = open_journal(journal, create=False)
+    try:
+        plan = await plan_replay(store, session_id, arch)
+        for target, decision in (decisions or {}).items():
+            await record_decision(store, target, decision)
+        return await run(
+            plan.arch,
+            plan.task,
+            session_id=session_id,
+            role=plan.role,
+            journal=store,
+            approvals=approvals,
+            approver=approver,
+            router=router,
+            model=model,
+            models=models,
+            budget=budget,
+            tracer=tracer,
+            session_ttl_s=session_ttl_s,
         )
     finally:
         if store is not journal:

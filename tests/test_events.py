@@ -79,6 +79,35 @@ SAMPLES: dict[str, dict[str, object]] = {
         "status": "refused_by_critic",
         "rationale": "refused before execution",
     },
+    "approval.requested": {
+        "step": 3,
+        "gate_id": "run__x_0#3",
+        "tool": "issue_refund",
+        "tool_call_id": "c1",
+        "arguments": {"order_id": "881", "amount": 12.5},
+        "mode": "destructive",
+        "arguments_hash": "ab" * 32,
+        "requested_at": 10.0,
+        "expires_at": 70.0,
+    },
+    "approval.decided": {
+        "step": 3,
+        "gate_id": "run__x_0#3",
+        "decision": "approve",
+        "by": "alice",
+        "at": 12.0,
+        "note": "checked",
+        "arguments_hash": "ab" * 32,
+    },
+    "progress": {
+        "step": 4,
+        "completed_steps": 5,
+        "tokens_left": 100,
+        "model_calls_left": 2,
+        "usd_left": 0.5,
+        "seconds_left": 30.0,
+        "gate": None,
+    },
 }
 
 

@@ -9,6 +9,7 @@ recorded (status, stop reason, output, rounds).
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -21,6 +22,8 @@ from jeeves.architecture import Architecture
 from jeeves.errors import JournalError, ReplayDivergence, UserError
 from jeeves.journal import (
     DAMAGED,
+    LEASE_S,
+    TERMINAL,
     Journal,
     JournalMode,
     SessionRecord,
@@ -117,27 +120,43 @@ class RunSummary(BaseModel):
     session_id: str
     architecture: str
     status: str
-    """running (still going, or crashed: resume it), completed or failed."""
+    """in_progress (its process holds a live lease), paused (in progress, but its lease lapsed:
+    the process died; resume it), awaiting_gate, completed, failed, expired, rejected, cancelled."""
     stop_reason: str | None = None
     rounds: int | None = None
     usage: Usage = Field(default_factory=Usage)
     """Tokens and USD of the whole tree, as recorded when the root last changed status."""
     task: str = ""
     output: str | None = None
+    progress: dict[str, Any] | None = None
+    """The last progress envelope its heartbeat recorded (step, completed steps, budget left, gate)."""
 
 
-async def list_runs(journal: JournalStore | str | os.PathLike[str]) -> list[RunSummary]:
-    """The root sessions a journal holds, in the order they were first recorded."""
+def shown_status(record: SessionRecord, now: float) -> str:
+    """The record's status, with an in-progress run whose lease lapsed shown as `paused`."""
+    if record.status == "in_progress" and (
+        record.lease_renewed_at is None or now - record.lease_renewed_at > LEASE_S
+    ):
+        return "paused"
+    return record.status
+
+
+async def list_runs(
+    journal: JournalStore | str | os.PathLike[str], *, now: float | None = None
+) -> list[RunSummary]:
+    """The root sessions a journal holds, in the order they were first recorded. `now`
+    (wall-clock seconds) decides which leases lapsed; default: the current time."""
     store = open_journal(journal, create=False)
     try:
         records = await store.sessions()
     finally:
         if store is not journal:
             await store.aclose()
-    return [_summary(store, r) for r in records if r.parent_id is None]
+    at = time.time() if now is None else now
+    return [_summary(store, r, at) for r in records if r.parent_id is None]
 
 
-def _summary(store: JournalStore, record: SessionRecord) -> RunSummary:
+def _summary(store: JournalStore, record: SessionRecord, now: float) -> RunSummary:
     try:
         usage = Usage.model_validate(record.usage)
     except ValidationError as exc:
@@ -148,12 +167,13 @@ def _summary(store: JournalStore, record: SessionRecord) -> RunSummary:
     return RunSummary(
         session_id=record.session_id,
         architecture=record.architecture,
-        status=record.status,
+        status=shown_status(record, now),
         stop_reason=record.stop_reason,
         rounds=record.rounds,
         usage=usage,
         task=record.task,
         output=record.output,
+        progress=record.progress,
     )
 
 
@@ -208,7 +228,7 @@ class _Served:
         recorded one. Every recorded step of the session was asked for, and its status, stop
         reason, output and rounds are the recorded ones: a critic's verdict, a stop reason or
         a failure that differs is a divergence even when the final text is the same."""
-        if record.status == "running":
+        if record.status not in TERMINAL:
             return
         sid = record.session_id
         recorded = await self.store.get_session(sid)
@@ -245,9 +265,9 @@ async def _check_steps_used(store: JournalStore, sid: str, served: set[tuple[str
 def _outcome_difference(recorded: SessionRecord, replayed: SessionRecord) -> str:
     """How a replayed session's end differs from the recorded one, and what to do ("" when
     it does not differ)."""
-    if recorded.status == "running":
+    if recorded.status not in TERMINAL:
         return (
-            f"the journal holds no end for it (status 'running': the run crashed or was still going, or the "
+            f"the journal holds no end for it (status {recorded.status!r}: the run crashed or was still going, or the "
             f"journal lost its last records), so the replay's end ({replayed.status}) cannot be checked. "
             f"Resume the run (run it again with its session id) or restore the journal."
         )

@@ -43,6 +43,8 @@ class Live:
     env: Mapping[str, str] = field(default_factory=dict)
     script: tuple[Behaviour, ...] = ()
     """Replies to the first requests, before the responder takes over."""
+    critics: bool = True
+    """Whether the example has an LLM critic (routed to CRITIC)."""
 
 
 LIVE = {
@@ -90,6 +92,16 @@ LIVE = {
             "plan refund-881-a (attempt 0): refused: missing_evidence on step 'lookup'; tool calls so far: 0",
             "report: completed: 2 evaluator(s) passed, score 0.90",
             "stop reason: completed; tool calls: 3",
+        ),
+    ),
+    "refund_with_approval.py": Live(
+        env={"JEEVES_MODEL": f"openai/{MODEL}"},
+        critics=False,
+        shows=(
+            "1. status: awaiting_approval",
+            "   pending: t-881#1 issue_refund(",
+            "2. approved t-881#1  issue_refund(",
+            "3. status: completed",
         ),
     ),
     "replay_and_resume.py": Live(
@@ -193,7 +205,7 @@ def test_example_runs_live_through_litellm(example: Path, tmp_path: Path, mock: 
     # included) is on the main model.
     critics = {body["model"] for body in mock.requests if _schema(body) == "Verdict"}
     others = {body["model"] for body in mock.requests if _schema(body) != "Verdict"}
-    assert (others, critics) == ({MODEL}, {CRITIC})
+    assert (others, critics) == ({MODEL}, {CRITIC} if live.critics else set())
     assert {h["authorization"] for h in mock.headers} == {"Bearer sk-test"}
     if "--journal" in args:
         assert (tmp_path / "journal.jsonl").stat().st_size > 0

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from jeeves.errors import JournalError, UserError
-from jeeves.journal import SessionRecord, StepRecord
+from jeeves.journal import SCHEMA_VERSION, SessionRecord, StepRecord
 from jeeves.replay import JournalStore
 from jeeves.replay.base import decode_record, encode_record
 from tests.replay.conftest import Stores
@@ -98,7 +98,7 @@ def test_records_are_json_lines_with_type_and_version() -> None:
     line = encode_record(step())
     data = json.loads(line)
     assert "\n" not in line
-    assert (data["type"], data["v"], data["session_id"]) == ("step", 1, "r1")
+    assert (data["type"], data["v"], data["session_id"]) == ("step", SCHEMA_VERSION, "r1")
     assert decode_record(data, "here") == step()
 
 
@@ -109,8 +109,8 @@ def test_records_are_json_lines_with_type_and_version() -> None:
         ({"type": "other", "v": 1}, "here: not a jeeves journal record"),
         ({"type": "step", "session_id": "r1"}, r"here: the record has no schema version \(v=null\)"),
         (
-            {"type": "step", "v": 2},
-            r"here: the record was written by a newer jeeves \(journal schema v2; .*Upgrade jeeves",
+            {"type": "step", "v": 9},
+            r"here: the record was written by a newer jeeves \(journal schema v9; .*Upgrade jeeves",
         ),
         ({"type": "session", "v": 1, "session_id": "r1"}, "here: a malformed session record"),
     ],

@@ -61,7 +61,7 @@ async def test_a_newer_record_is_refused(tmp_path: Path) -> None:
     async with SQLiteJournal(path) as journal:
         await journal.put_step(step())
     with sqlite3.connect(path) as conn:
-        conn.execute("UPDATE steps SET record = replace(record, '\"v\": 1', '\"v\": 3')")
+        conn.execute("UPDATE steps SET record = replace(record, '\"v\": 2', '\"v\": 9')")
     with pytest.raises(
         JournalError, match=r"runs.db \(session 'r1' step 0\): the record was written by a newer"
     ):

@@ -1,0 +1,217 @@
+"""Approval modes, the run's approval policy, and the data a gate holds (no I/O here).
+
+A tool says how much it can change the world (`ApprovalMode`, least first). A run's
+`Approvals` policy sorts every call into one of three outcomes:
+
+- `"run"`: inline, no gate (its mode is in `auto`, or a standing `Allow` rule matches);
+- `"ask"`: a gate, journaled as a step, decided by an approver or from outside;
+- `"refuse"`: above the run's safety mode (`refuse_above`): never executed, the model
+  reads a refusal. Rules cannot lift a refusal: the safety mode is the hard ceiling.
+
+`PendingGate` is what an approver (a callback, the viewer, a person at the command line)
+is shown; `Decision` is what it answers and what the journal stores as the gate's result.
+A decision approves one exact set of arguments: `arguments_hash` is the SHA-256 of their
+canonical JSON, and a tool only runs when the arguments it is about to run with hash to
+the approved value.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from jeeves.errors import UserError
+
+__all__ = [
+    "APPROVAL_MODES",
+    "Allow",
+    "ApprovalMode",
+    "Approvals",
+    "Approver",
+    "Decision",
+    "GateAction",
+    "PendingGate",
+    "arguments_hash",
+    "gate_id",
+]
+
+ApprovalMode = Literal["read_only", "local_write", "network", "delegated", "destructive"]
+"""How much a tool can change the world, least first: reads only; writes local state; talks to
+other systems; hands work to another agent; cannot be undone (a payment, a deletion)."""
+APPROVAL_MODES: tuple[ApprovalMode, ...] = ("read_only", "local_write", "network", "delegated", "destructive")
+
+DEFAULT_MODE: ApprovalMode = "local_write"
+"""The mode of a tool that does not say (plan checks read it the same way)."""
+
+GateAction = Literal["run", "ask", "refuse"]
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def arguments_hash(arguments: Mapping[str, Any]) -> str:
+    """SHA-256 of the arguments' canonical JSON (sorted keys, no spaces): what a decision approves."""
+    return hashlib.sha256(canonical_json(dict(arguments)).encode()).hexdigest()
+
+
+def gate_id(session_id: str, step: int) -> str:
+    """A gate's id: its session and step (`t-881__refunds_0#3`), unique in a journal."""
+    return f"{session_id}#{step}"
+
+
+def _check_mode(value: object, what: str) -> ApprovalMode:
+    if value not in APPROVAL_MODES:
+        raise UserError(f"{what} {value!r} is not an approval mode; use one of {', '.join(APPROVAL_MODES)}.")
+    return value
+
+
+class Allow(BaseModel):
+    """A standing rule: calls of `tool` run without a gate when every argument named in
+    `where` matches its glob (`fnmatch`, case-sensitive; a non-string argument is matched as
+    its JSON). `Allow("send_email", where={"to": "*@ourco.com"})`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tool: str
+    where: dict[str, str] = Field(default_factory=dict)
+
+    def __init__(self, tool: str, where: Mapping[str, str] | None = None, **data: Any) -> None:
+        super().__init__(tool=tool, where=dict(where or {}), **data)
+
+    @field_validator("tool")
+    @classmethod
+    def _tool(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("Allow needs a tool name, e.g. Allow('send_email')")
+        return value
+
+    def matches(self, tool: str, arguments: Mapping[str, Any]) -> bool:
+        if tool != self.tool:
+            return False
+        for name, pattern in self.where.items():
+            if name not in arguments:
+                return False
+            value = arguments[name]
+            text = value if isinstance(value, str) else canonical_json(value)
+            if not fnmatch.fnmatchcase(text, pattern):
+                return False
+        return True
+
+
+class Approvals(BaseModel):
+    """A run's approval policy (pass it as `jeeves.run(..., approvals=...)`).
+
+    Args:
+        auto: Modes that run inline, without a gate.
+        ask: Modes that need approval. Default: every mode not in `auto` and not refused.
+        refuse_above: The run's safety mode: a call of a higher mode is refused outright
+            (a typed refusal the model reads; never executed). Default: nothing refused.
+        rules: Standing `Allow` rules: a matching call runs inline (not above the safety mode).
+        deny_ends_run: A denial ends the run (status `rejected`) instead of being a tool
+            result the model reads and can work around.
+        gate_ttl_s: How long a gate waits for its decision (live or from outside); an
+            undecided gate past it is decided `expire` and the run ends `expired`. None: no limit.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    auto: tuple[ApprovalMode, ...] = ("read_only", "local_write")
+    ask: tuple[ApprovalMode, ...] | None = None
+    refuse_above: ApprovalMode = "destructive"
+    rules: tuple[Allow, ...] = ()
+    deny_ends_run: bool = False
+    gate_ttl_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _modes(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        for key in ("auto", "ask"):
+            value = data.get(key)
+            if isinstance(value, str):
+                raise UserError(
+                    f"Approvals {key}={value!r} is one mode, not a list of modes; write {key}=({value!r},)."
+                )
+            if value is not None:
+                data[key] = tuple(_check_mode(m, f"Approvals {key} entry") for m in value)
+        if "refuse_above" in data:
+            _check_mode(data["refuse_above"], "Approvals refuse_above")
+        rules = data.get("rules")
+        if rules is not None and not isinstance(rules, Sequence):
+            raise UserError(f"Approvals rules={rules!r} must be a list of Allow(...) rules.")
+        return data
+
+    def action(self, tool: str, mode: ApprovalMode | None, arguments: Mapping[str, Any]) -> GateAction:
+        """What this policy does with one call of `tool` (mode None reads as `local_write`)."""
+        level = APPROVAL_MODES.index(mode or DEFAULT_MODE)
+        if level > APPROVAL_MODES.index(self.refuse_above):
+            return "refuse"
+        if any(rule.matches(tool, arguments) for rule in self.rules):
+            return "run"
+        if (mode or DEFAULT_MODE) in self.auto:
+            return "run"
+        if self.ask is not None and (mode or DEFAULT_MODE) not in self.ask:
+            return "run"
+        return "ask"
+
+    def refusal(self, tool: str, mode: ApprovalMode | None) -> str:
+        """The text the model reads for a refused call."""
+        return (
+            f"Refused: tool {tool!r} is {mode or DEFAULT_MODE}, above this run's safety mode "
+            f"({self.refuse_above}); it was not run. Do without it or ask the user."
+        )
+
+
+class PendingGate(BaseModel):
+    """A gate waiting for its decision: what an approver is shown."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    session_id: str
+    step: int
+    gate_id: str
+    """`{session_id}#{step}`."""
+    tool: str
+    tool_call_id: str = ""
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    mode: ApprovalMode = DEFAULT_MODE
+    arguments_hash: str
+    requested_at: float = 0.0
+    """Wall-clock seconds when the gate was first recorded."""
+    expires_at: float | None = None
+    """Wall-clock seconds after which the gate is decided `expire`; None: never."""
+
+
+class Decision(BaseModel):
+    """A gate's decision, stored in the journal as the gate step's result."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    decision: Literal["approve", "deny", "expire"]
+    by: str = ""
+    """Who decided (a person, `approver`, or `jeeves` for an expiry)."""
+    at: float = 0.0
+    """Wall-clock seconds of the decision (set when recorded if left 0)."""
+    note: str | None = None
+    arguments_hash: str = ""
+    """The hash of the arguments approved; must equal the gate's (see `arguments_hash`)."""
+
+    @classmethod
+    def approve(cls, gate: PendingGate, *, by: str, note: str | None = None) -> Decision:
+        """Approve exactly the arguments `gate` shows."""
+        return cls(decision="approve", by=by, note=note, arguments_hash=gate.arguments_hash)
+
+    @classmethod
+    def deny(cls, gate: PendingGate, *, by: str, note: str | None = None) -> Decision:
+        return cls(decision="deny", by=by, note=note, arguments_hash=gate.arguments_hash)
+
+
+Approver = Callable[[PendingGate], Awaitable[Decision]]
+"""A live approver: shown each gate as it is reached, returns its decision."""
