@@ -57,8 +57,10 @@ from jeeves.critics.plan import (
 )
 from jeeves.errors import PROGRAM_ERRORS, UserError
 from jeeves.events import PlanDecided, PlanVerified
+from jeeves.gating import DEFAULT_MODE
 from jeeves.ids import validate_name
-from jeeves.tools import ApprovalMode, Tool, ToolOutcome
+from jeeves.journal import fingerprint
+from jeeves.tools import ApprovalMode, Tool, ToolContext, ToolOutcome
 
 __all__ = ["AttemptRecord", "PlanExecute", "PlanExecuteOutput", "StepResult"]
 
@@ -129,16 +131,35 @@ class _ToolStep:
         self.tool, self.step = tool, step
 
     async def run(self, ctx: Context, task: str) -> Output:
-        arguments = json.dumps(self.step.arguments, sort_keys=True)
-
-        async def live() -> ToolOutcome:
-            return await self.tool.invoke(arguments)
-
-        request = {"name": self.tool.name, "arguments": arguments}
-        outcome = (await ctx.step("tool", self.tool.name, request, live, ToolOutcome)).value
+        outcome = await self._outcome(ctx)
         return StepResult(
             value=outcome.text, text=outcome.text, step_id=self.step.id, failed=outcome.is_error
         )
+
+    async def _outcome(self, ctx: Context) -> ToolOutcome:
+        """The step's tool call through the run's approval policy, as an Agent's tool call goes:
+        refused above the safety mode; behind a gate (its own step, before the call's) when
+        the policy asks; a denial is the step's failed result, which goes back to the planner."""
+        tool, arguments = self.tool, dict(self.step.arguments)
+        action = ctx.approval_action(tool.name, tool.approval, arguments)
+        if action == "refuse":
+            return ToolOutcome(text=ctx.refusal(tool.name, tool.approval), is_error=True)
+        if action == "ask":
+            mode = tool.approval or DEFAULT_MODE
+            gate = ctx.next_step_index()
+            refused = await ctx.pass_gate(tool.name, f"step-{self.step.id}", arguments, mode, index=gate)
+            if refused is not None:
+                return ToolOutcome(text=refused, is_error=True)
+        text = json.dumps(arguments, sort_keys=True)
+        request = {"name": tool.name, "arguments": text}
+        index = ctx.next_step_index()
+        context = ToolContext(ctx.session_id, index, fingerprint(request))
+
+        async def live() -> ToolOutcome:
+            return await tool.invoke(text, context)
+
+        ctx.count_tool_call(tool.name)
+        return (await ctx.step("tool", tool.name, request, live, ToolOutcome, index=index)).value
 
 
 class PlanExecute:

@@ -337,3 +337,55 @@ async def test_each_refusal_kind_is_refused_before_anything_runs_and_a_replan_fi
         e for e in events if e.type == "session.started" and e.session_id.startswith("r__plan_0__step_")
     ]
     assert kind in (model_requests(events, "r__plan_1__planner_0") or "")  # the refusal reached the planner
+
+
+async def test_a_gated_step_suspends_the_run_and_resumes_after_approval_running_the_tool_once() -> None:
+    from jeeves.approvals import Approvals, Decision, record_decision
+
+    shop, journal = Shop(), DictJournal()
+    planner = {"planner": [refund_plan(pinned=True)]}
+    first = await jeeves.run(
+        arch(shop),
+        "Refund order 881.",
+        model=ScriptedModel(planner),
+        session_id="r",
+        journal=journal,
+        approvals=Approvals(),
+    )
+    assert first.status == "awaiting_approval"
+    (gate,) = first.pending
+    assert (gate.session_id, gate.tool, gate.arguments) == (
+        "r__plan_0__step_2",
+        "issue_refund",
+        {"order_id": "881", "amount": 42.0},
+    )
+    assert shop.calls == ["lookup_order", "eval_policy"]  # the destructive step waits at its gate
+
+    approve = Decision(decision="approve", by="dana", arguments_hash=gate.arguments_hash)
+    await record_decision(journal, gate.gate_id, approve)
+    resumed = await jeeves.resume(
+        arch(shop), "r", journal=journal, model=ScriptedModel([]), approvals=Approvals()
+    )
+    assert resumed.status == "completed" and resumed.stop_reason == "completed"
+    assert shop.calls == ["lookup_order", "eval_policy", "issue_refund"]  # each step once
+    assert resumed.text.endswith("[refund] refunded 42.0 on 881")
+
+
+async def test_a_denied_step_fails_the_attempt_and_goes_back_to_the_planner() -> None:
+    from jeeves.approvals import Approvals, Decision, PendingGate
+
+    async def deny(gate: PendingGate) -> Decision:
+        return Decision(decision="deny", by="dana", note="over the limit", arguments_hash=gate.arguments_hash)
+
+    shop = Shop()
+    model = ScriptedModel({"planner": [refund_plan(pinned=True)]})
+    result = await jeeves.run(
+        arch(shop, replan_budget=0, retry_budget=0),
+        "Refund order 881.",
+        model=model,
+        approvals=Approvals(),
+        approver=deny,
+    )
+    assert result.stop_reason == "escalated" and "issue_refund" not in shop.calls
+    report = detail(result).report
+    assert report is not None and "Denied by dana (over the limit)" in report.rationale
