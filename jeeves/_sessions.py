@@ -17,7 +17,7 @@ from jeeves._runstate import RunState
 from jeeves._steps import StepsCore
 from jeeves.architecture import Architecture, Output, describe_model
 from jeeves.errors import PROGRAM_ERRORS, ReplayDivergence, RunEnded, UserError, tag_session
-from jeeves.events import SessionCompleted, SessionFailed, SessionStarted
+from jeeves.events import AuditStats, SessionCompleted, SessionFailed, SessionStarted
 from jeeves.journal import SessionRecord, SessionStatus, error_type_name
 
 if TYPE_CHECKING:
@@ -96,6 +96,11 @@ class Sessions(StepsCore):
             if isinstance(score, int | float) and not isinstance(score, bool):
                 span.set_attribute("jeeves.critic.score", float(score))
                 span.set_attribute("jeeves.round", index)
+            audit = getattr(output.value, "audit", None)
+            if isinstance(audit, AuditStats):
+                span.set_attribute("jeeves.audit.invalid_citations", audit.invalid_citations)
+                span.set_attribute("jeeves.audit.uncited_claims", audit.uncited_claims)
+                span.set_attribute("jeeves.audit.duration_ms", audit.duration_ms)
         await self.emit(
             SessionCompleted(
                 session_id=self.session_id, output=output.text, stop_reason=output.stop_reason, usage=usage

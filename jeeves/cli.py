@@ -8,6 +8,7 @@ and positionals in any order (`jeeves run SPEC --offline TASK`), as a user types
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import signal
 import sys
@@ -168,6 +169,16 @@ def _build_parser() -> argparse.ArgumentParser:
         help="the architecture (or a zero-argument factory), or a spec file, to replay with",
     )
     replay.add_argument("--json", action="store_true", help="print one JSON event per line")
+    rejudge = commands.add_parser(
+        "rejudge", help="re-derive recorded verdicts with another critic; show changes"
+    )
+    rejudge.add_argument("journal", help="a journal file: *.jsonl, or a SQLite file")
+    rejudge.add_argument("sessions", nargs="*", metavar="SESSION", help="runs to judge (default: every run)")
+    rejudge.add_argument(
+        "--critic", required=True, metavar="FILE.toml", help="the critic version to judge with"
+    )
+    rejudge.add_argument("--live", action="store_true", help="call LLM critics' models (default: skip them)")
+    rejudge.add_argument("--json", action="store_true", help="print one JSON object per changed verdict")
     return parser
 
 
@@ -332,6 +343,17 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         spec = build(load_spec(args.spec))[0] if args.spec and args.spec.endswith(".toml") else args.spec
         return anyio.run(replay_command, args.journal, args.session, spec, bool(args.json))
+    if args.command == "rejudge":
+        from jeeves.rejudge import rejudge_command
+        from jeeves.spec.critic_version import load_critic_version
+
+        version = load_critic_version(args.critic)
+        return anyio.run(
+            functools.partial(rejudge_command, as_json=bool(args.json), live=bool(args.live)),
+            args.journal,
+            args.sessions,
+            version,
+        )
     raise AssertionError(f"unhandled command {args.command!r}")  # pragma: no cover - argparse rejects it
 
 

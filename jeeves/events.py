@@ -23,6 +23,7 @@ from jeeves.messages import ToolCall, Usage
 __all__ = [
     "ApprovalDecided",
     "ApprovalRequested",
+    "AuditStats",
     "BudgetExceededEvent",
     "CriticFailed",
     "Critique",
@@ -187,6 +188,20 @@ class RoundStarted(BaseEvent):
     round: int
 
 
+class AuditStats(BaseModel):
+    """What a grounded audit measured (GroundedAuditCritic), on its verdict and critique event."""
+
+    model_config = ConfigDict(defer_build=True, frozen=True)
+
+    invalid_citations: int
+    """Sentences citing an `[id]` the evidence does not hold."""
+    uncited_claims: int
+    """Sentences citing nothing (hedged ones exempt)."""
+    duration_ms: float
+    """How long the audit took live (model call and fusion). Journaled as a step, so a replay
+    reports the recorded duration, not its own."""
+
+
 class Critique(BaseEvent):
     """A critic's verdict on one round's candidate."""
 
@@ -204,6 +219,8 @@ class Critique(BaseEvent):
     """Which critic (or critics, comma-separated) gave it."""
     findings: list[Finding] = Field(default_factory=list)
     """The verdict's structured findings (rule id, path, severity, fix), when it has any."""
+    audit: AuditStats | None = None
+    """A grounded audit's telemetry, when the verdict is one."""
 
 
 class Refinement(BaseEvent):

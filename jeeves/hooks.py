@@ -10,8 +10,9 @@ tool span only around a tool that runs live: a step served from a journal opens 
 Besides what the hook arguments carry, the kernel sets these on open spans:
 
 - session: `jeeves.stop_reason`; `jeeves.critic.score` and `jeeves.round` (the session's
-  index) when the output has a numeric `score`; `jeeves.replayed_steps` when steps were
-  served from a journal;
+  index) when the output has a numeric `score`; `jeeves.audit.invalid_citations`,
+  `jeeves.audit.uncited_claims` and `jeeves.audit.duration_ms` when it is a grounded
+  audit's verdict; `jeeves.replayed_steps` when steps were served from a journal;
 - tool: `gen_ai.tool.call.result` (the tool's output, which is content: a tracer that
   does not capture content drops it) and `error.type` when the tool reported an error.
 """

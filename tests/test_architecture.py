@@ -75,7 +75,7 @@ async def test_a_nested_tree_says_what_its_run_does() -> None:
     assert ("lead", "writer") in router.resolved  # SelfRefine's draft and feedback route as it
 
 
-@pytest.mark.parametrize("name", ["codegen", "research_team", "self_refine"])
+@pytest.mark.parametrize("name", ["codegen", "research_team", "self_refine", "refund_plan"])
 async def test_each_ready_spec_says_what_its_run_does(name: str) -> None:
     spec = load_spec(REPO / "architectures" / f"{name}.toml")
     arch, routes = build(spec, offline=True)

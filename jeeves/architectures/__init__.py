@@ -4,13 +4,14 @@
 from jeeves.architectures._loop import ActorCriticOutput, Round
 from jeeves.architectures.actor_critic import ActorCritic
 from jeeves.architectures.goal import Goal, GoalOutput
-from jeeves.architectures.plan_execute import PlanExecute, PlanExecuteOutput
+from jeeves.architectures.plan_execute import AttemptRecord, PlanExecute, PlanExecuteOutput
 from jeeves.architectures.self_refine import SelfRefine, SelfRefineOutput
 from jeeves.architectures.supervisor import Delegation, Supervisor, SupervisorOutput
 
 __all__ = [
     "ActorCritic",
     "ActorCriticOutput",
+    "AttemptRecord",
     "Delegation",
     "Goal",
     "GoalOutput",

@@ -32,7 +32,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from jeeves.agent import Agent
 from jeeves.architecture import Architecture, Caller, Output, join_callers, model_callers
@@ -57,10 +57,12 @@ from jeeves.critics.plan import (
 )
 from jeeves.errors import PROGRAM_ERRORS, UserError
 from jeeves.events import PlanDecided, PlanVerified
+from jeeves.gating import DEFAULT_MODE
 from jeeves.ids import validate_name
-from jeeves.tools import ApprovalMode, Tool, ToolOutcome
+from jeeves.journal import fingerprint
+from jeeves.tools import ApprovalMode, Tool, ToolContext, ToolOutcome
 
-__all__ = ["PlanExecute", "PlanExecuteOutput", "StepResult"]
+__all__ = ["AttemptRecord", "PlanExecute", "PlanExecuteOutput", "StepResult"]
 
 PLANNER_INSTRUCTIONS = """
 
@@ -83,6 +85,26 @@ class StepResult(Output):
 
     step_id: str = ""
     failed: bool = False
+
+
+class AttemptRecord(BaseModel):
+    """What one attempt decided and from what: the attempt session's output, as JSON.
+
+    It is the journal's copy of the critic's inputs (the plan, the tool surface, the executed
+    result and each evaluator's verdict) beside the report they produced, so `jeeves rejudge`
+    can derive the report again with another critic without replaying the run.
+    """
+
+    model_config = ConfigDict(defer_build=True, frozen=True)
+
+    attempt: int
+    plan: Plan
+    surface: dict[str, ApprovalMode]
+    """Each tool and worker the plan could use, with its approval mode."""
+    result: str = ""
+    """The executed steps' results as the evaluators saw them ("" when nothing ran)."""
+    evaluations: list[Evaluation] = Field(default_factory=list)
+    report: CriticReport
 
 
 class PlanExecuteOutput(Output):
@@ -109,16 +131,35 @@ class _ToolStep:
         self.tool, self.step = tool, step
 
     async def run(self, ctx: Context, task: str) -> Output:
-        arguments = json.dumps(self.step.arguments, sort_keys=True)
-
-        async def live() -> ToolOutcome:
-            return await self.tool.invoke(arguments)
-
-        request = {"name": self.tool.name, "arguments": arguments}
-        outcome = (await ctx.step("tool", self.tool.name, request, live, ToolOutcome)).value
+        outcome = await self._outcome(ctx)
         return StepResult(
             value=outcome.text, text=outcome.text, step_id=self.step.id, failed=outcome.is_error
         )
+
+    async def _outcome(self, ctx: Context) -> ToolOutcome:
+        """The step's tool call through the run's approval policy, as an Agent's tool call goes:
+        refused above the safety mode; behind a gate (its own step, before the call's) when
+        the policy asks; a denial is the step's failed result, which goes back to the planner."""
+        tool, arguments = self.tool, dict(self.step.arguments)
+        action = ctx.approval_action(tool.name, tool.approval, arguments)
+        if action == "refuse":
+            return ToolOutcome(text=ctx.refusal(tool.name, tool.approval), is_error=True)
+        if action == "ask":
+            mode = tool.approval or DEFAULT_MODE
+            gate = ctx.next_step_index()
+            refused = await ctx.pass_gate(tool.name, f"step-{self.step.id}", arguments, mode, index=gate)
+            if refused is not None:
+                return ToolOutcome(text=refused, is_error=True)
+        text = json.dumps(arguments, sort_keys=True)
+        request = {"name": tool.name, "arguments": text}
+        index = ctx.next_step_index()
+        context = ToolContext(ctx.session_id, index, fingerprint(request))
+
+        async def live() -> ToolOutcome:
+            return await tool.invoke(text, context)
+
+        ctx.count_tool_call(tool.name)
+        return (await ctx.step("tool", tool.name, request, live, ToolOutcome, index=index)).value
 
 
 class PlanExecute:
@@ -183,6 +224,8 @@ class PlanExecute:
         self.replan_budget, self.retry_budget, self.threshold = replan_budget, retry_budget, float(threshold)
         self.role = validate_name(role)
         self.description = description or planner.description
+        self.given_planner = planner
+        """The planner as given (`planner` is it with the plan schema and the surface added)."""
         self.surface: dict[str, ApprovalMode] = {
             n: t.approval or "local_write" for n, t in self.tools.items()
         }
@@ -259,6 +302,8 @@ class _Runs:
         self.plans: list[Plan] = []
         self.reports: list[CriticReport] = []
         self.last_steps: list[StepResult] = []
+        self.result_text = ""
+        self.evaluations: list[Evaluation] = []
 
     def output(self, stop_reason: str, steps: list[StepResult]) -> PlanExecuteOutput:
         report = self.reports[-1] if self.reports else None
@@ -281,8 +326,16 @@ class _Runs:
 
         async def body(actx: Context, task: str) -> Output:
             holder["result"] = await self._attempt(actx, n, plan, feedback)
-            report = holder["result"][0]
-            return Output(value=report.status, text=report.rationale, stop_reason=report.status)
+            report, _, used = holder["result"]
+            record = AttemptRecord(
+                attempt=n,
+                plan=used,
+                surface=self.arch.surface,
+                result=self.result_text,
+                evaluations=self.evaluations,
+                report=report,
+            )
+            return Output(value=record, text=record.model_dump_json(), stop_reason=report.status)
 
         await self.ctx.run(_Attempt(body), self.task, role="plan", index=n)
         report, steps, used = holder["result"]
@@ -292,6 +345,7 @@ class _Runs:
         self, ctx: Context, n: int, plan: Plan | None, feedback: str
     ) -> tuple[CriticReport, list[StepResult], Plan]:
         arch = self.arch
+        self.result_text, self.evaluations = "", []
         if plan is None:
             prompt = (
                 self.task if not feedback else f"{self.task}\n\n## Your previous plan was refused\n{feedback}"
@@ -317,18 +371,16 @@ class _Runs:
             return await self._report(ctx, key, verdict, None), [], plan
         steps = await self._execute(ctx, plan)
         self.last_steps = steps
+        self.result_text = "\n".join(f"[{s.step_id}] {s.text}" for s in steps)
         failed = [s for s in steps if s.failed]
         if failed:
             reason = f"step {failed[0].step_id!r} failed: {failed[0].text}"
-            card = score(
-                [
-                    Evaluation(
-                        name="executor",
-                        verdict=Verdict(score=0.0, hard_fail=True, issues=[reason]),
-                        hard=True,
-                    )
-                ]
-            )
+            self.evaluations = [
+                Evaluation(
+                    name="executor", verdict=Verdict(score=0.0, hard_fail=True, issues=[reason]), hard=True
+                )
+            ]
+            card = score(self.evaluations)
             return await self._report(ctx, key, verdict, card), steps, plan
         evaluations = await self._evaluate(ctx, steps)
         return await self._report(ctx, key, verdict, score(evaluations, arch.threshold)), steps, plan
@@ -381,8 +433,8 @@ class _Runs:
         return go
 
     async def _evaluate(self, ctx: Context, steps: list[StepResult]) -> list[Evaluation]:
-        result = "\n".join(f"[{s.step_id}] {s.text}" for s in steps)
-        evaluations = []
+        result = self.result_text = "\n".join(f"[{s.step_id}] {s.text}" for s in steps)
+        evaluations = self.evaluations
         for i, critic in enumerate(self.arch.evaluators):
             prompt = f"## Task\n{self.task}\n\n## Result of the executed plan\n{result}\n\n## End of result\nJudge the result."
             review = Review(task=self.task, output=result, round=i, prompt=prompt)

@@ -20,6 +20,7 @@ recorded reply and the answer, so a replay, or a re-judgement, derives the same 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,7 @@ from jeeves.critics.base import Review
 from jeeves.critics.citations import HEDGES, claims_with_citations
 from jeeves.critics.verdict import Verdict
 from jeeves.errors import UserError
+from jeeves.events import AuditStats
 from jeeves.findings import Finding
 from jeeves.ids import validate_name
 from jeeves.messages import Message, ModelRequest
@@ -179,17 +181,33 @@ class GroundedAuditCritic:
             output_name="GroundedCritique",
             params=self.params,
         )
+        started = time.perf_counter()
         response = await ctx.call_model(request, route=self.route)
         critique, obtained = _read(response.text)
+        grounding = ground(review.output, list(self.evidence), self.hedges)
         if critique is None:
-            return Verdict(
+            verdict = Verdict(
                 score=0.0,
                 issues=[f"the audit's reply could not be read: {response.text[:200]!r}"],
                 source=self.name,
                 obtained="fallback",
             )
-        grounding = ground(review.output, list(self.evidence), self.hedges)
-        return _verdict(fuse(critique, grounding), grounding, self.name, obtained)
+        else:
+            verdict = _verdict(fuse(critique, grounding), grounding, self.name, obtained)
+        measured = round((time.perf_counter() - started) * 1000, 3)
+
+        async def live() -> float:
+            return measured
+
+        # The clock is read live only; a replay is served the recorded duration, so its
+        # verdict, events and critic session output are the original's.
+        duration, _ = await ctx.step("function", "audit_duration", {"critic": self.name}, live, float)
+        stats = AuditStats(
+            invalid_citations=len(grounding.invalid),
+            uncited_claims=len(grounding.uncited),
+            duration_ms=duration,
+        )
+        return verdict.model_copy(update={"audit": stats})
 
 
 def _read(text: str) -> tuple[GroundedCritique | None, str]:

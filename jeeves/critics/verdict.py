@@ -29,7 +29,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from jeeves.errors import UserError
-from jeeves.events import Critique
+from jeeves.events import AuditStats, Critique
 from jeeves.findings import Finding
 
 __all__ = ["Obtained", "Verdict", "combine_verdicts", "computed_verdict", "critique_event", "normalise_score"]
@@ -138,6 +138,8 @@ class Verdict(BaseModel):
     findings: list[Finding] = Field(default_factory=list)
     """Structured issues (rule id, path, severity, fix), when the critic gave them; an issue
     given as an object with any of those keys becomes a finding, and its text an issue."""
+    audit: AuditStats | None = None
+    """A grounded audit's telemetry (invalid citations, uncited claims, duration), when it is one."""
 
     @model_validator(mode="before")
     @classmethod
@@ -204,6 +206,7 @@ def critique_event(session_id: str, round: int, verdict: Verdict, *, passed: boo
         obtained=verdict.obtained,
         source=verdict.source,
         findings=verdict.findings,
+        audit=verdict.audit,
     )
 
 

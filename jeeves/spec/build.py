@@ -20,7 +20,7 @@ from typing import Any, TypeVar, assert_never
 
 from jeeves.agent import Agent
 from jeeves.architecture import Architecture, Caller
-from jeeves.architectures import ActorCritic, SelfRefine, Supervisor
+from jeeves.architectures import ActorCritic, PlanExecute, SelfRefine, Supervisor
 from jeeves.critics import CitationCritic, CodeCritic, Critic, FunctionCritic, LLMCritic
 from jeeves.errors import UserError
 from jeeves.models.base import ModelClient, Route
@@ -38,6 +38,7 @@ from jeeves.spec.models import (
     DemoSpec,
     FunctionCriticSpec,
     LLMCriticSpec,
+    PlanExecuteSpec,
     RouteSpec,
     SelfRefineSpec,
     Spec,
@@ -46,7 +47,7 @@ from jeeves.spec.models import (
 from jeeves.spec.routes import callers, unmatched_key
 from jeeves.tools import Tool
 
-__all__ = ["build", "build_problems", "problems_message", "scripted_model"]
+__all__ = ["build", "build_critics", "build_problems", "problems_message", "scripted_model"]
 
 T = TypeVar("T")
 KeyPath = list[str | int]
@@ -82,6 +83,18 @@ def build_problems(spec: Spec) -> list[str]:
     builder = _Builder(spec, offline=False)
     builder.build(spec, {})
     return builder.problems
+
+
+def build_critics(specs: Sequence[CriticSpec], *, where: str, path: Path | None, key: str) -> list[Critic]:
+    """The critics of critic tables outside an architecture (a `jeeves rejudge` critic file),
+    every problem in one UserError keyed under `key`; import paths resolve beside `path`."""
+    builder = _Builder(None, offline=False)
+    builder.where = where
+    with _importable(path):
+        critics = [builder.critic(c, [key, i]) for i, c in enumerate(specs)]
+    if builder.problems:
+        raise UserError(problems_message(where, builder.problems))
+    return [c for c in critics if c is not None]
 
 
 def problems_message(where: str, problems: Sequence[str]) -> str:
@@ -126,11 +139,11 @@ class _Builder:
     and children are still built, so one error lists every problem of this stage.
     """
 
-    def __init__(self, spec: Spec, offline: bool) -> None:
-        self.where = str(spec.path) if spec.path is not None else "spec"
+    def __init__(self, spec: Spec | None, offline: bool) -> None:
+        self.where = str(spec.path) if spec is not None and spec.path is not None else "spec"
         self.problems: list[str] = []
         self.scripted: ScriptedModel | None = None
-        if offline:
+        if offline and spec is not None:
             if spec.demo is None:
                 raise UserError(
                     f"{self.where} has no [demo] script, so it cannot run offline; add a [demo] table "
@@ -211,6 +224,8 @@ class _Builder:
             return self.self_refine(spec, path)
         if isinstance(spec, SupervisorSpec):
             return self.supervisor(spec, path)
+        if isinstance(spec, PlanExecuteSpec):
+            return self.plan_execute(spec, path)
         assert_never(spec)
 
     def agent(self, spec: AgentSpec, path: KeyPath) -> Agent | None:
@@ -308,6 +323,34 @@ class _Builder:
                 max_turns=spec.max_turns,
                 model=model,
                 params=spec.params,
+                description=spec.description,
+            ),
+        )
+
+    def plan_execute(self, spec: PlanExecuteSpec, path: KeyPath) -> PlanExecute | None:
+        before = len(self.problems)
+        planner = self.agent(spec.planner, [*path, "planner"])
+        tools = [self.tool(ref, [*path, "tools", i]) for i, ref in enumerate(spec.tools)]
+        workers = {name: self.arch(w, [*path, "workers", name]) for name, w in spec.workers.items()}
+        evaluators = [self.critic(c, [*path, "evaluators", i]) for i, c in enumerate(spec.evaluators)]
+        checks = [self.imported(ref, [*path, "checks", i]) for i, ref in enumerate(spec.checks)]
+        if planner is None:
+            return None
+        return self.then(
+            before,
+            path,
+            lambda: PlanExecute(
+                planner,
+                tools=[t for t in tools if t is not None],
+                workers={n: w for n, w in workers.items() if w is not None},
+                spec=spec.decision.build(),
+                evaluators=[e for e in evaluators if e is not None],
+                hard=spec.hard,
+                checks=checks,
+                replan_budget=spec.replan_budget,
+                retry_budget=spec.retry_budget,
+                threshold=spec.threshold,
+                role=spec.role,
                 description=spec.description,
             ),
         )

@@ -26,7 +26,15 @@ from jeeves.models.router import Router
 from jeeves.runner import RunResult, stream
 from jeeves.spec.build import build
 from jeeves.spec.load import join_key_path, load_spec
-from jeeves.spec.models import ActorCriticSpec, AgentSpec, ArchSpec, SelfRefineSpec, Spec, SupervisorSpec
+from jeeves.spec.models import (
+    ActorCriticSpec,
+    AgentSpec,
+    ArchSpec,
+    PlanExecuteSpec,
+    SelfRefineSpec,
+    Spec,
+    SupervisorSpec,
+)
 from jeeves.spec.routes import RoutedCall, callers, routing
 from jeeves.spec.source import spec_source
 from jeeves.terminal import follow, spend_lines
@@ -249,5 +257,12 @@ def _outline(arch: ArchSpec, role: str, depth: int, lines: list[str]) -> None:
         _outline(arch.agent, "draft", depth + 1, lines)
     elif isinstance(arch, SupervisorSpec):
         lines.append(f"{pad}{role}  supervisor")
+        for name, worker in arch.workers.items():
+            _outline(worker, name, depth + 1, lines)
+    elif isinstance(arch, PlanExecuteSpec):
+        names = [c.name or getattr(c, "function", c.type).rsplit(":", 1)[-1] for c in arch.evaluators]
+        evaluators = ", ".join(names) or "none"
+        lines.append(f"{pad}{role}  plan_execute  evaluators: {evaluators}")
+        _outline(arch.planner, "planner", depth + 1, lines)
         for name, worker in arch.workers.items():
             _outline(worker, name, depth + 1, lines)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from jeeves.agent import Agent
-from jeeves.architectures import ActorCritic, SelfRefine, Supervisor
+from jeeves.architectures import ActorCritic, PlanExecute, SelfRefine, Supervisor
 from jeeves.architectures._templates import Template
 from jeeves.critics import (
     VERDICT_FORMAT,
@@ -37,9 +37,11 @@ from jeeves.spec.models import (
     CitationCriticSpec,
     CodeCriticSpec,
     CriticSpec,
+    DecisionTable,
     DemoSpec,
     FunctionCriticSpec,
     LLMCriticSpec,
+    PlanExecuteSpec,
     RouteSpec,
     SelfRefineSpec,
     Spec,
@@ -102,7 +104,7 @@ def spec_of(arch: object) -> ArchSpec:
     dumper = _ARCHITECTURES.get(type(arch))  # the exact class: a subclass's behaviour is not in the table
     if dumper is None:
         raise UserError(
-            f"Cannot dump {arch!r} to a spec: only jeeves.Agent, ActorCritic, SelfRefine and Supervisor "
+            f"Cannot dump {arch!r} to a spec: only jeeves.Agent, ActorCritic, SelfRefine, Supervisor and PlanExecute "
             f"(not subclasses) have a spec form. Build it from those, or keep it in code."
         )
     return dumper(arch)
@@ -257,6 +259,30 @@ def _supervisor(arch: Supervisor) -> SupervisorSpec:
     )
 
 
+def _plan_execute(arch: PlanExecute) -> PlanExecuteSpec:
+    d = arch.spec
+    return PlanExecuteSpec(
+        type="plan_execute",
+        planner=_agent(arch.given_planner),
+        tools=[_ref(t, "tool") for t in arch.tools.values()],
+        workers={name: spec_of(w) for name, w in arch.workers.items()},
+        decision=DecisionTable(
+            required_outputs=list(d.required_outputs),
+            max_steps=d.max_steps,
+            max_plan_tokens=d.max_plan_tokens or 0,
+            safety_mode=d.safety_mode,
+        ),
+        evaluators=[_critic(e) for e in arch.evaluators],
+        hard=sorted(arch.hard),
+        checks=[_ref(c, "plan check") for c in arch.checks],
+        replan_budget=arch.replan_budget,
+        retry_budget=arch.retry_budget,
+        threshold=arch.threshold,
+        role=arch.role,
+        description=_description(arch, arch.given_planner),
+    )
+
+
 def _llm_critic(critic: LLMCritic) -> LLMCriticSpec:
     return LLMCriticSpec(
         type="llm",
@@ -319,6 +345,7 @@ _ARCHITECTURES: dict[type, Callable[[Any], ArchSpec]] = {
     ActorCritic: _actor_critic,
     SelfRefine: _self_refine,
     Supervisor: _supervisor,
+    PlanExecute: _plan_execute,
 }
 _CRITICS: dict[type, Callable[[Any], CriticSpec]] = {
     LLMCritic: _llm_critic,

@@ -28,6 +28,7 @@ from jeeves.spec.parts import (
     CitationCriticSpec,
     CodeCriticSpec,
     CriticSpec,
+    DecisionTable,
     DemoSpec,
     FunctionCriticSpec,
     ImportPath,
@@ -50,9 +51,11 @@ __all__ = [
     "CitationCriticSpec",
     "CodeCriticSpec",
     "CriticSpec",
+    "DecisionTable",
     "DemoSpec",
     "FunctionCriticSpec",
     "LLMCriticSpec",
+    "PlanExecuteSpec",
     "ReplySpec",
     "RouteSpec",
     "SelfRefineSpec",
@@ -168,6 +171,46 @@ class SupervisorSpec(SpecModel):
     """What this supervisor does, for a parent Supervisor's model; unset, its workers' names."""
 
 
+class PlanExecuteSpec(SpecModel):
+    """`type = "plan_execute"`: a planner proposes a typed plan, the critic verifies it before anything
+    runs, the steps run, evaluators score the result (jeeves.PlanExecute)."""
+
+    type: Literal["plan_execute"]
+    planner: AgentSpec
+    """The planning agent's table (its output type is the plan; the surface and spec are added to its prompt)."""
+    tools: list[ImportPath] = Field(default_factory=list)
+    """Tools plan steps may call, by import path; their approval modes are checked against `safety_mode`."""
+    workers: dict[Name, ArchSpec] = Field(default_factory=dict)
+    """Worker name → architecture table, for steps that delegate (approval mode `delegated`)."""
+    decision: DecisionTable = Field(default_factory=DecisionTable)
+    """`[decision]`: what a plan must satisfy (required outputs, max steps, plan tokens, safety mode)."""
+    evaluators: list[CriticSpec] = Field(default_factory=list)
+    """Critic tables (`[[evaluators]]`) that score the executed plan's result."""
+    hard: list[Name] = Field(default_factory=list)
+    """Evaluators whose failure fails the run whatever the others say."""
+    checks: list[ImportPath] = Field(default_factory=list)
+    """Extra verify checks by import path: functions `(plan, spec) -> VerifyVerdict | None`."""
+    replan_budget: int = Field(default=2, ge=0)
+    """New plans allowed after the first."""
+    retry_budget: int = Field(default=1, ge=0)
+    """Re-executions of a verified plan allowed after a partial score."""
+    threshold: float = Field(default=0.8, ge=0, le=1)
+    """The score each evaluator must reach."""
+    role: Name = "plan_execute"
+    """The role routing uses when this is the root."""
+    description: str = ""
+    """What this architecture does, for a Supervisor's model; unset, the planner's."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _planner_is_an_agent(cls, data: Any) -> Any:
+        return (
+            {**data, "planner": fill_type(data["planner"], "agent")}
+            if isinstance(data, dict) and isinstance(data.get("planner"), dict)
+            else data
+        )
+
+
 def _arch_type(value: Any) -> str | None:
     if isinstance(value, dict):
         tag = value.get("type", "agent")
@@ -179,7 +222,8 @@ ArchSpec = Annotated[
     Annotated[AgentSpec, Tag("agent")]
     | Annotated[ActorCriticSpec, Tag("actor_critic")]
     | Annotated[SelfRefineSpec, Tag("self_refine")]
-    | Annotated[SupervisorSpec, Tag("supervisor")],
+    | Annotated[SupervisorSpec, Tag("supervisor")]
+    | Annotated[PlanExecuteSpec, Tag("plan_execute")],
     Discriminator(_arch_type),
 ]
 """Any architecture table, told apart by `type` (default `agent`)."""
@@ -189,6 +233,7 @@ ARCHITECTURE_SPECS: dict[str, type[SpecModel]] = {
     "actor_critic": ActorCriticSpec,
     "self_refine": SelfRefineSpec,
     "supervisor": SupervisorSpec,
+    "plan_execute": PlanExecuteSpec,
 }
 
 for _spec in ARCHITECTURE_SPECS.values():

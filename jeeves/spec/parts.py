@@ -24,13 +24,16 @@ from pydantic import (
 
 from jeeves.critics.citations import HEDGES
 from jeeves.critics.llm import REVIEW_INSTRUCTIONS
+from jeeves.critics.plan import DecisionSpec
 from jeeves.models.base import DEFAULT_TIMEOUT_S
+from jeeves.tools import ApprovalMode
 
 __all__ = [
     "CRITIC_SPECS",
     "CitationCriticSpec",
     "CodeCriticSpec",
     "CriticSpec",
+    "DecisionTable",
     "DemoSpec",
     "FunctionCriticSpec",
     "ImportPath",
@@ -235,6 +238,27 @@ CriticSpec = Annotated[
     LLMCriticSpec | CodeCriticSpec | CitationCriticSpec | FunctionCriticSpec, Field(discriminator="type")
 ]
 """Any critic table, told apart by `type`."""
+
+
+class DecisionTable(SpecModel):
+    """`[decision]`: the DecisionSpec a plan is verified against."""
+
+    required_outputs: list[str] = Field(default_factory=list)
+    """Outputs the plan must declare."""
+    max_steps: int = Field(default=12, ge=1)
+    """Most steps a plan may have."""
+    max_plan_tokens: int = Field(default=0, ge=0)
+    """Most estimated tokens a plan may add up to; 0 for no limit."""
+    safety_mode: ApprovalMode = "destructive"
+    """The highest approval mode a step may have."""
+
+    def build(self) -> DecisionSpec:
+        return DecisionSpec(
+            required_outputs=self.required_outputs,
+            max_steps=self.max_steps,
+            max_plan_tokens=self.max_plan_tokens or None,
+            safety_mode=self.safety_mode,
+        )
 
 
 # -- offline script ----------------------------------------------------------------------

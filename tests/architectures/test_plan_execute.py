@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -14,6 +18,7 @@ from jeeves.architectures import PlanExecuteOutput
 from jeeves.critics.plan import DecisionSpec
 from jeeves.errors import UserError
 from jeeves.events import Event
+from tests.conftest import REPO, subprocess_env
 from tests.memory_journal import DictJournal
 
 pytestmark = pytest.mark.anyio
@@ -244,3 +249,143 @@ def test_bad_options_are_user_errors() -> None:
         arch(shop, replan_budget=-1)
     with pytest.raises(UserError, match="approval mode 'dangerous'"):
         jeeves.Tool(lambda: 1, name="x", approval="dangerous")  # type: ignore[arg-type]
+
+
+def test_resume_after_sigkill_mid_execution_repeats_no_completed_step(tmp_path: Path) -> None:
+    from tests.architectures.plan_crash_child import plan_run
+
+    whole = tmp_path / "whole"
+    whole.mkdir()
+    uninterrupted = anyio.run(plan_run, whole)
+    assert uninterrupted.stop_reason == "completed"
+    assert (whole / "calls").read_text().split() == ["planner", "lookup_order", "eval_policy", "issue_refund"]
+
+    killed = tmp_path / "killed"
+    killed.mkdir()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "tests.architectures.plan_crash_child", str(killed), "block"],
+        cwd=REPO,
+        env=subprocess_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        line = child.stdout.readline()  # printed while the plan's second step is in flight
+        assert line == "blocked\n", child.communicate()[1]
+        child.send_signal(signal.SIGKILL)
+    finally:
+        child.communicate(timeout=30)
+    assert (killed / "calls").read_text().split() == ["planner", "lookup_order", "eval_policy"]
+
+    resumed = anyio.run(plan_run, killed)
+    assert (resumed.stop_reason, resumed.text) == (uninterrupted.stop_reason, uninterrupted.text)
+    ours, theirs = detail(resumed).report, detail(uninterrupted).report
+    assert ours is not None and theirs is not None
+    assert ours.model_dump(exclude={"decided_at"}) == theirs.model_dump(exclude={"decided_at"})
+    # The planner and the first step completed before the kill: served, not repeated. The step in
+    # flight never completed, so it runs again, and the rest runs once.
+    calls = (killed / "calls").read_text().split()
+    assert calls == ["planner", "lookup_order", "eval_policy", "eval_policy", "issue_refund"]
+    assert resumed.usage.model_calls == 0
+
+
+def _minimal(**change: Any) -> str:
+    """A one-step lookup plan that passes SPEC, with `change` applied to the plan (or, for the
+    keys of a step, to its step)."""
+    step: dict[str, Any] = {"id": "lookup", "tool": "lookup_order", "arguments": {"order_id": "881"}}
+    plan: dict[str, Any] = {
+        "plan_id": "p",
+        "intent": "look the order up",
+        "outputs": ["refund_amount", "refund_reason_class"],
+        "steps": [step],
+    }
+    for key, value in change.items():
+        (plan if key in plan else step)[key] = value
+    return json.dumps(plan)
+
+
+@pytest.mark.parametrize(
+    ("bad", "kind", "spec"),
+    [
+        (_minimal(outputs=["refund_amount"]), "violates_decision_spec", SPEC),
+        (_minimal(depends_on=["lookup"]), "loop_guard", SPEC),
+        (
+            _minimal(tool="issue_refund", arguments={"order_id": "881", "amount": 1.0}),
+            "approval_mode_mismatch",
+            DecisionSpec(required_outputs=SPEC.required_outputs, safety_mode="network"),
+        ),
+        (_minimal(evidence_required=["order_record"]), "missing_evidence", SPEC),
+        (_minimal(estimated_tokens=9000), "budget_exceeded", SPEC),
+    ],
+)
+async def test_each_refusal_kind_is_refused_before_anything_runs_and_a_replan_fixes_it(
+    bad: str, kind: str, spec: DecisionSpec
+) -> None:
+    shop = Shop()
+    model = ScriptedModel({"planner": [bad, _minimal()]})
+    result, events = await run_stream(arch(shop, spec=spec, evaluators=[lambda t, o: "881" in o]), model)
+    model.assert_consumed()
+    out = detail(result)
+    assert [(r.status, r.verify.kind) for r in out.reports] == [
+        ("refused_by_critic", kind),
+        ("completed", None),
+    ]
+    assert shop.calls == ["lookup_order"]  # only the fixed plan's step ran
+    assert not [
+        e for e in events if e.type == "session.started" and e.session_id.startswith("r__plan_0__step_")
+    ]
+    assert kind in (model_requests(events, "r__plan_1__planner_0") or "")  # the refusal reached the planner
+
+
+async def test_a_gated_step_suspends_the_run_and_resumes_after_approval_running_the_tool_once() -> None:
+    from jeeves.approvals import Approvals, Decision, record_decision
+
+    shop, journal = Shop(), DictJournal()
+    planner = {"planner": [refund_plan(pinned=True)]}
+    first = await jeeves.run(
+        arch(shop),
+        "Refund order 881.",
+        model=ScriptedModel(planner),
+        session_id="r",
+        journal=journal,
+        approvals=Approvals(),
+    )
+    assert first.status == "awaiting_approval"
+    (gate,) = first.pending
+    assert (gate.session_id, gate.tool, gate.arguments) == (
+        "r__plan_0__step_2",
+        "issue_refund",
+        {"order_id": "881", "amount": 42.0},
+    )
+    assert shop.calls == ["lookup_order", "eval_policy"]  # the destructive step waits at its gate
+
+    approve = Decision(decision="approve", by="dana", arguments_hash=gate.arguments_hash)
+    await record_decision(journal, gate.gate_id, approve)
+    resumed = await jeeves.resume(
+        arch(shop), "r", journal=journal, model=ScriptedModel([]), approvals=Approvals()
+    )
+    assert resumed.status == "completed" and resumed.stop_reason == "completed"
+    assert shop.calls == ["lookup_order", "eval_policy", "issue_refund"]  # each step once
+    assert resumed.text.endswith("[refund] refunded 42.0 on 881")
+
+
+async def test_a_denied_step_fails_the_attempt_and_goes_back_to_the_planner() -> None:
+    from jeeves.approvals import Approvals, Decision, PendingGate
+
+    async def deny(gate: PendingGate) -> Decision:
+        return Decision(decision="deny", by="dana", note="over the limit", arguments_hash=gate.arguments_hash)
+
+    shop = Shop()
+    model = ScriptedModel({"planner": [refund_plan(pinned=True)]})
+    result = await jeeves.run(
+        arch(shop, replan_budget=0, retry_budget=0),
+        "Refund order 881.",
+        model=model,
+        approvals=Approvals(),
+        approver=deny,
+    )
+    assert result.stop_reason == "escalated" and "issue_refund" not in shop.calls
+    report = detail(result).report
+    assert report is not None and "Denied by dana (over the limit)" in report.rationale

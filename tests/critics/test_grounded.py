@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -98,3 +99,50 @@ async def test_an_unreadable_audit_is_a_flagged_fallback() -> None:
 def test_bad_evidence_is_a_user_error() -> None:
     with pytest.raises(jeeves.UserError, match="evidence must be a dict"):
         GroundedAuditCritic("a")  # type: ignore[arg-type]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_the_audits_telemetry_is_on_the_critique_event_and_span_and_replays_exactly() -> None:
+    from tests.memory_journal import DictJournal
+    from tests.test_telemetry import Traced, attrs
+
+    def run_it(mode: str, traced: Traced, journal: DictJournal) -> Any:
+        model = ScriptedModel(
+            {
+                "actor": ["Paris is the capital of France [a]. It sits on the Loire [c]. It is big."],
+                "critic": [json.dumps({"confidence": 0.9})],
+            }
+        )
+        arch = ActorCritic(Agent("x"), GroundedAuditCritic(EVIDENCE), max_rounds=0)
+        return jeeves.stream(
+            arch,
+            "Capital of France?",
+            model=model if mode == "record" else ScriptedModel([]),
+            session_id="g",
+            journal=journal,
+            mode=mode,  # type: ignore[arg-type]
+            tracer=traced.tracer,
+        )
+
+    journal, live, again = DictJournal(), Traced(), Traced()
+    async with run_it("record", live, journal) as events:
+        recorded = [e async for e in events]
+    (critique,) = [e for e in recorded if e.type == "critique"]
+    assert critique.audit is not None
+    assert (critique.audit.invalid_citations, critique.audit.uncited_claims) == (1, 1)
+    assert critique.audit.duration_ms >= 0
+    span = attrs(live.named("invoke_agent critic"))
+    assert span["jeeves.audit.invalid_citations"] == 1
+    assert span["jeeves.audit.uncited_claims"] == 1
+    assert span["jeeves.audit.duration_ms"] == critique.audit.duration_ms
+    assert ("g__critic_0", 1, "function", "audit_duration") in await journal.kinds()
+
+    async with run_it("replay", again, journal) as events:
+        replayed = [e async for e in events]
+
+    def dump(events: list[jeeves.Event]) -> list[dict[str, object]]:
+        return [e.model_dump(exclude={"seq", "ts", "replayed"}) for e in events]
+
+    assert dump(replayed) == dump(recorded)  # the recorded duration, not the replay's own
+    assert attrs(again.named("invoke_agent critic"))["jeeves.audit.duration_ms"] == critique.audit.duration_ms

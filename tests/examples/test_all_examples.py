@@ -13,14 +13,16 @@ import subprocess
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.conftest import REPO, subprocess_env
-from tests.examples import run_example
+from tests.examples import load_example, run_example
 from tests.examples.responder import respond
 from tests.models.mock_openai import Behaviour, MockOpenAI, Text, serve
 
+PLAN_A, PLAN_B = (load_example("plan_gate.py").plan(pinned=p) for p in (False, True))
 EXAMPLES = sorted((REPO / "examples").glob("*.py"))
 ONE_SHOT = {"stream_to_browser.py": ["--once"]}
 """Examples that serve until interrupted by default, and the flag that makes them run once."""
@@ -81,6 +83,15 @@ LIVE = {
             '  restart_service({"name": "python"})',
             "success check 0: score 0.90, passed",
             "stop reason: verified; tool calls: 1; healthy: True",
+        ),
+    ),
+    "plan_gate.py": Live(
+        env=BY_ENV,
+        script=(Text(PLAN_A), Text(PLAN_B)),  # the planner's two plans; the reviewer is the responder's
+        shows=(
+            "plan refund-881-a (attempt 0): refused: missing_evidence on step 'lookup'; tool calls so far: 0",
+            "report: completed: 2 evaluator(s) passed, score 0.90",
+            "stop reason: completed; tool calls: 3",
         ),
     ),
     "refund_with_approval.py": Live(
@@ -155,6 +166,15 @@ def live_env(base_url: str, routes: Mapping[str, str]) -> dict[str, str]:
     return {**env, "OPENAI_API_KEY": "sk-test", "OPENAI_API_BASE": base_url, **routes}
 
 
+def _schema(body: dict[str, Any]) -> str | None:
+    """The name of the output schema a request asks for, if any."""
+    return (
+        body.get("response_format", {}).get("json_schema", {}).get("name")
+        if "response_format" in body
+        else None
+    )
+
+
 @pytest.fixture
 def mock() -> Iterator[MockOpenAI]:
     with serve(respond) as server:
@@ -181,9 +201,10 @@ def test_example_runs_live_through_litellm(example: Path, tmp_path: Path, mock: 
     assert not mock.unexpected, mock.unexpected
     assert mock.remaining() == 0, "scripted replies were left unused"
 
-    # LLM critics ask for the Verdict schema; every other session is on the main model.
-    critics = {body["model"] for body in mock.requests if "response_format" in body}
-    others = {body["model"] for body in mock.requests if "response_format" not in body}
+    # LLM critics ask for the Verdict schema; every other session (a planner asking for a Plan
+    # included) is on the main model.
+    critics = {body["model"] for body in mock.requests if _schema(body) == "Verdict"}
+    others = {body["model"] for body in mock.requests if _schema(body) != "Verdict"}
     assert (others, critics) == ({MODEL}, {CRITIC} if live.critics else set())
     assert {h["authorization"] for h in mock.headers} == {"Bearer sk-test"}
     if "--journal" in args:

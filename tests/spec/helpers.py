@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel
 
 from jeeves import tool
@@ -29,3 +31,8 @@ def no_todo(task: str, output: str) -> bool:
 
 
 NOT_A_FUNCTION = 42
+
+
+def small_plans(plan: Any, spec: Any) -> None:
+    """A verify check (for PlanExecute specs): passes every plan."""
+    return None

@@ -143,7 +143,7 @@ def local_tool() -> Agent:
         (lambda: Agent("x", output_type=dict[str, int]), r"Cannot dump output type"),
         (
             lambda: type("Custom", (Agent,), {})("x"),
-            r"only jeeves\.Agent, ActorCritic, SelfRefine and Supervisor",
+            r"only jeeves\.Agent, ActorCritic, SelfRefine, Supervisor and PlanExecute",
         ),
     ],
 )
@@ -160,3 +160,39 @@ def test_a_tool_renamed_in_code_is_not_dumped_as_its_function() -> None:
 def test_a_router_route_served_by_a_client_is_refused() -> None:
     with pytest.raises(UserError, match=r"Cannot dump route 'default'"):
         dump(Agent("x"), router=Router({"default": ScriptedModel(["a"])}))
+
+
+def test_a_plan_execute_with_workers_checks_and_evaluators() -> None:
+    from jeeves import PlanExecute
+    from jeeves.critics.plan import DecisionSpec
+
+    arch = PlanExecute(
+        Agent("You plan.", role="planner"),
+        tools=[helpers.word_count],
+        workers={"writer": Agent("You write.")},
+        spec=DecisionSpec(required_outputs=["summary"], max_steps=4, safety_mode="local_write"),
+        evaluators=[FunctionCritic(helpers.no_todo), LLMCritic(name="review")],
+        hard=["no_todo"],
+        checks=[helpers.small_plans],
+        replan_budget=1,
+        retry_budget=0,
+        threshold=0.7,
+        description="Plans and writes.",
+    )
+    assert round_trip(arch) == {
+        "type": "plan_execute",
+        "planner": {"type": "agent", "instructions": "You plan.", "role": "planner"},
+        "tools": ["tests.spec.helpers:word_count"],
+        "workers": {"writer": {"type": "agent", "instructions": "You write."}},
+        "decision": {"required_outputs": ["summary"], "max_steps": 4, "safety_mode": "local_write"},
+        "evaluators": [
+            {"type": "function", "function": "tests.spec.helpers:no_todo"},
+            {"type": "llm", "name": "review"},
+        ],
+        "hard": ["no_todo"],
+        "checks": ["tests.spec.helpers:small_plans"],
+        "replan_budget": 1,
+        "retry_budget": 0,
+        "threshold": 0.7,
+        "description": "Plans and writes.",
+    }

@@ -10,7 +10,7 @@ import pytest
 
 import jeeves
 from jeeves import Budget, ScriptedModel
-from jeeves.architectures import ActorCriticOutput, SupervisorOutput
+from jeeves.architectures import ActorCriticOutput, PlanExecuteOutput, SupervisorOutput
 from jeeves.spec import build, dump, load_spec, parse_spec
 from tests.conftest import REPO
 
@@ -41,6 +41,26 @@ async def run_offline(path: Path) -> jeeves.RunResult:
     assert isinstance(script, ScriptedModel)
     script.assert_consumed()
     return result
+
+
+async def test_refund_plan_offline_refuses_plan_a_before_any_tool_and_completes_plan_b() -> None:
+    result = await run_offline(REPO / "architectures" / "refund_plan.toml")
+    detail = result.detail
+    assert isinstance(detail, PlanExecuteOutput) and detail.report is not None
+    assert result.stop_reason == "completed"
+    first, second = detail.reports
+    assert (first.status, first.verify.kind, first.verify.offending_step) == (
+        "refused_by_critic",
+        "missing_evidence",
+        "lookup",
+    )
+    assert second.status == "completed" and second.score is not None
+    assert [(i.name, i.hard, i.passed) for i in second.score.items] == [
+        ("policy_check", True, True),
+        ("reviewer", False, True),
+    ]
+    assert [s.step_id for s in detail.steps] == ["lookup", "policy", "refund"]
+    assert result.text.endswith("[refund] refunded 42.0 on 881")
 
 
 async def test_codegen_offline_first_draft_fails_a_test_second_passes() -> None:
