@@ -14,6 +14,11 @@ Invariants:
   finished record never has a task behind it;
 - `cancel()` only cancels the run's own scope; leaving the registry cancels every run.
 
+Gates: a run started with an approval policy waits on its gates live (`RunRecord.gates`,
+a `GateDesk`, is its approver). A run the server found suspended in its journal at start
+(`restore`) is held as `awaiting_approval` with no task behind it; once a decision is
+recorded, `start(..., replace=True)` resumes it from the journal under the same id.
+
 Disconnects: following is counted (`following`). By default a run outlives its
 followers and can be re-attached. With `cancel_on_disconnect=True` a run is cancelled when
 its last follower leaves before it finished; a run nobody has followed yet keeps going.
@@ -23,26 +28,63 @@ from __future__ import annotations
 
 import bisect
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import anyio
 from anyio.abc import TaskGroup
 
+from jeeves.approvals import Approvals, Decision, PendingGate
 from jeeves.architecture import Architecture
 from jeeves.budget import Budget
 from jeeves.errors import UserError
-from jeeves.events import Event
+from jeeves.events import ApprovalDecided, ApprovalRequested, Event
 from jeeves.ids import new_root_id, validate_root_id
-from jeeves.journal import error_type_name
+from jeeves.journal import Journal, error_type_name
 from jeeves.models.router import Router
+from jeeves.replay.source import register_loader
 from jeeves.runner import RunResult, stream
+from jeeves.server.gates import GateDesk
 
 __all__ = ["RunRecord", "RunRegistry", "RunStatus", "TooManyRuns"]
 
-RunStatus = Literal["running", "completed", "failed", "cancelled"]
+RunStatus = Literal["running", "completed", "failed", "cancelled", "awaiting_approval", "expired", "rejected"]
+"""`running` while the run's task goes (waiting on a live gate included); `awaiting_approval`:
+suspended at gates, held in the journal, resumed once they are decided; the rest are ends."""
+
+_ENDS: dict[str, RunStatus] = {
+    "completed": "completed",
+    "awaiting_approval": "awaiting_approval",
+    "expired": "expired",
+    "rejected": "rejected",
+    "cancelled": "cancelled",
+    "failed": "failed",
+}
+
+
+SERVED = "served"
+"""The journal source kind of a run the server started: `{"kind": "served", "name": ...}`
+names the catalog entry, so a restarted server can resume the run."""
+
+
+def _load_served(source: Mapping[str, Any]) -> Architecture:
+    raise UserError(
+        f"This run was started by a jeeves server as its architecture {source.get('name')!r}; that server "
+        f"rebuilds it to resume the run. To replay it here, pass the architecture: jeeves.replay(arch, ...) "
+        f"or `jeeves replay --spec ...`."
+    )
+
+
+register_loader(SERVED, _load_served)
+
+
+class _Options(NamedTuple):
+    router: Router | None
+    budget: Budget | None
+    approvals: Approvals | None
+    journal: Journal | None
 
 
 class TooManyRuns(UserError):
@@ -73,6 +115,12 @@ class RunRecord:
         self._done = anyio.Event()
         self._scope: anyio.CancelScope | None = None
         self._cancel_requested = False
+        self.gates = GateDesk(on_change=self._notify)
+        """The gates the run waits on live (its approver)."""
+        self.suspended: list[PendingGate] = []
+        """With status awaiting_approval: the gates the journal holds undecided."""
+        self.agui_cursor = 0
+        """The seq an AG-UI stream of this run stopped at for an interrupt (its resume continues after it)."""
 
     @property
     def finished(self) -> bool:
@@ -95,9 +143,44 @@ class RunRecord:
             return True
         return False
 
+    async def changed(self) -> None:
+        """Wait for the next change: an event, a gate arriving or leaving, the end."""
+        await self._changed.wait()
+
+    def change_token(self) -> anyio.Event:
+        """An event set at the next change after this call (take it before looking at the record)."""
+        return self._changed
+
     async def wait(self) -> None:
         """Wait until the run ended (completed, failed or cancelled)."""
         await self._done.wait()
+
+    def decided(self, gate_id: str) -> Decision | None:
+        """The decision the run recorded for `gate_id` (from its `approval.decided` event), if any."""
+        for event in reversed(self._events):
+            if isinstance(event, ApprovalDecided) and event.gate_id == gate_id:
+                return Decision(
+                    decision=event.decision,
+                    by=event.by,
+                    at=event.at,
+                    note=event.note,
+                    arguments_hash=event.arguments_hash,
+                )
+        return None
+
+    def undecided(self, upto: int) -> list[ApprovalRequested]:
+        """Gates requested at or before seq `upto` that no `approval.decided` event has decided yet."""
+        requested: dict[str, ApprovalRequested] = {}
+        for event in self._events:
+            if isinstance(event, ApprovalRequested) and event.seq <= upto:
+                requested[event.gate_id] = event
+            elif isinstance(event, ApprovalDecided):
+                requested.pop(event.gate_id, None)
+        return list(requested.values())
+
+    def pending(self) -> list[PendingGate]:
+        """Every gate of this run waiting for a decision: live ones, or those held in the journal."""
+        return self.gates.pending() if not self.finished else list(self.suspended)
 
     def cancel(self) -> bool:
         """Cancel the run if it is still running; True if it was."""
@@ -118,6 +201,9 @@ class RunRecord:
             "events": len(self._events),
             "last_seq": self.last_seq,
         }
+        pending = self.pending()
+        if pending:
+            out["pending_gates"] = [g.gate_id for g in pending]
         if self.result is not None:
             out["stop_reason"] = self.result.stop_reason
             out["output"] = self.result.text
@@ -222,8 +308,16 @@ class RunRegistry:
         session_id: str | None = None,
         router: Router | None = None,
         budget: Budget | None = None,
+        approvals: Approvals | None = None,
+        journal: Journal | None = None,
+        replace: bool = False,
     ) -> RunRecord:
         """Start `arch` on `task` in the registry's task group and return its record at once.
+
+        With `approvals` the run's gates wait on the record's `GateDesk` (its live approver);
+        with `journal` every step is recorded there, and a session id the journal holds
+        resumes (served steps are not run again). `replace=True` lets a finished record
+        with the same id (a run suspended at gates) be replaced by its resumption.
 
         Raises:
             TooManyRuns: `max_running` runs are going already.
@@ -234,7 +328,8 @@ class RunRegistry:
             raise UserError("The RunRegistry is not open; start runs inside `async with registry:`.")
         self._purge()
         sid = validate_root_id(session_id) if session_id is not None else new_root_id()
-        if sid in self._runs:
+        held = self._runs.get(sid)
+        if held is not None and not (replace and held.finished):
             raise UserError(
                 f"A run with session_id {sid!r} is already held by this server; "
                 f"use another session_id, or follow the existing run at /runs/{sid}/events."
@@ -245,8 +340,19 @@ class RunRegistry:
                 f"try again when one has ended (the limit is max_runs=, `jeeves serve --max-runs`)."
             )
         record = RunRecord(sid, name, task)
+        self._runs.pop(sid, None)  # a replaced record moves to the end: it is the newest run
         self._runs[sid] = record
-        self._group.start_soon(self._drive, record, arch, task, router, budget, name=f"jeeves run {sid}")
+        options = _Options(router, budget, approvals, journal)
+        self._group.start_soon(self._drive, record, arch, task, options, name=f"jeeves run {sid}")
+        return record
+
+    def restore(self, session_id: str, name: str, task: str, pending: list[PendingGate]) -> RunRecord:
+        """Hold a run found suspended in the journal (status `awaiting_approval`, no task behind it)."""
+        record = RunRecord(session_id, name, task)
+        record.suspended = list(pending)
+        record._finish("awaiting_approval", self._clock())
+        record.finished_at = None  # retained until resumed: its gates are still waiting
+        self._runs[session_id] = record
         return record
 
     def cancel(self, session_id: str) -> RunRecord | None:
@@ -276,9 +382,7 @@ class RunRegistry:
                 record.cancel()
 
     # -- internals -----------------------------------------------------------------------
-    async def _drive(
-        self, record: RunRecord, arch: Architecture, task: str, router: Router | None, budget: Budget | None
-    ) -> None:
+    async def _drive(self, record: RunRecord, arch: Architecture, task: str, options: _Options) -> None:
         status: RunStatus = "cancelled"
         try:
             with anyio.CancelScope() as scope:
@@ -287,12 +391,23 @@ class RunRegistry:
                     scope.cancel()
                 try:
                     async with stream(
-                        arch, task, router=router, session_id=record.session_id, budget=budget
+                        arch,
+                        task,
+                        router=options.router,
+                        session_id=record.session_id,
+                        budget=options.budget,
+                        journal=options.journal,
+                        approvals=options.approvals,
+                        approver=record.gates.ask if options.approvals is not None else None,
+                        architecture_ref={"kind": SERVED, "name": record.architecture}
+                        if options.journal is not None
+                        else None,
                     ) as events:
                         async for event in events:
                             record._append(event)
                         record.result = await events.result()
-                    status = "completed"
+                    record.suspended = list(record.result.pending)
+                    status = _ENDS[record.result.status]
                 except Exception as exc:
                     record.error = exc
                     status = "failed"
@@ -304,7 +419,10 @@ class RunRegistry:
         expired = [
             sid
             for sid, r in self._runs.items()
-            if r.finished_at is not None and r.followers == 0 and now - r.finished_at >= self.retention_s
+            if r.finished_at is not None
+            and r.status != "awaiting_approval"
+            and r.followers == 0
+            and now - r.finished_at >= self.retention_s
         ]
         for sid in expired:
             del self._runs[sid]
