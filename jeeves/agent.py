@@ -20,6 +20,7 @@ import functools
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -29,13 +30,23 @@ from jeeves.architecture import Caller, Output
 from jeeves.checks import check_int, check_mapping, check_str, short_repr
 from jeeves.concurrency import run_all
 from jeeves.context import Context, StepResult
-from jeeves.errors import BudgetExceeded, MaxTurnsExceeded, OutputValidationError, UserError, UserTypeError
+from jeeves.errors import (
+    BudgetExceeded,
+    GateExpired,
+    GateRejected,
+    MaxTurnsExceeded,
+    OutputValidationError,
+    UserError,
+    UserTypeError,
+)
 from jeeves.events import OutputRetrying, ToolCompleted, ToolStarted
+from jeeves.gating import DEFAULT_MODE, ApprovalMode, GateAction, arguments_hash, gate_id
 from jeeves.ids import validate_name
+from jeeves.journal import fingerprint
 from jeeves.messages import Message, ModelRequest, ToolCall
 from jeeves.models.base import ModelClient, Route
 from jeeves.steering import ToolStep, Turn
-from jeeves.tools import Tool, ToolOutcome
+from jeeves.tools import Tool, ToolContext, ToolOutcome
 
 __all__ = ["Agent", "extract_json"]
 
@@ -240,17 +251,18 @@ class Agent:
         Indices are allocated and `tool.started` emitted in the order the model listed the
         calls, before any runs; each `tool.completed` is released in that order too, as soon
         as the calls before it are done. So a session's events are the same live and on
-        replay, whichever tool finishes first.
+        replay, whichever tool finishes first. A call the run's approval policy gates gets
+        two indices (its gate, then its tool step); a refused call gets none (it never runs).
         """
+        slots = [self._slot(ctx, c) for c in calls]
         if len(calls) == 1:
             (c,) = calls
             await ctx.emit(
                 ToolStarted(session_id=ctx.session_id, tool_call_id=c.id, name=c.name, arguments=c.arguments)
             )
-            outcome, replayed = await self._run_tool(ctx, c, ctx.next_step_index())
+            outcome, replayed = await self._run_tool(ctx, c, slots[0])
             await self._completed(ctx, c, outcome, replayed)
             return [outcome]
-        indices = [ctx.next_step_index() for _ in calls]
         for c in calls:
             await ctx.emit(
                 ToolStarted(session_id=ctx.session_id, tool_call_id=c.id, name=c.name, arguments=c.arguments)
@@ -259,7 +271,7 @@ class Agent:
 
         async def job(position: int) -> ToolOutcome:
             try:
-                outcome, replayed = await self._run_tool(ctx, calls[position], indices[position])
+                outcome, replayed = await self._run_tool(ctx, calls[position], slots[position])
                 if position:
                     await released[position - 1].wait()
                 await self._completed(ctx, calls[position], outcome, replayed)
@@ -268,6 +280,18 @@ class Agent:
                 released[position].set()
 
         return await run_all([functools.partial(job, p) for p in range(len(calls))])
+
+    def _slot(self, ctx: Context, call: ToolCall) -> _Slot:
+        """What the policy does with `call`, and its step indices (allocated here, in call order)."""
+        found = self._tools.get(call.name)
+        arguments = _json_object(call.arguments)
+        mode = found.approval if found is not None else None
+        action: GateAction = (
+            "run" if found is None or arguments is None else ctx.approval_action(call.name, mode, arguments)
+        )
+        gate = ctx.next_step_index() if action == "ask" else None
+        step = ctx.next_step_index() if action != "refuse" else None
+        return _Slot(action, mode, arguments or {}, gate, step)
 
     @staticmethod
     async def _completed(ctx: Context, call: ToolCall, outcome: ToolOutcome, replayed: bool) -> None:
@@ -282,8 +306,20 @@ class Agent:
             )
         )
 
-    async def _run_tool(self, ctx: Context, call: ToolCall, index: int) -> StepResult[ToolOutcome]:
+    async def _run_tool(self, ctx: Context, call: ToolCall, slot: _Slot) -> StepResult[ToolOutcome]:
+        if slot.action == "refuse":
+            return StepResult(ToolOutcome(text=ctx.refusal(call.name, slot.mode), is_error=True), False)
+        if slot.gate is not None:
+            refused = await _gated(ctx, call, slot)
+            if refused is not None:
+                return StepResult(refused, False)
+        assert slot.step is not None
+        return await self._tool_step(ctx, call, slot.step)
+
+    async def _tool_step(self, ctx: Context, call: ToolCall, index: int) -> StepResult[ToolOutcome]:
         tracer = ctx.tracer
+        request = {"name": call.name, "arguments": call.arguments}
+        context = ToolContext(ctx.session_id, index, fingerprint(request))
 
         async def live() -> ToolOutcome:
             found = self._tools.get(call.name)
@@ -291,12 +327,60 @@ class Agent:
                 known = ", ".join(sorted(self._tools)) or "none"
                 return ToolOutcome(text=f"Unknown tool {call.name!r}; the tools are: {known}.", is_error=True)
             with tracer.tool_call(ctx.started, call.name, call.id, call.arguments) as span:
-                outcome = await found.invoke(call.arguments)
+                outcome = await found.invoke(call.arguments, context)
                 span.set_attribute("gen_ai.tool.call.result", outcome.text)
                 if outcome.is_error:
                     span.set_attribute("error.type", "tool_error")
                 return outcome
 
-        request = {"name": call.name, "arguments": call.arguments}
         ctx.count_tool_call(call.name)
         return await ctx.step("tool", call.name, request, live, ToolOutcome, index=index)
+
+
+@dataclass
+class _Slot:
+    """One tool call as the approval policy sorted it, with its step indices."""
+
+    action: GateAction
+    mode: ApprovalMode | None
+    arguments: dict[str, Any]
+    gate: int | None
+    """The gate's step index, when the policy asks for approval."""
+    step: int | None
+    """The tool step's index; None for a refused call (it never runs)."""
+
+
+def _json_object(arguments: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(arguments or "{}")
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+async def _gated(ctx: Context, call: ToolCall, slot: _Slot) -> ToolOutcome | None:
+    """Pass the call's gate: None to run it, or the result the model reads instead. An
+    expired gate, or a denial under `deny_ends_run`, ends the run."""
+    assert slot.gate is not None
+    decision = await ctx.gate(call.name, call.id, slot.arguments, slot.mode or DEFAULT_MODE, index=slot.gate)
+    where = f"gate {gate_id(ctx.session_id, slot.gate)} ({call.name!r})"
+    if decision.decision == "expire":
+        raise GateExpired(f"{where} expired before anyone decided; the run ends as expired.")
+    if decision.decision == "deny":
+        why = f" ({decision.note})" if decision.note else ""
+        if ctx.deny_ends_run:
+            raise GateRejected(
+                f"{where} was denied by {decision.by or 'the approver'}{why}; the policy ends the run."
+            )
+        return ToolOutcome(
+            text=f"Denied by {decision.by or 'the approver'}{why}: {call.name} was not run. Do without it, "
+            f"or propose something else.",
+            is_error=True,
+        )
+    if decision.arguments_hash != arguments_hash(slot.arguments):
+        return ToolOutcome(
+            text=f"Refused: the approval of {where} was for other arguments than this call's; {call.name} "
+            f"was not run.",
+            is_error=True,
+        )
+    return None

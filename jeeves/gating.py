@@ -68,7 +68,7 @@ def gate_id(session_id: str, step: int) -> str:
 def _check_mode(value: object, what: str) -> ApprovalMode:
     if value not in APPROVAL_MODES:
         raise UserError(f"{what} {value!r} is not an approval mode; use one of {', '.join(APPROVAL_MODES)}.")
-    return value  # type: ignore[return-value]
+    return value
 
 
 class Allow(BaseModel):

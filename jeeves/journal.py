@@ -24,6 +24,7 @@ from jeeves.redact import mask_credentials
 __all__ = [
     "Journal",
     "JournalMode",
+    "LEASE_S",
     "ReplayedError",
     "SessionRecord",
     "SessionStatus",
@@ -52,6 +53,9 @@ SessionStatus = Literal[
 """A session's lifecycle state. `paused` is never written: `jeeves runs` shows an
 `in_progress` run whose lease lapsed (its process died) as paused. v1's `running` reads as
 `in_progress`."""
+LEASE_S = 15.0
+"""A running process renews its lease on a run every `LEASE_S / 3` seconds; a lease not
+renewed for `LEASE_S` has lapsed (its process died or hung) and the run shows as `paused`."""
 TERMINAL: frozenset[str] = frozenset({"completed", "failed", "expired", "rejected", "cancelled"})
 
 JournalMode = Literal["record", "replay", "resume"]

@@ -17,12 +17,13 @@ from typing import Any, Literal
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
+from jeeves._lifecycle import prepare, set_root_status, supervise
 from jeeves.architecture import Architecture, Output
 from jeeves.budget import Budget, BudgetMeter
 from jeeves.channel import EventChannel
-from jeeves.checks import check_int, check_str, short_repr
+from jeeves.checks import check_int, check_number, check_str, short_repr
 from jeeves.context import Context, RunState
-from jeeves.errors import BudgetExceeded, UserError, UserTypeError
+from jeeves.errors import BudgetExceeded, RunEnded, UserError, UserTypeError
 from jeeves.events import Event
 from jeeves.gating import Approvals, Approver, PendingGate
 from jeeves.hooks import Tracer, default_tracer
@@ -108,6 +109,24 @@ def _check_arguments(task: object, router: object, models: object, budget: objec
         )
 
 
+def _check_approvals(
+    approvals: object, approver: object, session_ttl_s: object
+) -> tuple[Approvals | None, Approver | None]:
+    if approvals is not None and not isinstance(approvals, Approvals):
+        raise UserTypeError(
+            f"approvals= must be a jeeves.approvals.Approvals, got {short_repr(approvals)}; "
+            f"e.g. Approvals(auto=('read_only', 'local_write'))."
+        )
+    if approver is not None and not callable(approver):
+        raise UserTypeError(
+            f"approver= must be an async function taking a PendingGate and returning a Decision, "
+            f"got {short_repr(approver)}."
+        )
+    if session_ttl_s is not None:
+        check_number(session_ttl_s, name="session_ttl_s", minimum=0)
+    return approvals, approver
+
+
 def _root_context(state: RunState, arch: Architecture, session_id: str | None, role: str | None) -> Context:
     if not callable(getattr(arch, "run", None)):  # not isinstance(Protocol): that costs ~15 µs a run
         raise UserError(
@@ -158,18 +177,40 @@ async def _execute(
     task: str,
     journal: JournalLike | None,
     architecture_ref: ArchitectureRef | None,
+    session_ttl_s: float | None = None,
 ) -> RunResult:
     async with attach(
         journal, mode=state.mode, root_id=root.session_id, architecture_ref=architecture_ref
     ) as attached:
         state.journal, state.source = attached.journal, attached.source
+        if not await prepare(state, root.session_id, session_ttl_s):
+            return _ended(state, root, "expired", "session_ttl")
         try:
-            output = await root.execute(arch, task)
+            outcome = await supervise(state, root, arch, task)
         except BudgetExceeded:
             await attached.verify(root.session_id, None)
             return _result(state, root, None, "budget")
+        except RunEnded as exc:
+            return _ended(state, root, exc.status, str(exc))  # type: ignore[arg-type]
+        except anyio.get_cancelled_exc_class():
+            await set_root_status(state, root.session_id, "cancelled", stop_reason="cancelled")
+            raise
+        if outcome.suspended:
+            result = _ended(state, root, "awaiting_approval", "awaiting_approval")
+            result.pending = state.suspension.gates()
+            return result
+        output = outcome.output
+        assert output is not None
         await attached.verify(root.session_id, output.text)
     return _result(state, root, output, output.stop_reason)
+
+
+def _ended(state: RunState, root: Context, status: RunStatus, reason: str) -> RunResult:
+    """The result of a run that stopped without an output: suspended, expired, rejected."""
+    result = _result(state, root, None, status if status != "awaiting_approval" else status)
+    result.status = status
+    result.text = "" if status == "awaiting_approval" else reason
+    return result
 
 
 async def run(
@@ -220,8 +261,9 @@ async def run(
         tracer=tracer,
         channel=channel,
     )
+    state.approvals, state.approver = _check_approvals(approvals, approver, session_ttl_s)
     root = _root_context(state, arch, session_id, role)
-    return await _execute(state, root, arch, task, journal, architecture_ref)
+    return await _execute(state, root, arch, task, journal, architecture_ref, session_ttl_s)
 
 
 class RunStream:
@@ -313,12 +355,13 @@ async def stream(
         tracer=tracer,
         channel=channel,
     )
+    state.approvals, state.approver = _check_approvals(approvals, approver, session_ttl_s)
     root = _root_context(state, arch, session_id, role)
     handle = RunStream(channel, root.session_id)
 
     async def produce() -> None:
         try:
-            handle._result = await _execute(state, root, arch, task, journal, architecture_ref)
+            handle._result = await _execute(state, root, arch, task, journal, architecture_ref, session_ttl_s)
         except Exception as exc:
             handle._error = exc
         finally:

@@ -11,8 +11,11 @@ thread so they cannot stall the event loop; async ones run in the loop.
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, get_type_hints, overload
 
 import anyio
@@ -24,7 +27,55 @@ from jeeves.gating import APPROVAL_MODES, ApprovalMode
 from jeeves.ids import validate_name
 from jeeves.messages import ToolSpec
 
-__all__ = ["APPROVAL_MODES", "ApprovalMode", "Tool", "ToolOutcome", "tool"]
+__all__ = [
+    "APPROVAL_MODES",
+    "ApprovalMode",
+    "Tool",
+    "ToolContext",
+    "ToolOutcome",
+    "current_tool",
+    "idempotency_key",
+    "tool",
+]
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """The tool call running now: its session, its journal step and its request's fingerprint.
+
+    `idempotency_key` is derived from these three only, so it is the same every time this
+    step runs: a resume after a crash runs the one step that was in flight again (jeeves is
+    at-least-once for that step) with the same key, and an external system that takes the
+    key (a payment API's `Idempotency-Key`) absorbs the duplicate.
+    """
+
+    session_id: str
+    step: int
+    fingerprint: str
+
+    @property
+    def idempotency_key(self) -> str:
+        digest = hashlib.sha256(f"{self.session_id}\x00{self.step}\x00{self.fingerprint}".encode())
+        return "jv-" + digest.hexdigest()[:32]
+
+
+_CURRENT: ContextVar[ToolContext | None] = ContextVar("jeeves_tool", default=None)
+
+
+def current_tool() -> ToolContext:
+    """The tool call running now; a UserError outside a tool a jeeves Agent called."""
+    found = _CURRENT.get()
+    if found is None:
+        raise UserError(
+            "jeeves.tools.current_tool() was called outside a tool call; call it inside a @tool function "
+            "while an Agent runs it."
+        )
+    return found
+
+
+def idempotency_key() -> str:
+    """This tool call's idempotency key: stable across resumes (see `ToolContext`)."""
+    return current_tool().idempotency_key
 
 
 _ANY: TypeAdapter[Any] = TypeAdapter(Any, config=ConfigDict(defer_build=True))
@@ -116,8 +167,17 @@ class Tool:
         """The tool as the model sees it (built once, at construction)."""
         return self._spec
 
-    async def invoke(self, arguments: str) -> ToolOutcome:
-        """Validate `arguments` (JSON text) and call the function; failures become error outcomes."""
+    async def invoke(self, arguments: str, context: ToolContext | None = None) -> ToolOutcome:
+        """Validate `arguments` (JSON text) and call the function; failures become error outcomes.
+
+        `context` is what `current_tool()` / `idempotency_key()` return inside the function."""
+        token = _CURRENT.set(context)
+        try:
+            return await self._invoke(arguments)
+        finally:
+            _CURRENT.reset(token)
+
+    async def _invoke(self, arguments: str) -> ToolOutcome:
         try:
             parsed = self._arguments.model_validate_json(arguments or "{}")
         except ValidationError as exc:

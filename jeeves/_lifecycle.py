@@ -1,0 +1,131 @@
+"""A run's life around its root session: lease heartbeat, session TTL, suspension at gates.
+
+`supervise` runs the root session in a task group beside two helpers:
+
+- the heartbeat renews the run's lease in the root's session record every
+  `LEASE_S / 3` seconds (and writes the latest progress envelope there), so
+  `jeeves runs` shows a run whose process died as `paused` once `LEASE_S` passed;
+- the suspension watcher waits for `Suspension.settled()` (a gate with no approver,
+  everything in flight recorded) and cancels the tree.
+
+The session TTL is a cancel scope around all of it, whose deadline comes from the root's
+record (`expires_at`), so it holds across resumes and while the run waits at gates.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from jeeves._runstate import RunState
+from jeeves.architecture import Architecture, Output
+from jeeves.context import Context
+from jeeves.errors import SessionExpired
+from jeeves.gating import Approvals
+from jeeves.journal import LEASE_S, TERMINAL, SessionStatus
+
+__all__ = ["Outcome", "prepare", "set_root_status", "supervise"]
+
+
+@dataclass
+class Outcome:
+    output: Output | None = None
+    suspended: bool = False
+
+
+async def prepare(state: RunState, root_id: str, session_ttl_s: float | None) -> bool:
+    """Load what the root's record carries into `state` (creation time, TTL end, policy);
+    False when the session TTL already ran out (the record is then marked expired)."""
+    journal = state.journal
+    existing = await journal.get_session(root_id) if journal is not None else None
+    now = time.time()
+    state.created_at = existing.created_at if existing is not None and existing.created_at else now
+    if existing is not None and existing.expires_at is not None:
+        state.expires_at = existing.expires_at
+    elif session_ttl_s is not None:
+        state.expires_at = state.created_at + session_ttl_s
+    if state.approvals is None and existing is not None and existing.approvals is not None:
+        state.approvals = Approvals.model_validate(existing.approvals)
+    if state.mode != "replay" and state.expires_at is not None and now >= state.expires_at:
+        await set_root_status(state, root_id, "expired", stop_reason="session_ttl")
+        return False
+    return True
+
+
+async def set_root_status(
+    state: RunState, root_id: str, status: SessionStatus, *, stop_reason: str | None = None
+) -> None:
+    """Move the root's record to `status` (a terminal record is never moved again)."""
+    journal = state.journal
+    if journal is None or state.mode == "replay":
+        return
+    with anyio.CancelScope(shield=True):
+        async with state.root_lock:
+            record = await journal.get_session(root_id)
+            if record is None or (record.status in TERMINAL and status != record.status):
+                return
+            update: dict[str, Any] = {"status": status, "lease_owner": None, "lease_renewed_at": None}
+            if stop_reason is not None:
+                update["stop_reason"] = stop_reason
+            await journal.put_session(record.model_copy(update=update))
+
+
+async def _heartbeat(state: RunState, root_id: str) -> None:
+    journal = state.journal
+    if journal is None or state.mode == "replay":
+        return
+    while True:
+        await anyio.sleep(LEASE_S / 3)
+        async with state.root_lock:
+            record = await journal.get_session(root_id)
+            if record is None or record.status != "in_progress":
+                continue
+            state.lease_renewed_at = time.time()
+            await journal.put_session(
+                record.model_copy(
+                    update={
+                        "lease_owner": state.owner,
+                        "lease_renewed_at": state.lease_renewed_at,
+                        "progress": state.progress,
+                    }
+                )
+            )
+
+
+async def supervise(state: RunState, root: Context, arch: Architecture, task: str) -> Outcome:
+    """Run the root session under the lease, the session TTL and the suspension watcher."""
+    outcome = Outcome()
+    error: BaseException | None = None
+    deadline = state.expires_at - time.time() if state.expires_at is not None else None
+    with anyio.move_on_after(deadline if deadline is not None else float("inf")) as ttl:
+        async with anyio.create_task_group() as group:
+
+            async def watch() -> None:
+                await state.suspension.settled()
+                outcome.suspended = True
+                group.cancel_scope.cancel()
+
+            group.start_soon(watch)
+            group.start_soon(_heartbeat, state, root.session_id)
+            try:
+                outcome.output = await root.execute(arch, task)
+            except anyio.get_cancelled_exc_class():
+                raise
+            except BaseException as exc:
+                error = exc
+            finally:
+                group.cancel_scope.cancel()
+    if error is not None:
+        raise error
+    if ttl.cancelled_caught and outcome.output is None and not outcome.suspended:
+        await set_root_status(state, root.session_id, "expired", stop_reason="session_ttl")
+        raise SessionExpired(
+            f"Run {root.session_id!r} reached its session TTL; it stopped with a terminal 'expired' record. "
+            f"Start a new session to go on.",
+        )
+    if outcome.suspended:
+        await set_root_status(state, root.session_id, "awaiting_gate")
+    return outcome

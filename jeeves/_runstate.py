@@ -1,0 +1,181 @@
+"""What every session of one run shares (`RunState`), and how a run without an approver
+stops at its gates (`Suspension`).
+
+Part of the context (`jeeves.context`); architectures never see this module.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from dataclasses import dataclass, field
+from typing import Any, Generic, NamedTuple, TypeVar
+
+import anyio
+from pydantic import TypeAdapter
+
+from jeeves.budget import BudgetMeter
+from jeeves.channel import EventChannel
+from jeeves.gating import Approvals, Approver, PendingGate
+from jeeves.hooks import NullTracer, Tracer
+from jeeves.journal import Journal, JournalMode
+from jeeves.messages import Usage, UsageTally
+from jeeves.models.router import Router
+
+__all__ = ["RunState", "StepResult", "Suspension", "lease_owner"]
+
+T = TypeVar("T")
+
+
+class StepResult(NamedTuple, Generic[T]):
+    value: T
+    replayed: bool
+
+
+def lease_owner() -> str:
+    """This process, as a lease names it: `host:pid`."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class Suspension:
+    """Stops a run with no approver cleanly when it reaches undecided gates.
+
+    The rule: once a gate suspends the run, every step already in flight (a model call, a
+    tool, a journal write) finishes and is recorded; no new live step starts (it parks
+    where it would have started); a gate reached meanwhile is recorded as pending and
+    parks too. When nothing is in flight and every task is blocked, the runner cancels the
+    parked tree: nothing it cancels had started, so nothing completed is lost or repeated,
+    and every gate the branches could reach is in `pending`.
+    """
+
+    def __init__(self) -> None:
+        self.pending: dict[str, PendingGate] = {}
+        self.in_flight = 0
+        self.requested = anyio.Event()
+        self._changed = anyio.Event()
+
+    @property
+    def suspending(self) -> bool:
+        return self.requested.is_set()
+
+    def enter(self) -> None:
+        self.in_flight += 1
+
+    def leave(self) -> None:
+        self.in_flight -= 1
+        self._changed.set()
+
+    async def park(self, gate: PendingGate | None = None) -> None:
+        """Wait here until the runner cancels the tree (never returns)."""
+        if gate is not None:
+            self.pending[gate.gate_id] = gate
+            self.requested.set()
+        await anyio.sleep_forever()
+
+    async def settled(self) -> None:
+        """Return once the run was asked to suspend and nothing is left in flight."""
+        await self.requested.wait()
+        while True:
+            while self.in_flight:
+                self._changed = anyio.Event()
+                await self._changed.wait()
+            await anyio.wait_all_tasks_blocked()
+            if not self.in_flight:
+                return
+
+    def gates(self) -> list[PendingGate]:
+        return sorted(self.pending.values(), key=lambda g: (g.session_id, g.step))
+
+
+@dataclass
+class RunState:
+    """What every session of one run shares."""
+
+    router: Router
+    channel: EventChannel = field(default_factory=EventChannel)
+    meter: BudgetMeter = field(default_factory=BudgetMeter)
+    tracer: Tracer = field(default_factory=NullTracer)
+    journal: Journal | None = None
+    mode: JournalMode = "record"
+    usage: dict[str, UsageTally] = field(default_factory=dict)
+    """Per session: every model call's usage, replayed ones included (what events report)."""
+    live_usage: dict[str, UsageTally] = field(default_factory=dict)
+    """Per session: live calls only (what this run spent)."""
+    role_paths: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    tool_calls: dict[str, list[str]] = field(default_factory=dict)
+    """Per session: the names of the tools it called, in order (replayed calls included)."""
+    budget_announced: bool = False
+    source: dict[str, Any] | None = None
+    """How to rebuild the root architecture; stored in the root's session record."""
+    approvals: Approvals | None = None
+    """The run's approval policy; None: nothing is gated."""
+    approver: Approver | None = None
+    """The live approver; None: the run suspends at an undecided gate."""
+    suspension: Suspension = field(default_factory=Suspension)
+    completed_steps: int = 0
+    """Steps completed live by this process (progress envelopes report it)."""
+    progress_interval_s: float = 1.0
+    last_progress: float = field(default_factory=time.monotonic)
+    progress: dict[str, Any] | None = None
+    """The last progress envelope, as JSON (the heartbeat writes it into the root's record)."""
+    owner: str = field(default_factory=lease_owner)
+    lease_renewed_at: float | None = None
+    created_at: float | None = None
+    expires_at: float | None = None
+    """The session TTL's end (wall clock), kept in the root's record across resumes."""
+    root_lock: anyio.Lock = field(default_factory=anyio.Lock)
+    """Serialises writes of the root's session record (the context's and the heartbeat's)."""
+    _adapters: dict[Any, TypeAdapter[Any]] = field(default_factory=dict)
+
+    def adapter(self, tp: Any) -> TypeAdapter[Any]:
+        adapter = self._adapters.get(tp)
+        if adapter is None:
+            adapter = self._adapters[tp] = TypeAdapter(tp)
+        return adapter
+
+    def add_usage(self, session_id: str, usage: Usage, *, live: bool) -> None:
+        """Book one model call's usage; live calls also count against the budget."""
+        tally = self.usage.get(session_id)
+        if tally is None:
+            tally = self.usage[session_id] = UsageTally()
+        tally.add(usage)
+        if live:
+            tally = self.live_usage.get(session_id)
+            if tally is None:
+                tally = self.live_usage[session_id] = UsageTally()
+            tally.add(usage)
+            self.meter.charge(usage)
+
+    def tree_usage(self, session_id: str, *, live: bool = False) -> Usage:
+        """Usage of a session and everything below it."""
+        table = self.live_usage if live else self.usage
+        prefix = session_id + "__"
+        total = UsageTally()
+        for sid, tally in table.items():
+            if sid == session_id or sid.startswith(prefix):
+                total.add(tally)
+        return total.snapshot()
+
+    def tree_tool_calls(self, session_id: str) -> list[str]:
+        """The tools called by a session and everything below it (each session's in order)."""
+        prefix = session_id + "__"
+        return [
+            name
+            for sid, names in self.tool_calls.items()
+            if sid == session_id or sid.startswith(prefix)
+            for name in names
+        ]
+
+    def usage_by_role(self, *, whole_path: bool = False) -> dict[str, Usage]:
+        """Live usage summed per role (the role of the session that made the calls), or,
+        with `whole_path`, per role path (`lead.writer.critic`)."""
+        out: dict[str, UsageTally] = {}
+        for sid, tally in self.live_usage.items():
+            path = self.role_paths.get(sid, ("?",))
+            out.setdefault(".".join(path) if whole_path else path[-1], UsageTally()).add(tally)
+        return {role: tally.snapshot() for role, tally in out.items()}
+
+    def usage_by_session(self) -> dict[str, Usage]:
+        """Live usage per session id."""
+        return {sid: tally.snapshot() for sid, tally in self.live_usage.items()}

@@ -1,0 +1,171 @@
+"""A session's life: its start and end events, its span, and its record in the journal
+(part of `jeeves.context.Context`).
+
+The root's record also holds what a resume needs (the source, the approval policy), the
+run's lease (owner, renewed_at) and its TTL; its status follows the lifecycle in
+`jeeves.journal.SessionStatus`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any, cast
+
+import anyio
+
+from jeeves._runstate import RunState
+from jeeves._steps import StepsCore
+from jeeves.architecture import Architecture, Output, describe_model
+from jeeves.errors import PROGRAM_ERRORS, ReplayDivergence, RunEnded, UserError, tag_session
+from jeeves.events import SessionCompleted, SessionFailed, SessionStarted
+from jeeves.journal import SessionRecord, SessionStatus, error_type_name
+
+if TYPE_CHECKING:
+    from jeeves.context import Context
+
+__all__ = ["Sessions", "root_fields"]
+
+
+def _rounds(output: Output | None) -> int | None:
+    """The rounds an Output reports (an int, or a sequence of rounds), if it has a `rounds` field."""
+    rounds = getattr(output, "rounds", None)
+    if isinstance(rounds, int) and not isinstance(rounds, bool):
+        return rounds
+    return len(rounds) if isinstance(rounds, list | tuple) else None
+
+
+class Sessions(StepsCore):
+    """A session's start, end and record (a part of Context)."""
+
+    __slots__ = ()
+
+    async def execute(self, arch: Architecture, task: str, *, index: int = 0) -> Output:
+        """Run `arch` as this context's session (the runner calls this for the root)."""
+        state = self._state
+        state.role_paths[self.session_id] = self.role_path
+        setup_error: Exception | None = None
+        try:
+            model = await self._session_model(arch)
+        except Exception as exc:  # no route, a replay missing this session: fail as this session, below
+            model, setup_error = None, exc
+        started = SessionStarted(
+            session_id=self.session_id,
+            parent_id=self.parent_id,
+            role=self.role,
+            role_path=list(self.role_path),
+            architecture=getattr(arch, "name", type(arch).__name__),
+            model=model,
+            index=index,
+            task=task,
+        )
+        self._started = started
+        await self.emit(started)
+        await self._record_session(started, "in_progress")
+        with state.tracer.session(started) as span:
+            try:
+                if setup_error is not None:
+                    raise setup_error
+                output = await arch.run(cast("Context", self), task)
+                if not isinstance(output, Output):
+                    raise UserError(
+                        f"{type(arch).__name__}.run returned {output!r}; an architecture must return a jeeves.Output."
+                    )
+            except anyio.get_cancelled_exc_class():
+                raise
+            except BaseException as exc:
+                tag_session(exc, self.session_id)
+                span.record_error(exc)
+                usage = state.tree_usage(self.session_id)
+                await self.emit(
+                    SessionFailed(
+                        session_id=self.session_id,
+                        error_type=error_type_name(exc),
+                        message=str(exc),
+                        usage=usage,
+                    )
+                )
+                ended = exc.status if isinstance(exc, RunEnded) else "failed"
+                await self._record_session(started, ended, error=exc)  # type: ignore[arg-type]
+                raise
+            finally:
+                if self._replayed:
+                    span.set_attribute("jeeves.replayed_steps", self._replayed)
+            usage = state.tree_usage(self.session_id)
+            span.set_attribute("jeeves.stop_reason", output.stop_reason)
+            score = getattr(output.value, "score", None)
+            if isinstance(score, int | float) and not isinstance(score, bool):
+                span.set_attribute("jeeves.critic.score", float(score))
+                span.set_attribute("jeeves.round", index)
+        await self.emit(
+            SessionCompleted(
+                session_id=self.session_id, output=output.text, stop_reason=output.stop_reason, usage=usage
+            )
+        )
+        await self._record_session(started, "completed", output=output)
+        return output
+
+    async def _session_model(self, arch: Architecture) -> str | None:
+        if self._state.journal is not None and self._state.mode == "replay":
+            record = await self._state.journal.get_session(self.session_id)
+            if record is None:
+                raise ReplayDivergence(
+                    f"Replay reached session {self.session_id!r}, which the journal does not hold: the architecture "
+                    f"or the task differs from the recorded run. Replay the run with the code that recorded it.",
+                    session_id=self.session_id,
+                    step=-1,
+                )
+            return record.model
+        return describe_model(arch, cast("Context", self))
+
+    async def _record_session(
+        self,
+        started: SessionStarted,
+        status: SessionStatus,
+        *,
+        output: Output | None = None,
+        error: BaseException | None = None,
+    ) -> None:
+        state = self._state
+        journal = state.journal
+        if journal is None or (state.mode == "replay" and isinstance(error, PROGRAM_ERRORS)):
+            return  # a strict replay's journal compares each outcome with the recorded one, except
+            # when the code or the journal is wrong: that error says more than a comparison
+        record = SessionRecord(
+            session_id=self.session_id,
+            parent_id=self.parent_id,
+            role=self.role,
+            architecture=started.architecture,
+            model=started.model,
+            task=started.task,
+            status=status,
+            stop_reason=output.stop_reason if output else (error_type_name(error) if error else None),
+            output=output.text if output else (str(error) if error else None),
+            usage=state.tree_usage(self.session_id).model_dump(),
+            rounds=_rounds(output),
+        )
+        state.suspension.enter()  # a journal write in flight: a suspending run waits for it
+        try:
+            with anyio.CancelScope(shield=True):
+                if self.parent_id is not None:
+                    await journal.put_session(record)
+                    return
+                async with state.root_lock:
+                    await journal.put_session(record.model_copy(update=root_fields(state, status)))
+        finally:
+            state.suspension.leave()
+
+
+def root_fields(state: RunState, status: str) -> dict[str, Any]:
+    """What only the root's record holds: how to rebuild and govern the run, and its lease."""
+    running = status == "in_progress"
+    if running:
+        state.lease_renewed_at = time.time()
+    return {
+        "source": state.source,
+        "approvals": state.approvals.model_dump(mode="json") if state.approvals is not None else None,
+        "created_at": state.created_at,
+        "expires_at": state.expires_at,
+        "lease_owner": state.owner if running else None,
+        "lease_renewed_at": state.lease_renewed_at if running else None,
+        "progress": state.progress,
+    }

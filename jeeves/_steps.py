@@ -1,0 +1,313 @@
+"""Journaled steps: the one path every nondeterministic step of a session takes.
+
+`StepsCore` is the base of `jeeves.context.Context`: a session's identity, its event
+emission and its step counter, and `_journaled`, which serves a recorded step or runs it
+live under the budget and records it. The context's other parts (sessions, model calls,
+gates) build on it; architectures only ever see the assembled `Context`.
+
+Invariants:
+- step indices are allocated in program order within a session (`next_step_index`), so
+  callers that start steps concurrently allocate the indices first, in a fixed order;
+- a journaled step that ran live is recorded with the events it emitted; replayed, it
+  re-emits those events marked `replayed=True` and charges no usage or budget;
+- while a run suspends at its gates (`Suspension`), a step that is not recorded does not
+  start: it parks, and the runner cancels it once everything in flight is recorded.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+import anyio
+
+from jeeves._runstate import RunState, StepResult
+from jeeves.errors import BudgetExceeded, MissingCredentials, ModelError, ReplayDivergence, UserError
+from jeeves.events import BudgetExceededEvent, Event, Progress, SessionStarted
+from jeeves.journal import (
+    StepRecord,
+    decode_error,
+    encode_error,
+    fingerprint,
+    request_diff,
+    served_events,
+    served_result,
+    step_origin,
+)
+from jeeves.models.base import Route
+
+if TYPE_CHECKING:
+    from jeeves.steering import Intervener
+
+__all__ = ["StepKind", "StepsCore", "check_recorded", "step_name"]
+
+T = TypeVar("T")
+StepKind = Literal["model", "tool", "function", "gate"]
+
+
+def tried_again_on_resume(record: StepRecord) -> bool:
+    """A model call that failed at the provider (an outage, a rate limit, a bad or missing
+    key, after every retry and fallback) is not a completed step, nor is any step the budget
+    stopped (refused before it started, or cancelled in flight at a breach or the deadline):
+    resuming the run makes it again, so a run stopped by such a failure goes on from there
+    once it is fixed (or with a fresh budget). Every other recorded failure (a tool's or a
+    function critic's exception) is an outcome the architecture acted on, and is served
+    like a result. A strict replay serves every failure as recorded."""
+    if record.error is None:
+        return False
+    error = decode_error(record.error, f"session {record.session_id!r} step {record.index}")
+    if isinstance(error, BudgetExceeded):
+        return True
+    return record.kind == "model" and isinstance(error, ModelError | MissingCredentials)
+
+
+def step_name(kind: str, name: str) -> str:
+    return f"{kind} {name!r}" if name else f"{kind} call"
+
+
+def check_recorded(record: StepRecord, session_id: str, kind: str, name: str, fp: str, request: Any) -> None:
+    """Refuse a recorded step that is another kind or was asked with another request."""
+    if record.kind != kind or record.fingerprint != fp:
+        raise ReplayDivergence(
+            f"Session {session_id!r} step {record.index} ({step_name(kind, name)}) differs from the recorded "
+            f"{step_name(record.kind, record.name)}; the request changed:\n"
+            f"{request_diff(record.request, request)}\n"
+            f"Replay with the code, prompts and task that recorded the run, or start a new session id.",
+            session_id=session_id,
+            step=record.index,
+        )
+
+
+class StepsCore:
+    """A session's identity, events and journaled steps (the base of `Context`)."""
+
+    __slots__ = (
+        "_intervene",
+        "_replayed",
+        "_route",
+        "_route_as",
+        "_started",
+        "_state",
+        "_steps",
+        "parent_id",
+        "role",
+        "role_path",
+        "session_id",
+    )
+
+    def __init__(
+        self,
+        state: RunState,
+        session_id: str,
+        *,
+        role: str,
+        role_path: tuple[str, ...],
+        parent_id: str | None,
+        route_as: tuple[str, ...] | None = None,
+        intervene: Intervener | None = None,
+    ) -> None:
+        self._state = state
+        self._intervene = intervene
+        self.session_id = session_id
+        self.role = role
+        self.role_path = role_path
+        self.parent_id = parent_id
+        self._steps = 0
+        self._replayed = 0
+        self._route: Route | None = None
+        self._route_as = route_as
+        self._started: SessionStarted | None = None
+
+    # -- events ------------------------------------------------------------------------
+    async def emit(self, event: Event) -> None:
+        """Send an event into the run's stream; `seq` and `ts` are stamped here.
+
+        In a strict replay every event is marked `replayed`: nothing in it ran live.
+        """
+        if self._state.mode == "replay":
+            event.replayed = True
+        await self._state.channel.put(event)
+
+    @property
+    def started(self) -> SessionStarted:
+        """This session's `session.started` event (its role, model, parent…)."""
+        if self._started is None:
+            raise UserError(
+                f"Session {self.session_id!r} has not started; use ctx.run(...) to run architectures."
+            )
+        return self._started
+
+    # -- steps -------------------------------------------------------------------------
+    def next_step_index(self) -> int:
+        """Allocate the next step index of this session. Allocate before starting concurrent steps."""
+        index = self._steps
+        self._steps += 1
+        return index
+
+    async def step(
+        self,
+        kind: Literal["tool", "function"],
+        name: str,
+        request: Any,
+        run: Callable[[], Awaitable[T]],
+        result_type: Any,
+        *,
+        index: int | None = None,
+    ) -> StepResult[T]:
+        """Run one nondeterministic step through the journal.
+
+        `request` (JSON-able) is fingerprinted; `result_type` says how the result is
+        stored and restored. With a journal holding this step, the recorded result is
+        returned (or its recorded exception raised) and `run` is not called.
+        """
+        step_index = self.next_step_index() if index is None else index
+        return await self._journaled(kind, name, step_index, lambda: request, run, result_type, [])
+
+    async def _journaled(
+        self,
+        kind: StepKind,
+        name: str,
+        index: int,
+        payload: Callable[[], Any],
+        run: Callable[[], Awaitable[T]],
+        result_type: Any,
+        emitted: list[Event],
+    ) -> StepResult[T]:
+        suspension = self._state.suspension
+        suspension.enter()
+        try:
+            return await self._journaled_step(kind, name, index, payload, run, result_type, emitted)
+        finally:
+            suspension.leave()
+
+    async def _journaled_step(
+        self,
+        kind: StepKind,
+        name: str,
+        index: int,
+        payload: Callable[[], Any],
+        run: Callable[[], Awaitable[T]],
+        result_type: Any,
+        emitted: list[Event],
+    ) -> StepResult[T]:
+        state = self._state
+        journal = state.journal
+        if journal is None:
+            await self._park_if_suspending()
+            value = await self._live(kind, run, emitted)
+            await self._completed(index)
+            return StepResult(value, False)
+        request = payload()
+        fp = fingerprint(request)
+        record = await journal.get_step(self.session_id, index)
+        if record is not None:
+            check_recorded(record, self.session_id, kind, name, fp, request)
+            if state.mode == "replay" or not tried_again_on_resume(record):
+                self._replayed += 1
+                where = step_origin(record, journal)
+                for event in served_events(record, where):
+                    event.replayed = True
+                    await self.emit(event)
+                if record.error is not None:
+                    raise decode_error(record.error, where)
+                return StepResult(served_result(record, state.adapter(result_type), where), True)
+        elif state.mode == "replay":
+            raise ReplayDivergence(
+                f"Session {self.session_id!r} asked for step {index} ({step_name(kind, name)}), which the journal does not "
+                f"hold: the recorded run ended earlier or took another path. Replay with the code that recorded it.",
+                session_id=self.session_id,
+                step=index,
+            )
+        await self._park_if_suspending()
+        error: BaseException | None = None
+        try:
+            result: T | None = await self._live(kind, run, emitted)
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception as exc:
+            error, result = exc, None
+        with anyio.CancelScope(shield=True):
+            await journal.put_step(
+                StepRecord(
+                    session_id=self.session_id,
+                    index=index,
+                    kind=kind,
+                    name=name,
+                    fingerprint=fp,
+                    request=request,
+                    result=None if error else state.adapter(result_type).dump_python(result, mode="json"),
+                    error=encode_error(error) if error else None,
+                    events=[e.model_dump(mode="json", exclude={"seq", "ts", "replayed"}) for e in emitted],
+                )
+            )
+        await self._completed(index)
+        if error is not None:
+            raise error
+        return StepResult(result, False)  # type: ignore[arg-type]
+
+    async def _park_if_suspending(self) -> None:
+        """A step about to start live while the run suspends waits to be cancelled instead."""
+        suspension = self._state.suspension
+        if suspension.suspending:
+            suspension.leave()
+            try:
+                await suspension.park()
+            finally:
+                suspension.enter()
+
+    async def _live(self, kind: str, run: Callable[[], Awaitable[T]], emitted: list[Event]) -> T:
+        """Run a step live under the run's budget (see `BudgetMeter.live`): a step the budget
+        refuses or stops raises BudgetExceeded, which the run's first such step announces."""
+        try:
+            with self._state.meter.live(model_call=kind == "model"):
+                result = await run()
+        except BudgetExceeded as exc:
+            await self._announce(exc, emitted)
+            raise
+        return result
+
+    async def _announce(self, exc: BudgetExceeded, emitted: list[Event]) -> None:
+        """Emit `budget.exceeded` once per run, from the first step the budget stopped."""
+        state = self._state
+        if not state.budget_announced:
+            state.budget_announced = True
+            event = BudgetExceededEvent(
+                session_id=self.session_id, limit=exc.limit, allowed=exc.allowed, spent=exc.spent
+            )
+            emitted.append(event)
+            await self.emit(event)
+
+    # -- progress ----------------------------------------------------------------------
+    async def _completed(self, index: int, gate: str | None = None) -> None:
+        """Count a step completed live; emit a `progress` envelope at most once per
+        `progress_interval_s` (live only: a replay serves steps and never reports progress)."""
+        state = self._state
+        state.completed_steps += 1
+        now = time.monotonic()
+        if now - state.last_progress < state.progress_interval_s and gate is None:
+            return
+        state.last_progress = now
+        event = self._progress(index, gate)
+        state.progress = event.model_dump(mode="json", exclude={"seq", "ts", "replayed", "type"})
+        await self.emit(event)
+
+    def _progress(self, index: int, gate: str | None) -> Progress:
+        meter = self._state.meter
+        b, spent = meter.budget, meter.spent
+
+        def left(allowed: float | None, used: float) -> float | None:
+            return None if allowed is None else max(0.0, allowed - used)
+
+        tokens = left(b.max_tokens, spent.total_tokens)
+        calls = left(b.max_model_calls, spent.model_calls)
+        return Progress(
+            session_id=self.session_id,
+            step=index,
+            completed_steps=self._state.completed_steps,
+            tokens_left=None if tokens is None else int(tokens),
+            model_calls_left=None if calls is None else int(calls),
+            usd_left=left(b.max_usd, spent.cost_usd),
+            seconds_left=left(b.deadline_s, meter.elapsed()),
+            gate=gate,
+        )
