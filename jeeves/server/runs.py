@@ -80,6 +80,19 @@ def _load_served(source: Mapping[str, Any]) -> Architecture:
 register_loader(SERVED, _load_served)
 
 
+async def _suspend(journal: Journal, session_id: str) -> None:
+    """Mark a run the server stopped at its gates as awaiting them (the core wrote `cancelled`)."""
+    session = await journal.get_session(session_id)
+    if session is not None:
+        update = {
+            "status": "awaiting_gate",
+            "stop_reason": None,
+            "lease_owner": None,
+            "lease_renewed_at": None,
+        }
+        await journal.put_session(session.model_copy(update=update))
+
+
 class _Options(NamedTuple):
     router: Router | None
     budget: Budget | None
@@ -115,6 +128,7 @@ class RunRecord:
         self._done = anyio.Event()
         self._scope: anyio.CancelScope | None = None
         self._cancel_requested = False
+        self._shutdown = False
         self.gates = GateDesk(on_change=self._notify)
         """The gates the run waits on live (its approver)."""
         self.suspended: list[PendingGate] = []
@@ -280,6 +294,7 @@ class RunRegistry:
     ) -> bool | None:
         group, self._group = self._group, None
         assert group is not None
+        self.cancel_all()
         group.cancel_scope.cancel()
         return await group.__aexit__(exc_type, exc, tb)
 
@@ -363,8 +378,17 @@ class RunRegistry:
         return record
 
     def cancel_all(self) -> int:
-        """Cancel every run still going (a server shutting down); returns how many were."""
-        return sum(record.cancel() for record in self.running())
+        """Stop every run still going (a server shutting down); returns how many were.
+
+        A run waiting on gates is suspended, not cancelled: its record (and, with a journal,
+        its root session record) says `awaiting_approval`, so a server restarted on the
+        same journal holds it again and its gates can still be decided.
+        """
+        stopping = self.running()
+        for record in stopping:
+            record.suspended = record.gates.pending()
+            record._shutdown = True
+        return sum(record.cancel() for record in stopping)
 
     @contextmanager
     def following(self, record: RunRecord) -> Iterator[RunRecord]:
@@ -412,6 +436,11 @@ class RunRegistry:
                     record.error = exc
                     status = "failed"
         finally:
+            if status == "cancelled" and record._shutdown and record.suspended:
+                status = "awaiting_approval"
+                if options.journal is not None:
+                    with anyio.CancelScope(shield=True):
+                        await _suspend(options.journal, record.session_id)
             record._finish(status, self._clock())
 
     def _purge(self) -> None:
