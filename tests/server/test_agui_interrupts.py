@@ -171,9 +171,9 @@ async def test_resume_after_a_server_restart_skips_what_the_client_has(tmp_path:
 # -- the real TypeScript client -------------------------------------------------------------
 
 
-def run_resume_client(node: str, url: str, run_id: str) -> tuple[int, list[dict[str, Any]]]:
+def run_resume_client(node_bin: str, url: str, run_id: str) -> tuple[int, list[dict[str, Any]]]:
     done = subprocess.run(
-        [node, "interrupt.mjs", url, "Refund order 881", run_id],
+        [node_bin, "interrupt.mjs", url, "Refund order 881", run_id],
         cwd=CLIENT,
         capture_output=True,
         text=True,
