@@ -38,7 +38,7 @@ from jeeves.models.base import ModelClient, Route
 from jeeves.models.router import Router
 from jeeves.models.testing import FunctionModel, ScriptedModel
 from jeeves.replay import MemoryJournal
-from jeeves.runner import RunResult, RunStream, replay, run, stream
+from jeeves.runner import RunResult, RunStream, replay, resume, run, stream
 from jeeves.tools import Tool, tool
 
 if TYPE_CHECKING:
@@ -129,6 +129,7 @@ __all__ = [
     "event_from_json",
     "event_to_json",
     "replay",
+    "resume",
     "run",
     "stream",
     "tool",

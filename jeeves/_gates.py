@@ -27,7 +27,7 @@ from typing import Any
 import anyio
 
 from jeeves._steps import StepsCore, check_recorded
-from jeeves.errors import ReplayDivergence, UserError
+from jeeves.errors import GateExpired, GateRejected, ReplayDivergence, UserError
 from jeeves.events import ApprovalDecided, ApprovalRequested
 from jeeves.gating import (
     ApprovalMode,
@@ -93,6 +93,26 @@ class Gates(StepsCore):
     def deny_ends_run(self) -> bool:
         policy = self._state.approvals
         return policy is not None and policy.deny_ends_run
+
+    async def pass_gate(
+        self, tool: str, tool_call_id: str, arguments: dict[str, Any], mode: ApprovalMode, *, index: int
+    ) -> str | None:
+        """Pass the call's gate: None to run the call, or the text the model reads instead (a
+        denial, or an approval of other arguments). An expired gate, or a denial under
+        `deny_ends_run`, ends the run (`GateExpired`, `GateRejected`)."""
+        decision = await self.gate(tool, tool_call_id, arguments, mode, index=index)
+        where = f"gate {gate_id(self.session_id, index)} ({tool!r})"
+        by = decision.by or "the approver"
+        why = f" ({decision.note})" if decision.note else ""
+        if decision.decision == "expire":
+            raise GateExpired(f"{where} expired before anyone decided; the run ends as expired.")
+        if decision.decision == "deny":
+            if self.deny_ends_run:
+                raise GateRejected(f"{where} was denied by {by}{why}; the policy ends the run.")
+            return f"Denied by {by}{why}: {tool} was not run. Do without it, or propose something else."
+        if decision.arguments_hash != arguments_hash(arguments):
+            return f"Refused: the approval of {where} was for other arguments than this call's; {tool} was not run."
+        return None
 
     async def gate(
         self, tool: str, tool_call_id: str, arguments: dict[str, Any], mode: ApprovalMode, *, index: int
@@ -177,6 +197,10 @@ class Gates(StepsCore):
         left = math.inf if gate.expires_at is None else gate.expires_at - time.time()
         if left <= 0:
             return expired
+        waiting = self._progress(gate.step, gate.gate_id)
+        state.progress = waiting.model_dump(mode="json", exclude={"seq", "ts", "replayed", "type"})
+        if state.progress_interval_s is not None:
+            await self.emit(waiting)
         if state.approver is None:
             state.suspension.leave()  # parked, not in flight (the caller's step counts as one)
             try:

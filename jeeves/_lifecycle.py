@@ -67,7 +67,12 @@ async def set_root_status(
             record = await journal.get_session(root_id)
             if record is None or (record.status in TERMINAL and status != record.status):
                 return
-            update: dict[str, Any] = {"status": status, "lease_owner": None, "lease_renewed_at": None}
+            update: dict[str, Any] = {
+                "status": status,
+                "lease_owner": None,
+                "lease_renewed_at": None,
+                "progress": state.progress,
+            }
             if stop_reason is not None:
                 update["stop_reason"] = stop_reason
             await journal.put_session(record.model_copy(update=update))

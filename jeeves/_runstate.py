@@ -41,12 +41,13 @@ def lease_owner() -> str:
 class Suspension:
     """Stops a run with no approver cleanly when it reaches undecided gates.
 
-    The rule: once a gate suspends the run, every step already in flight (a model call, a
-    tool, a journal write) finishes and is recorded; no new live step starts (it parks
-    where it would have started); a gate reached meanwhile is recorded as pending and
-    parks too. When nothing is in flight and every task is blocked, the runner cancels the
-    parked tree: nothing it cancels had started, so nothing completed is lost or repeated,
-    and every gate the branches could reach is in `pending`.
+    The rule (siblings finish, they are not cancelled mid-step): a gate with no approver
+    records itself as pending and parks. Every other branch goes on until it, too, parks at
+    a gate, or ends, or waits on a parked branch (a parent waiting for its children). When
+    nothing is in flight (no step between its start and its record, no journal write) and
+    every task is blocked, the runner cancels the tree: what it cancels is only waiting, so
+    nothing completed is lost or repeated, and every gate the branches reach is in
+    `pending`.
     """
 
     def __init__(self) -> None:
@@ -115,7 +116,9 @@ class RunState:
     suspension: Suspension = field(default_factory=Suspension)
     completed_steps: int = 0
     """Steps completed live by this process (progress envelopes report it)."""
-    progress_interval_s: float = 1.0
+    progress_interval_s: float | None = None
+    """Emit `progress` events at most this often (seconds); None: keep the envelope for the
+    journal only, and emit no events (the default: a replay's events stay the recorded ones)."""
     last_progress: float = field(default_factory=time.monotonic)
     progress: dict[str, Any] | None = None
     """The last progress envelope, as JSON (the heartbeat writes it into the root's record)."""

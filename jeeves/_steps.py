@@ -10,8 +10,8 @@ Invariants:
   callers that start steps concurrently allocate the indices first, in a fixed order;
 - a journaled step that ran live is recorded with the events it emitted; replayed, it
   re-emits those events marked `replayed=True` and charges no usage or budget;
-- while a run suspends at its gates (`Suspension`), a step that is not recorded does not
-  start: it parks, and the runner cancels it once everything in flight is recorded.
+- while a run suspends at its gates (`Suspension`), every step counts itself in flight
+  from its start to its record, so the runner stops the tree only between steps.
 """
 
 from __future__ import annotations
@@ -194,7 +194,6 @@ class StepsCore:
         state = self._state
         journal = state.journal
         if journal is None:
-            await self._park_if_suspending()
             value = await self._live(kind, run, emitted)
             await self._completed(index)
             return StepResult(value, False)
@@ -219,7 +218,6 @@ class StepsCore:
                 session_id=self.session_id,
                 step=index,
             )
-        await self._park_if_suspending()
         error: BaseException | None = None
         try:
             result: T | None = await self._live(kind, run, emitted)
@@ -246,16 +244,6 @@ class StepsCore:
             raise error
         return StepResult(result, False)  # type: ignore[arg-type]
 
-    async def _park_if_suspending(self) -> None:
-        """A step about to start live while the run suspends waits to be cancelled instead."""
-        suspension = self._state.suspension
-        if suspension.suspending:
-            suspension.leave()
-            try:
-                await suspension.park()
-            finally:
-                suspension.enter()
-
     async def _live(self, kind: str, run: Callable[[], Awaitable[T]], emitted: list[Event]) -> T:
         """Run a step live under the run's budget (see `BudgetMeter.live`): a step the budget
         refuses or stops raises BudgetExceeded, which the run's first such step announces."""
@@ -279,17 +267,18 @@ class StepsCore:
             await self.emit(event)
 
     # -- progress ----------------------------------------------------------------------
-    async def _completed(self, index: int, gate: str | None = None) -> None:
-        """Count a step completed live; emit a `progress` envelope at most once per
-        `progress_interval_s` (live only: a replay serves steps and never reports progress)."""
+    async def _completed(self, index: int) -> None:
+        """Count a step completed live and keep the run's progress envelope (the heartbeat
+        records it); with `progress_s` set, emit it as a `progress` event at most once per
+        `progress_s` seconds (live only: a replay serves steps and reports no progress)."""
         state = self._state
         state.completed_steps += 1
+        event = self._progress(index, None)
+        state.progress = event.model_dump(mode="json", exclude={"seq", "ts", "replayed", "type"})
         now = time.monotonic()
-        if now - state.last_progress < state.progress_interval_s and gate is None:
+        if state.progress_interval_s is None or now - state.last_progress < state.progress_interval_s:
             return
         state.last_progress = now
-        event = self._progress(index, gate)
-        state.progress = event.model_dump(mode="json", exclude={"seq", "ts", "replayed", "type"})
         await self.emit(event)
 
     def _progress(self, index: int, gate: str | None) -> Progress:

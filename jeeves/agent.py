@@ -32,15 +32,13 @@ from jeeves.concurrency import run_all
 from jeeves.context import Context, StepResult
 from jeeves.errors import (
     BudgetExceeded,
-    GateExpired,
-    GateRejected,
     MaxTurnsExceeded,
     OutputValidationError,
     UserError,
     UserTypeError,
 )
 from jeeves.events import OutputRetrying, ToolCompleted, ToolStarted
-from jeeves.gating import DEFAULT_MODE, ApprovalMode, GateAction, arguments_hash, gate_id
+from jeeves.gating import DEFAULT_MODE, ApprovalMode, GateAction
 from jeeves.ids import validate_name
 from jeeves.journal import fingerprint
 from jeeves.messages import Message, ModelRequest, ToolCall
@@ -310,9 +308,10 @@ class Agent:
         if slot.action == "refuse":
             return StepResult(ToolOutcome(text=ctx.refusal(call.name, slot.mode), is_error=True), False)
         if slot.gate is not None:
-            refused = await _gated(ctx, call, slot)
+            mode = slot.mode or DEFAULT_MODE
+            refused = await ctx.pass_gate(call.name, call.id, slot.arguments, mode, index=slot.gate)
             if refused is not None:
-                return StepResult(refused, False)
+                return StepResult(ToolOutcome(text=refused, is_error=True), False)
         assert slot.step is not None
         return await self._tool_step(ctx, call, slot.step)
 
@@ -356,31 +355,3 @@ def _json_object(arguments: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
-
-
-async def _gated(ctx: Context, call: ToolCall, slot: _Slot) -> ToolOutcome | None:
-    """Pass the call's gate: None to run it, or the result the model reads instead. An
-    expired gate, or a denial under `deny_ends_run`, ends the run."""
-    assert slot.gate is not None
-    decision = await ctx.gate(call.name, call.id, slot.arguments, slot.mode or DEFAULT_MODE, index=slot.gate)
-    where = f"gate {gate_id(ctx.session_id, slot.gate)} ({call.name!r})"
-    if decision.decision == "expire":
-        raise GateExpired(f"{where} expired before anyone decided; the run ends as expired.")
-    if decision.decision == "deny":
-        why = f" ({decision.note})" if decision.note else ""
-        if ctx.deny_ends_run:
-            raise GateRejected(
-                f"{where} was denied by {decision.by or 'the approver'}{why}; the policy ends the run."
-            )
-        return ToolOutcome(
-            text=f"Denied by {decision.by or 'the approver'}{why}: {call.name} was not run. Do without it, "
-            f"or propose something else.",
-            is_error=True,
-        )
-    if decision.arguments_hash != arguments_hash(slot.arguments):
-        return ToolOutcome(
-            text=f"Refused: the approval of {where} was for other arguments than this call's; {call.name} "
-            f"was not run.",
-            is_error=True,
-        )
-    return None

@@ -13,7 +13,7 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 
@@ -125,6 +125,38 @@ def _build_parser() -> argparse.ArgumentParser:
         help=f"a journal file: *.jsonl, or a SQLite file (default: {DEFAULT_JOURNAL}, where the demo records)",
     )
     runs.add_argument("--json", action="store_true", help="print one JSON object per run")
+    runs.add_argument(
+        "--status",
+        choices=[
+            "in_progress",
+            "paused",
+            "awaiting_gate",
+            "completed",
+            "failed",
+            "expired",
+            "rejected",
+            "cancelled",
+        ],
+        help="only runs in this state",
+    )
+    runs.add_argument(
+        "--watch", action="store_true", help="follow progress (from the journal) until no run is in progress"
+    )
+    for verb in ("approve", "deny"):
+        decide = commands.add_parser(verb, help=f"{verb} a suspended run's gate (then `jeeves resume`)")
+        decide.add_argument("journal", help="the run's journal file")
+        decide.add_argument("session", help="the run's root session id")
+        decide.add_argument("--gate", metavar="ID", help="the gate (SESSION#STEP) when the run has several")
+        decide.add_argument("--by", required=True, metavar="NAME", help="who decides (recorded)")
+        decide.add_argument("--note", metavar="TEXT", help="why (recorded, shown to the model on a denial)")
+    resume = commands.add_parser("resume", help="go on with a suspended, crashed or killed run")
+    resume.add_argument("journal", help="the run's journal file")
+    resume.add_argument("session", help="the run's root session id")
+    resume.add_argument(
+        "--spec",
+        metavar="MODULE:ATTR|FILE.toml",
+        help="the architecture (default: the one recorded with the run)",
+    )
     replay = commands.add_parser("replay", help="replay a recorded run offline and print its event tree")
     replay.add_argument("journal", help="a journal file: *.jsonl, or a SQLite file")
     replay.add_argument(
@@ -261,6 +293,25 @@ def _demo_journal() -> str:
     return str(DEFAULT_JOURNAL)
 
 
+def _gate_command(args: argparse.Namespace) -> int:
+    from jeeves.gate_commands import decide_command, resume_command
+    from jeeves.spec import build, load_spec  # registers the "spec" source: runs of specs rebuild
+
+    if args.command == "resume":
+        if args.spec and args.spec.endswith(".toml"):
+            arch, router = build(load_spec(args.spec))
+            return anyio.run(resume_command, args.journal, args.session, arch, router)
+        return anyio.run(resume_command, args.journal, args.session, args.spec)
+    decision: Literal["approve", "deny"] = "approve" if args.command == "approve" else "deny"
+
+    async def decide() -> int:
+        return await decide_command(
+            args.journal, args.session, decision, by=args.by, note=args.note, gate=args.gate
+        )
+
+    return anyio.run(decide)
+
+
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command in ("run", "validate"):
         return _spec_command(args)
@@ -271,7 +322,11 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "serve":
         return _serve(args)
     if args.command == "runs":
-        return anyio.run(runs_command, args.journal or _demo_journal(), bool(args.json))
+        return anyio.run(
+            runs_command, args.journal or _demo_journal(), bool(args.json), args.status, bool(args.watch)
+        )
+    if args.command in ("approve", "deny", "resume"):
+        return _gate_command(args)
     if args.command == "replay":
         from jeeves.spec import build, load_spec  # registers the "spec" source: runs of specs rebuild
 

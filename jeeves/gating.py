@@ -23,7 +23,7 @@ import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from jeeves.errors import UserError
 
@@ -127,6 +127,15 @@ class Approvals(BaseModel):
     rules: tuple[Allow, ...] = ()
     deny_ends_run: bool = False
     gate_ttl_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:  # a mistake in code: one UserError, as every jeeves check
+            first = exc.errors(include_url=False, include_input=False)[0]
+            where = ".".join(str(p) for p in first["loc"])
+            message = str(first["msg"]).removeprefix("Value error, ")
+            raise UserError(f"{message}" if not where else f"Approvals {where}: {message}") from None
 
     @model_validator(mode="before")
     @classmethod

@@ -12,6 +12,8 @@ import os
 import sys
 from typing import Any, TextIO
 
+import anyio
+
 from jeeves.architecture import Architecture
 from jeeves.errors import JeevesError, JournalError, ReplayDivergence, UserError
 from jeeves.events import Event, event_to_json
@@ -24,7 +26,7 @@ from jeeves.replay.source import resolve_ref
 from jeeves.runner import RunResult, stream
 from jeeves.terminal import spend_lines
 
-__all__ = ["describe_event", "replay_command", "runs_command"]
+__all__ = ["describe_event", "replay_command", "runs_command", "watch_runs"]
 
 _SHOWN: dict[str, tuple[str, ...]] = {
     "session.started": ("role", "architecture", "model", "task"),
@@ -69,20 +71,54 @@ def _fail(error: JeevesError, out: TextIO) -> int:
 def _summary_line(run: RunSummary) -> str:
     rounds = "-" if run.rounds is None else str(run.rounds)
     cost = format_usd(run.usage.cost_usd)
-    return f"{run.session_id:<24} {run.status:<10} {rounds:>6} {cost:>10}  {_excerpt(run.task, 50)}"
+    return f"{run.session_id:<24} {run.status:<14} {rounds:>6} {cost:>10}  {_excerpt(run.task, 50)}"
 
 
-async def runs_command(journal: str, as_json: bool = False) -> int:
-    """Print the root sessions `journal` holds: id, status, rounds, cost and the task."""
+def _progress_line(run: RunSummary) -> str:
+    p = run.progress or {}
+    gate = f" gate={p['gate']}" if p.get("gate") else ""
+    return (
+        f"{run.session_id} {run.status} step={p.get('step', '-')} "
+        f"completed={p.get('completed_steps', 0)}{gate}"
+    )
+
+
+async def watch_runs(journal: str, status: str | None = None, interval_s: float = 1.0) -> int:
+    """Print a line each time a run's status or progress changes, reading the journal (so
+    runs of other processes show); return once no run shown is in progress."""
+    seen: dict[str, str] = {}
+    while True:
+        try:
+            runs = [r for r in await list_runs(journal) if status is None or r.status == status]
+        except JeevesError as exc:
+            return _fail(exc, sys.stderr)
+        for run in runs:
+            line = _progress_line(run)
+            if seen.get(run.session_id) != line:
+                seen[run.session_id] = line
+                sys.stdout.write(line + "\n")
+                sys.stdout.flush()
+        if not any(r.status == "in_progress" for r in runs):
+            return 0
+        await anyio.sleep(interval_s)
+
+
+async def runs_command(
+    journal: str, as_json: bool = False, status: str | None = None, watch: bool = False
+) -> int:
+    """Print the root sessions `journal` holds: id, status, rounds, cost and the task
+    (only those with `status`, when given); with `watch`, follow their progress."""
+    if watch:
+        return await watch_runs(journal, status)
     try:
-        runs = await list_runs(journal)
+        runs = [r for r in await list_runs(journal) if status is None or r.status == status]
     except JeevesError as exc:
         return _fail(exc, sys.stderr)
     if as_json:
         for run in runs:
             sys.stdout.write(run.model_dump_json() + "\n")
         return 0
-    sys.stdout.write(f"{'SESSION':<24} {'STATUS':<10} {'ROUNDS':>6} {'COST':>10}  TASK\n")
+    sys.stdout.write(f"{'SESSION':<24} {'STATUS':<14} {'ROUNDS':>6} {'COST':>10}  TASK\n")
     for run in runs:
         sys.stdout.write(_summary_line(run) + "\n")
     return 0

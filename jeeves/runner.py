@@ -18,6 +18,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from jeeves._lifecycle import prepare, set_root_status, supervise
+from jeeves.approvals import record_decision
 from jeeves.architecture import Architecture, Output
 from jeeves.budget import Budget, BudgetMeter
 from jeeves.channel import EventChannel
@@ -25,7 +26,7 @@ from jeeves.checks import check_int, check_number, check_str, short_repr
 from jeeves.context import Context, RunState
 from jeeves.errors import BudgetExceeded, RunEnded, UserError, UserTypeError
 from jeeves.events import Event
-from jeeves.gating import Approvals, Approver, PendingGate
+from jeeves.gating import Approvals, Approver, Decision, PendingGate
 from jeeves.hooks import Tracer, default_tracer
 from jeeves.ids import new_root_id, validate_name, validate_root_id
 from jeeves.journal import Journal, JournalMode
@@ -34,7 +35,7 @@ from jeeves.models.base import ModelClient, Route
 from jeeves.models.router import Router
 from jeeves.replay.api import attach, close_journal, offline_router, open_journal, plan_replay
 
-__all__ = ["RunResult", "RunStatus", "RunStream", "replay", "run", "stream"]
+__all__ = ["RunResult", "RunStatus", "RunStream", "replay", "resume", "run", "stream"]
 
 RunStatus = Literal["completed", "awaiting_approval", "failed", "expired", "rejected", "cancelled"]
 
@@ -230,6 +231,7 @@ async def run(
     approvals: Approvals | None = None,
     approver: Approver | None = None,
     session_ttl_s: float | None = None,
+    progress_s: float | None = None,
 ) -> RunResult:
     """Run `arch` on `task` and return its result.
 
@@ -248,6 +250,14 @@ async def run(
             a source mapping a registered loader understands. Stored in the root session
             record; a resumed run given none keeps the recorded one.
         tracer: Span hooks; defaults to the one `jeeves.telemetry.configure` installed.
+        approvals: The approval policy (`jeeves.approvals.Approvals`); None gates nothing
+            (a resumed run given none keeps the recorded one). See docs/approvals.md.
+        approver: A live approver, `async (PendingGate) -> Decision`; None: the run
+            suspends at an undecided gate (`RunResult.status == "awaiting_approval"`).
+        session_ttl_s: A hard limit on the run's life from its first start, across resumes.
+        progress_s: Emit `progress` events at most every `progress_s` seconds (and when a
+            gate starts waiting); None (default): none are emitted, and the latest envelope
+            is only kept in the journal for `jeeves runs --watch`.
     """
     _check_arguments(task, router, models, budget, mode)
     channel = EventChannel()
@@ -262,6 +272,8 @@ async def run(
         channel=channel,
     )
     state.approvals, state.approver = _check_approvals(approvals, approver, session_ttl_s)
+    if progress_s is not None:
+        state.progress_interval_s = check_number(progress_s, name="progress_s", minimum=0)
     root = _root_context(state, arch, session_id, role)
     return await _execute(state, root, arch, task, journal, architecture_ref, session_ttl_s)
 
@@ -330,6 +342,7 @@ async def stream(
     approvals: Approvals | None = None,
     approver: Approver | None = None,
     session_ttl_s: float | None = None,
+    progress_s: float | None = None,
 ) -> AsyncIterator[RunStream]:
     """Start `arch` on `task` and stream its events.
 
@@ -356,6 +369,8 @@ async def stream(
         channel=channel,
     )
     state.approvals, state.approver = _check_approvals(approvals, approver, session_ttl_s)
+    if progress_s is not None:
+        state.progress_interval_s = check_number(progress_s, name="progress_s", minimum=0)
     root = _root_context(state, arch, session_id, role)
     handle = RunStream(channel, root.session_id)
 
@@ -413,6 +428,66 @@ async def replay(
             journal=store,
             mode="replay",
             tracer=tracer,
+        )
+    finally:
+        if store is not journal:
+            await close_journal(store)
+
+
+async def resume(
+    arch: Architecture | None,
+    session_id: str,
+    *,
+    journal: JournalLike,
+    decisions: Mapping[str, Decision] | None = None,
+    approvals: Approvals | None = None,
+    approver: Approver | None = None,
+    router: Router | None = None,
+    model: ModelLike | None = None,
+    models: Mapping[str, ModelLike] | None = None,
+    budget: Budget | None = None,
+    tracer: Tracer | None = None,
+    session_ttl_s: float | None = None,
+    progress_s: float | None = None,
+) -> RunResult:
+    """Go on with recorded run `session_id`: after it suspended at gates, crashed, or was killed.
+
+    Every recorded step is served (no completed model or tool call runs again); decided
+    gates are served their decisions; the rest runs live. Works from any process that can
+    open the journal, once the run's own process is gone.
+
+    Args:
+        arch: The architecture that recorded the run, or None to rebuild it from the source
+            stored with the run (`architecture_ref=`, or the spec a spec run recorded).
+        journal: The journal object, or its path.
+        decisions: Decisions to record first, by gate id (`SESSION#STEP`) or by run id when
+            the run has one pending gate (see `jeeves.approvals.record_decision`).
+        approvals: The policy; default: the one recorded with the run.
+        approver: A live approver for gates still undecided; without one the run suspends again.
+        session_ttl_s: A TTL for a run recorded without one (a recorded TTL is kept).
+
+    The other arguments are those of `jeeves.run`.
+    """
+    store = open_journal(journal, create=False)
+    try:
+        plan = await plan_replay(store, session_id, arch)
+        for target, decision in (decisions or {}).items():
+            await record_decision(store, target, decision)
+        return await run(
+            plan.arch,
+            plan.task,
+            session_id=session_id,
+            role=plan.role,
+            journal=store,
+            approvals=approvals,
+            approver=approver,
+            router=router,
+            model=model,
+            models=models,
+            budget=budget,
+            tracer=tracer,
+            session_ttl_s=session_ttl_s,
+            progress_s=progress_s,
         )
     finally:
         if store is not journal:

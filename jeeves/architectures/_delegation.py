@@ -40,6 +40,7 @@ from jeeves.events import (
     ToolCompleted,
     ToolStarted,
 )
+from jeeves.gating import ApprovalMode
 from jeeves.ids import child_id
 from jeeves.journal import error_type_name
 from jeeves.messages import ToolCall, Usage
@@ -85,6 +86,8 @@ class Ledger:
     """A worker ran out of budget (it raised, or returned with stop_reason "budget")."""
     budget_errors: dict[str, BudgetExceeded] = field(default_factory=dict)
     """BudgetExceeded raised by workers, by worker session id."""
+    delegate_mode: ApprovalMode = "delegated"
+    """The approval mode of a delegation: a run's policy may gate or refuse it."""
 
     def budget_error(self) -> BudgetExceeded | None:
         """The first (in allocation order) BudgetExceeded a worker raised, to re-raise when nothing is left."""
@@ -119,6 +122,9 @@ class _Plan:
     """The tool result when the call is refused or malformed."""
     record: Delegation | None = None
     """Set for an accepted delegation."""
+    gate: int | None = None
+    """The step index of the delegation's approval gate, when the run's policy asks."""
+    arguments: dict[str, Any] = field(default_factory=dict)
 
 
 def worker_prompt(instructions: str, task: str, share_task: bool) -> str:
@@ -145,7 +151,7 @@ def _arguments(call: ToolCall, names: Sequence[str]) -> tuple[dict[str, str], st
     return args, None
 
 
-def _plan(call: ToolCall, workers: Mapping[str, Architecture], ledger: Ledger, parent: str) -> _Plan:
+def _plan(call: ToolCall, workers: Mapping[str, Architecture], ledger: Ledger, ctx: Context) -> _Plan:
     """Classify one call and, for an accepted delegation, allocate its child index."""
     valid = ", ".join(workers)
     if call.name not in ("delegate", "forward"):
@@ -162,17 +168,22 @@ def _plan(call: ToolCall, workers: Mapping[str, Architecture], ledger: Ledger, p
         )
     if problem is not None or kind == "forward":
         return _Plan(call, kind, worker=worker, error=problem)
+    gated = {"worker": worker, "instructions": args["instructions"]}
+    action = ctx.approval_action("delegate", ledger.delegate_mode, gated)
+    if action == "refuse":
+        return _Plan(call, kind, worker=worker, error=ctx.refusal("delegate", ledger.delegate_mode))
+    gate = ctx.next_step_index() if action == "ask" else None
     index = ledger.counts.get(worker, 0)
     ledger.counts[worker] = index + 1
     record = Delegation(
         worker=worker,
-        session_id=child_id(parent, worker, index),
+        session_id=child_id(ctx.session_id, worker, index),
         index=index,
         instructions=args["instructions"],
         tool_call_id=call.id,
     )
     ledger.records.append(record)
-    return _Plan(call, kind, worker=worker, record=record)
+    return _Plan(call, kind, worker=worker, record=record, gate=gate, arguments=gated)
 
 
 def _resolve_forward(plans: Sequence[_Plan], position: int, ledger: Ledger) -> ToolOutcome:
@@ -225,6 +236,20 @@ async def _delegate(
             record.output, record.text, record.stop_reason = output, output.text, output.stop_reason
             ledger.budget_hit = ledger.budget_hit or output.stop_reason == "budget"
     record.usage = ctx.tree_usage(record.session_id)
+
+
+async def _gated_delegate(ctx: Context, plan: _Plan, worker: Architecture, task: str, ledger: Ledger) -> None:
+    """Pass the delegation's gate (when the policy asks), then run the worker."""
+    record = plan.record
+    assert record is not None
+    if plan.gate is not None:
+        refused = await ctx.pass_gate(
+            "delegate", plan.call.id, plan.arguments, ledger.delegate_mode, index=plan.gate
+        )
+        if refused is not None:
+            record.is_error, record.stop_reason, record.text = True, "denied", refused
+            return
+    await _delegate(ctx, worker, record, task, ledger)
 
 
 async def _emit_started(ctx: Context, plan: _Plan) -> None:
@@ -281,7 +306,7 @@ async def run_turn(
     `prompt(instructions)` builds a worker's task. A forward resolves to the first valid
     `forward` call in call order; None when the reply forwards nothing.
     """
-    plans = [_plan(c, workers, ledger, ctx.session_id) for c in calls]
+    plans = [_plan(c, workers, ledger, ctx) for c in calls]
     accepted = [p.record.session_id for p in plans if p.record is not None]
     if len(accepted) > 1:
         ledger.pieces.update(accepted)
@@ -299,8 +324,8 @@ async def run_turn(
         try:
             if plan.record is not None:
                 try:
-                    await _delegate(
-                        ctx, workers[plan.worker], plan.record, prompt(plan.record.instructions), ledger
+                    await _gated_delegate(
+                        ctx, plan, workers[plan.worker], prompt(plan.record.instructions), ledger
                     )
                 finally:
                     pending -= 1

@@ -34,6 +34,7 @@ from jeeves.architectures._delegation import Delegation, Ledger, run_turn, worke
 from jeeves.checks import check_bool, check_int, check_mapping, check_str
 from jeeves.context import Context
 from jeeves.errors import BudgetExceeded, MaxTurnsExceeded, UserError
+from jeeves.gating import APPROVAL_MODES, ApprovalMode
 from jeeves.ids import validate_name
 from jeeves.messages import Message, ModelRequest, ToolSpec, Usage
 from jeeves.models.base import ModelClient, Route
@@ -87,6 +88,8 @@ class Supervisor:
             router decides by role. Workers are routed by their own roles either way.
         params: Provider parameters for every coordinator call (part of the replay fingerprint).
         description: What this supervisor does, for a parent Supervisor's model.
+        delegate_approval: The approval mode of a delegation (default `delegated`): a run
+            with an approval policy gates or refuses delegations by it.
     """
 
     name = "supervisor"
@@ -103,7 +106,14 @@ class Supervisor:
         model: str | Route | ModelClient | None = None,
         params: Mapping[str, Any] | None = None,
         description: str = "",
+        delegate_approval: ApprovalMode = "delegated",
     ) -> None:
+        if delegate_approval not in APPROVAL_MODES:
+            raise UserError(
+                f"Supervisor delegate_approval={delegate_approval!r} is not an approval mode; use one of "
+                f"{', '.join(APPROVAL_MODES)}."
+            )
+        self.delegate_approval: ApprovalMode = delegate_approval
         if not isinstance(workers, Mapping) or not workers:
             raise UserError(
                 f"Supervisor needs a mapping of worker names to architectures, got {workers!r}; "
@@ -186,7 +196,7 @@ class Supervisor:
         return ModelRequest(messages=list(messages), tools=self.tool_specs, params=self.params)
 
     async def run(self, ctx: Context, task: str) -> SupervisorOutput:
-        ledger = Ledger(self.max_delegations)
+        ledger = Ledger(self.max_delegations, delegate_mode=self.delegate_approval)
         prompt = functools.partial(worker_prompt, task=task, share_task=self.share_task)
         messages = [Message.system(self.instructions), Message.user(task)]
         last_text = ""

@@ -9,6 +9,7 @@ recorded (status, stop reason, output, rounds).
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from jeeves.architecture import Architecture
 from jeeves.errors import JournalError, ReplayDivergence, UserError
 from jeeves.journal import (
     DAMAGED,
+    LEASE_S,
     TERMINAL,
     Journal,
     JournalMode,
@@ -118,27 +120,43 @@ class RunSummary(BaseModel):
     session_id: str
     architecture: str
     status: str
-    """running (still going, or crashed: resume it), completed or failed."""
+    """in_progress (its process holds a live lease), paused (in progress, but its lease lapsed:
+    the process died; resume it), awaiting_gate, completed, failed, expired, rejected, cancelled."""
     stop_reason: str | None = None
     rounds: int | None = None
     usage: Usage = Field(default_factory=Usage)
     """Tokens and USD of the whole tree, as recorded when the root last changed status."""
     task: str = ""
     output: str | None = None
+    progress: dict[str, Any] | None = None
+    """The last progress envelope its heartbeat recorded (step, completed steps, budget left, gate)."""
 
 
-async def list_runs(journal: JournalStore | str | os.PathLike[str]) -> list[RunSummary]:
-    """The root sessions a journal holds, in the order they were first recorded."""
+def shown_status(record: SessionRecord, now: float) -> str:
+    """The record's status, with an in-progress run whose lease lapsed shown as `paused`."""
+    if record.status == "in_progress" and (
+        record.lease_renewed_at is None or now - record.lease_renewed_at > LEASE_S
+    ):
+        return "paused"
+    return record.status
+
+
+async def list_runs(
+    journal: JournalStore | str | os.PathLike[str], *, now: float | None = None
+) -> list[RunSummary]:
+    """The root sessions a journal holds, in the order they were first recorded. `now`
+    (wall-clock seconds) decides which leases lapsed; default: the current time."""
     store = open_journal(journal, create=False)
     try:
         records = await store.sessions()
     finally:
         if store is not journal:
             await store.aclose()
-    return [_summary(store, r) for r in records if r.parent_id is None]
+    at = time.time() if now is None else now
+    return [_summary(store, r, at) for r in records if r.parent_id is None]
 
 
-def _summary(store: JournalStore, record: SessionRecord) -> RunSummary:
+def _summary(store: JournalStore, record: SessionRecord, now: float) -> RunSummary:
     try:
         usage = Usage.model_validate(record.usage)
     except ValidationError as exc:
@@ -149,12 +167,13 @@ def _summary(store: JournalStore, record: SessionRecord) -> RunSummary:
     return RunSummary(
         session_id=record.session_id,
         architecture=record.architecture,
-        status=record.status,
+        status=shown_status(record, now),
         stop_reason=record.stop_reason,
         rounds=record.rounds,
         usage=usage,
         task=record.task,
         output=record.output,
+        progress=record.progress,
     )
 
 

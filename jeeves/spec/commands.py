@@ -97,6 +97,7 @@ async def run_command(options: RunOptions, out: TextIO | None = None, err: TextI
             budget=budget,
             journal=options.journal,
             architecture_ref=spec_source(spec),
+            approvals=spec.approvals,
         ) as events:
             root = events.session_id
             await follow(events, as_json=options.as_json, file=out)

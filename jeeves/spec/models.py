@@ -22,6 +22,7 @@ from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 from jeeves.architectures._templates import ACTOR_REFINE_TEMPLATE, CRITIC_TEMPLATE, SELF_REFINE_TEMPLATE
 from jeeves.architectures._templates import FEEDBACK_INSTRUCTIONS as _FEEDBACK
 from jeeves.architectures.supervisor import DEFAULT_INSTRUCTIONS as _SUPERVISOR
+from jeeves.gating import Approvals
 from jeeves.spec.parts import (
     CRITIC_SPECS,
     CitationCriticSpec,
@@ -208,5 +209,8 @@ class Spec(SpecModel):
     """`[models]`: role path (`actor`, `coder.critic`, `default`) → route."""
     demo: DemoSpec | None = None
     """`[demo]`: scripted replies so the spec runs offline."""
+    approvals: Approvals | None = None
+    """`[approvals]`: the run's approval policy (`jeeves.approvals.Approvals`: auto, ask,
+    refuse_above, rules, deny_ends_run, gate_ttl_s); None: nothing is gated."""
     path: Path | None = Field(default=None, exclude=True)
     """The file the spec was loaded from; relative paths and import paths resolve beside it."""

@@ -1,0 +1,84 @@
+"""`jeeves approve`, `jeeves deny` and `jeeves resume`: decide a suspended run's gates and go on.
+
+Each works from any process that can open the journal, after the run's own process
+exited or was killed. `approve` approves exactly the arguments the gate shows (their hash
+is taken from the journal); `resume` rebuilds the architecture from the source recorded
+with the run (or `--spec`) and serves every recorded step.
+
+Exit codes of `resume`: 0 completed; 1 failed, expired, rejected or cancelled; 3 still
+awaiting approval (the pending gates are printed); 2 configuration or journal errors.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Literal
+
+from jeeves.approvals import Decision, PendingGate, pending_gates, record_decision
+from jeeves.architecture import Architecture
+from jeeves.errors import UserError
+from jeeves.invocation import command_line
+from jeeves.models.router import Router
+from jeeves.replay.source import resolve_ref
+from jeeves.runner import resume
+
+__all__ = ["decide_command", "describe_gate", "resume_command"]
+
+
+def describe_gate(gate: PendingGate) -> str:
+    """One line: the gate id, the call, its mode and when it expires."""
+    expires = "" if gate.expires_at is None else f" expires_at={gate.expires_at:.0f}"
+    return f"{gate.gate_id}  {gate.tool}({gate.arguments})  mode={gate.mode}{expires}"
+
+
+async def decide_command(
+    journal: str,
+    session_id: str,
+    decision: Literal["approve", "deny"],
+    *,
+    by: str,
+    note: str | None = None,
+    gate: str | None = None,
+) -> int:
+    """Record a decision for a gate of run `session_id` (its only pending gate unless `gate`)."""
+    if not by.strip():
+        raise UserError("--by is empty; say who decides, e.g. --by alice.")
+    gates = await pending_gates(journal, session_id)
+    chosen = [g for g in gates if gate is None or g.gate_id == gate]
+    if not chosen:
+        where = f"pending gate {gate!r}" if gate else "pending gate"
+        raise UserError(
+            f"Run {session_id!r} in {journal} has no {where} (decided already, or never reached); "
+            f"`{command_line('runs', journal)}` lists runs."
+        )
+    if len(chosen) > 1:
+        lines = "\n".join("  " + describe_gate(g) for g in chosen)
+        raise UserError(
+            f"Run {session_id!r} has {len(chosen)} pending gates; name one with --gate ID:\n{lines}"
+        )
+    target = chosen[0]
+    made = Decision(decision=decision, by=by, note=note, arguments_hash=target.arguments_hash)
+    await record_decision(journal, target.gate_id, made)
+    verb = "approved" if decision == "approve" else "denied"
+    sys.stdout.write(f"{verb} {describe_gate(target)} by {by}\n")
+    sys.stdout.write(f"go on with: {command_line('resume', journal, session_id)}\n")
+    return 0
+
+
+async def resume_command(
+    journal: str, session_id: str, spec: str | Architecture | None = None, router: Router | None = None
+) -> int:
+    """Resume run `session_id` and print its status and output (or its pending gates)."""
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    arch = resolve_ref(spec) if isinstance(spec, str) else spec
+    result = await resume(arch, session_id, journal=journal, router=router)
+    sys.stdout.write(f"status: {result.status}\n")
+    if result.status == "awaiting_approval":
+        for pending in result.pending:
+            sys.stdout.write(f"pending: {describe_gate(pending)}\n")
+        sys.stdout.write(f"approve with: {command_line('approve', journal, session_id, '--by', 'NAME')}\n")
+        return 3
+    sys.stdout.write(f"output: {result.text}\n")
+    return 0 if result.status == "completed" else 1

@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import REPO, subprocess_env
+
+EXAMPLE = REPO / "examples" / "refund_with_approval.py"
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, *args], cwd=REPO, env=subprocess_env(), capture_output=True, text=True, timeout=120
+    )
+
+
+def test_example_suspends_then_is_approved_and_resumed_from_other_processes(tmp_path: Path) -> None:
+    journal = tmp_path / "refunds.db"
+    done = run(str(EXAMPLE), "--journal", str(journal))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "1. status: awaiting_approval"
+    assert lines[1].startswith("   pending: t-881#3 issue_refund({'order_id': '881', 'amount': 42.0})")
+    assert lines[2].startswith("2. approved t-881#3  issue_refund(")
+    assert lines[2].endswith("by alice")
+    assert lines[3] == "3. status: completed"
+    assert lines[4].startswith("   output: Done. refunded 42.00 on order 881 (idempotency key jv-")
+
+    listed = run("-m", "jeeves", "runs", str(journal), "--status", "completed")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines()[1].split()[:2] == ["t-881", "completed"]
+    replayed = run("-m", "jeeves", "replay", str(journal), "t-881")
+    assert replayed.returncode == 0, replayed.stderr
+    assert "approval.decided" in replayed.stdout and "by=alice" in replayed.stdout
+
+
+def test_cli_refuses_to_approve_a_run_with_no_pending_gate(tmp_path: Path) -> None:
+    journal = tmp_path / "refunds.db"
+    assert run(str(EXAMPLE), "start", "--journal", str(journal)).returncode == 0
+    assert run("-m", "jeeves", "runs", str(journal), "--status", "awaiting_gate").stdout.count("t-881") == 1
+    assert run("-m", "jeeves", "deny", str(journal), "t-881", "--by", "bob", "--note", "no").returncode == 0
+    again = run("-m", "jeeves", "approve", str(journal), "t-881", "--by", "alice")
+    assert again.returncode == 2
+    assert "has no pending gate (decided already, or never reached)" in again.stderr
+    resumed = run("-m", "jeeves", "resume", str(journal), "t-881")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "Denied by bob (no): issue_refund was not run" in resumed.stdout
