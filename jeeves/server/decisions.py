@@ -63,7 +63,7 @@ class Decisions:
 
     def start(self, name: str, task: str, session_id: str | None, *, replace: bool = False) -> RunRecord:
         """Start (or, with `replace`, resume from the journal) a run of catalog entry `name`."""
-        arch, router = self.catalog.build(name)
+        arch, router, own = self.catalog.build_with_policy(name)
         return self.runs.start(
             arch,
             task,
@@ -71,7 +71,7 @@ class Decisions:
             session_id=session_id,
             router=router,
             budget=self.budget,
-            approvals=self.approvals,
+            approvals=own if own is not None else self.approvals,
             journal=self.journal,
             replace=replace,
         )

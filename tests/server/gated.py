@@ -21,7 +21,8 @@ from jeeves.testing import FunctionModel, Reply, call
 
 CALLS: Counter[str] = Counter()
 REFUND = {"order_id": "881", "amount": 12.5}
-POLICY = Approvals(auto=("read_only", "local_write"))
+POLICY = Approvals(auto=("read_only", "local_write", "delegated"))
+"""Refunds need approval; looking things up, writing locally and delegating do not."""
 
 
 def count(what: str) -> None:

@@ -16,7 +16,6 @@ import httpx
 import pytest
 from starlette.applications import Starlette
 
-from jeeves.approvals import Approvals
 from jeeves.server import create_app
 from jeeves.server.runs import RunRecord
 from tests.server.conftest import asgi_client, live_server, messages
@@ -58,7 +57,7 @@ def answer(interrupt: Any, decision: str = "approve", **extra: Any) -> dict[str,
 
 
 async def test_a_gate_ends_the_agui_run_with_an_interrupt_and_resume_finishes_it() -> None:
-    app = create_app({"refund": refund_entry}, approvals=Approvals(gate_ttl_s=600))
+    app = create_app({"refund": refund_entry}, approvals=POLICY.model_copy(update={"gate_ttl_s": 600.0}))
     async with asgi_client(app) as client:
         first = await agui_run(client, "/agui/refund", agui_body("t-1"))
         check_well_formed(first)
@@ -186,7 +185,9 @@ def run_resume_client(node_bin: str, url: str, run_id: str) -> tuple[int, list[d
 
 @pytest.mark.node
 def test_the_typescript_client_sees_the_interrupt_and_resumes_the_run(node: str) -> None:  # noqa: F811
-    app: Starlette = create_app({"team": team_entry}, approvals=Approvals(gate_ttl_s=600))
+    app: Starlette = create_app(
+        {"team": team_entry}, approvals=POLICY.model_copy(update={"gate_ttl_s": 600.0})
+    )
     with live_server(app) as server:
         code, lines = run_resume_client(node, f"{server.url}/agui/team", "node-gate")
     outcome = lines[-1]
