@@ -156,13 +156,8 @@ class SessionTree:
             node.text = _tail(f"watchdog {event.verdict} ({event.source}): {event.reason}")
         elif isinstance(event, SteeringInjected):
             node.text = _tail(f"↳ steering ({event.cause}): {event.message}")
-        elif isinstance(event, ApprovalRequested):
-            args = _tail(", ".join(f"{k}={v!r}" for k, v in event.arguments.items()))
-            node.gates[event.gate_id] = GateLine(event.gate_id, event.tool, event.mode, args)
-        elif isinstance(event, ApprovalDecided):
-            gate = node.gates.get(event.gate_id)
-            if gate is not None:
-                gate.decision, gate.by, gate.note = event.decision, event.by, event.note
+        elif isinstance(event, ApprovalRequested | ApprovalDecided):
+            _gate(node, event)
         elif isinstance(event, SessionCompleted):
             node.status, node.stop_reason = "completed", event.stop_reason
         elif isinstance(event, SessionFailed):
@@ -266,6 +261,16 @@ def spend_lines(total: Usage, by_path: Mapping[str, Usage]) -> list[str]:
             f"  {path}: {spent.model_calls} calls, {spent.total_tokens:,} tokens, {format_usd(spent.cost_usd)}"
         )
     return lines
+
+
+def _gate(node: SessionNode, event: ApprovalRequested | ApprovalDecided) -> None:
+    if isinstance(event, ApprovalRequested):
+        args = _tail(", ".join(f"{k}={v!r}" for k, v in event.arguments.items()))
+        node.gates[event.gate_id] = GateLine(event.gate_id, event.tool, event.mode, args)
+        return
+    gate = node.gates.get(event.gate_id)
+    if gate is not None:
+        gate.decision, gate.by, gate.note = event.decision, event.by, event.note
 
 
 def _tail(text: str) -> str:
