@@ -297,3 +297,29 @@ async def test_the_session_ttl_is_hard_across_resumes() -> None:
     assert record is not None and record.status == "expired" and record.expires_at is not None
     again = await jeeves.resume(agent, "s", journal=journal)  # the recorded TTL still holds
     assert again.status == "expired"
+
+
+@pytest.mark.anyio
+async def test_a_delegation_is_delegated_mode_so_the_default_policy_gates_it() -> None:
+    ran: list[str] = []
+    calls: list[str] = []
+    journal = MemoryJournal()
+    first = await jeeves.run(
+        _team(ran, calls), "pay both", journal=journal, session_id="d", approvals=Approvals()
+    )
+    assert [(g.gate_id, g.tool, g.mode) for g in first.pending] == [
+        ("d#1", "delegate", "delegated"),
+        ("d#2", "delegate", "delegated"),
+    ]
+    assert calls == ["d"] and ran == []  # no worker started
+    refused = await jeeves.run(_team(ran, calls), "pay both", approvals=Approvals(refuse_above="network"))
+    assert refused.status == "completed" and ran == []  # both delegations refused; the lead answered
+
+
+def test_a_v1_running_record_reads_as_in_progress() -> None:
+    from jeeves.journal import SessionRecord
+
+    record = SessionRecord.model_validate(
+        {"v": 1, "session_id": "r", "role": "a", "architecture": "agent", "status": "running"}
+    )
+    assert record.status == "in_progress"
