@@ -119,6 +119,11 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="S",
         help="seconds responses get to end on exit",
     )
+    serve.add_argument(
+        "--journal",
+        metavar="PATH",
+        help="record every run here; runs waiting at approval gates survive a restart on the same journal",
+    )
     runs = commands.add_parser("runs", help="list the runs a journal holds (status, rounds, cost)")
     runs.add_argument(
         "journal",
@@ -245,6 +250,7 @@ def _serve(args: argparse.Namespace) -> int:
         max_body_bytes=args.max_body,
         max_runs=args.max_runs,
         shutdown_s=args.shutdown_timeout,
+        journal=args.journal,
     )
 
 

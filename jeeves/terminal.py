@@ -2,7 +2,9 @@
 
 `SessionTree` folds events into nodes (one per session, built from `session.started`
 alone, so nothing parses ids): role, architecture, model, status, the latest round and
-critic score, tokens and USD, and the tail of the streamed text. `follow` draws it with
+critic score, tokens and USD, the tail of the streamed text, and its approval gates: a
+pending gate is a line under its session (`⏸ gate ID: tool(args) [mode]`), a decided one
+says who decided what (`✓ approved by alice`, `✗ denied by bob`, `⌛ expired`). `follow` draws it with
 `rich.live.Live` while the run goes, with a spinner on every active node, and leaves the
 final tree on screen, ending with a newline. On a non-terminal output (a pipe, a file) only
 the final tree is printed, and its lines are not wrapped (unless COLUMNS sets a width),
@@ -28,6 +30,8 @@ from rich.text import Text
 from rich.tree import Tree
 
 from jeeves.events import (
+    ApprovalDecided,
+    ApprovalRequested,
     Critique,
     Event,
     ModelCompleted,
@@ -43,11 +47,52 @@ from jeeves.events import (
 )
 from jeeves.messages import Usage, format_usd
 
-__all__ = ["SessionNode", "SessionTree", "follow", "spend_lines"]
+__all__ = ["GateLine", "SessionNode", "SessionTree", "follow", "spend_lines"]
 
+AWAITING = "awaiting approval"
+"""The status of a session left open by a run suspended at gates."""
 _TAIL = 70
 _UNWRAPPED = 1_000_000
 """The width of a non-terminal output: rich wraps at 80 columns there otherwise."""
+
+
+@dataclass
+class GateLine:
+    """One approval gate of a session, as the tree shows it."""
+
+    gate_id: str
+    tool: str
+    mode: str
+    arguments: str
+    """A one-line preview of the arguments."""
+    decision: str | None = None
+    """approve, deny or expire once decided; None while pending."""
+    by: str = ""
+    note: str | None = None
+
+    def render(self) -> Text:
+        line = Text()
+        head = f"gate {self.gate_id}: {self.tool}({self.arguments}) [{self.mode}]"
+        if self.decision is None:
+            line.append("⏸ ", style="bold yellow")
+            line.append(head, style="yellow")
+            line.append(" · awaiting approval", style="bold yellow")
+            return line
+        mark, word, style = _DECISIONS.get(self.decision, ("?", self.decision, "yellow"))
+        line.append(f"{mark} ", style=style)
+        line.append(head, style="dim")
+        who = f" by {self.by}" if self.by and self.decision != "expire" else ""
+        line.append(f" · {word}{who}", style=style)
+        if self.note:
+            line.append(f" ({_tail(self.note)})", style="dim")
+        return line
+
+
+_DECISIONS = {
+    "approve": ("✓", "approved", "green"),
+    "deny": ("✗", "denied", "red"),
+    "expire": ("⌛", "expired", "yellow"),
+}
 
 
 @dataclass
@@ -61,7 +106,8 @@ class SessionNode:
     model: str | None
     index: int = 0
     status: str = "running"
-    """running, completed, failed; cancelled when the run ended with the session open."""
+    """running, completed, failed; cancelled when the run ended with the session open;
+    awaiting approval when it ended suspended at gates."""
     round: int | None = None
     score: float | None = None
     passed: bool | None = None
@@ -73,6 +119,8 @@ class SessionNode:
     children: list[str] = field(default_factory=list)
     watchdog: list[str] = field(default_factory=list)
     """The watchdog's verdicts on this session's agent, in order (Goal sessions)."""
+    gates: dict[str, GateLine] = field(default_factory=dict)
+    """This session's approval gates by gate id, in the order they were reached."""
 
 
 class SessionTree:
@@ -108,6 +156,8 @@ class SessionTree:
             node.text = _tail(f"watchdog {event.verdict} ({event.source}): {event.reason}")
         elif isinstance(event, SteeringInjected):
             node.text = _tail(f"↳ steering ({event.cause}): {event.message}")
+        elif isinstance(event, ApprovalRequested | ApprovalDecided):
+            _gate(node, event)
         elif isinstance(event, SessionCompleted):
             node.status, node.stop_reason = "completed", event.stop_reason
         elif isinstance(event, SessionFailed):
@@ -152,8 +202,14 @@ class SessionTree:
             self._render(top, root)
         return top
 
+    def pending_gates(self) -> list[GateLine]:
+        """Every gate shown as waiting for a decision, in session order."""
+        return [g for node in self.nodes.values() for g in node.gates.values() if g.decision is None]
+
     def _render(self, parent: Tree, session_id: str) -> None:
         branch = parent.add(self._label(self.nodes[session_id]))
+        for gate in self.nodes[session_id].gates.values():
+            branch.add(gate.render())
         for child in self.nodes[session_id].children:
             self._render(branch, child)
 
@@ -182,7 +238,8 @@ class SessionTree:
             return Spinner("dots", text=line, style="cyan")
         style = {"completed": "green", "failed": "red"}.get(node.status, "yellow")
         line.append(f" · {node.stop_reason or node.status}", style=style)
-        return Text.assemble(("✓ " if node.status == "completed" else "✗ ", style), line)
+        mark = {"completed": "✓ ", AWAITING: "⏸ "}.get(node.status, "✗ ")
+        return Text.assemble((mark, style), line)
 
 
 _WATCH_MARKS = {
@@ -204,6 +261,16 @@ def spend_lines(total: Usage, by_path: Mapping[str, Usage]) -> list[str]:
             f"  {path}: {spent.model_calls} calls, {spent.total_tokens:,} tokens, {format_usd(spent.cost_usd)}"
         )
     return lines
+
+
+def _gate(node: SessionNode, event: ApprovalRequested | ApprovalDecided) -> None:
+    if isinstance(event, ApprovalRequested):
+        args = _tail(", ".join(f"{k}={v!r}" for k, v in event.arguments.items()))
+        node.gates[event.gate_id] = GateLine(event.gate_id, event.tool, event.mode, args)
+        return
+    gate = node.gates.get(event.gate_id)
+    if gate is not None:
+        gate.decision, gate.by, gate.note = event.decision, event.by, event.note
 
 
 def _tail(text: str) -> str:
@@ -252,6 +319,8 @@ async def follow(
                 group.cancel_scope.cancel()
             if error is not None:
                 tree.mark_unfinished("failed")
+            elif tree.pending_gates():  # the run suspended at them
+                tree.mark_unfinished(AWAITING)
             live.vertical_overflow = "visible"
             live.refresh()
     finally:

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 
 import pytest
 from rich.console import Console
 
 import jeeves
-from jeeves.events import ModelDelta, SessionStarted, event_from_json
+from jeeves.approvals import Decision, pending_gates, record_decision
+from jeeves.events import ApprovalDecided, ApprovalRequested, ModelDelta, SessionStarted, event_from_json
 from jeeves.terminal import SessionTree, follow
+from tests.server.gated import POLICY, team_entry
 from tests.server.nested import nested, nested_router
 
 pytestmark = pytest.mark.anyio
@@ -131,3 +134,70 @@ async def test_columns_sets_the_width_of_a_tree_to_a_pipe(monkeypatch: pytest.Mo
     ) as events:
         await follow(events, file=out)
     assert max(len(line) for line in out.getvalue().splitlines()) <= 60
+
+
+async def test_pending_gates_and_their_decisions_show_under_their_sessions(tmp_path: Path) -> None:
+    journal = tmp_path / "runs.db"
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=200, color_system=None)
+    arch, router = team_entry()
+    async with jeeves.stream(
+        arch, "Refund order 881", router=router, session_id="t", journal=journal, approvals=POLICY
+    ) as events:
+        tree = await follow(events, console=console)
+        assert (await events.result()).status == "awaiting_approval"
+    (gate,) = tree.pending_gates()
+    assert (gate.gate_id, gate.tool, gate.mode) == ("t__refunds_0#1", "issue_refund", "destructive")
+    assert tree.nodes["t__refunds_0"].status == "awaiting approval"
+    drawn = buffer.getvalue()
+    assert (
+        "⏸ gate t__refunds_0#1: issue_refund(order_id='881', amount=12.5) [destructive] · awaiting approval"
+        in drawn
+    )
+    assert "⏸ refunds agent" in drawn
+
+    (pending,) = await pending_gates(journal, "t")
+    await record_decision(journal, pending.gate_id, Decision.approve(pending, by="alice", note="checked"))
+    buffer = io.StringIO()
+    arch, router = team_entry()
+    async with jeeves.stream(
+        arch, "Refund order 881", router=router, session_id="t", journal=journal, approvals=POLICY
+    ) as events:
+        tree = await follow(events, console=Console(file=buffer, width=200, color_system=None))
+        assert (await events.result()).status == "completed"
+    assert tree.pending_gates() == [] and tree.nodes["t__refunds_0"].gates["t__refunds_0#1"].by == "alice"
+    assert (
+        "✓ gate t__refunds_0#1: issue_refund(order_id='881', amount=12.5) [destructive] · approved by alice (checked)"
+        in buffer.getvalue()
+    )
+
+
+def test_a_denied_and_an_expired_gate_say_so() -> None:
+    tree = SessionTree()
+    tree.apply(SessionStarted(session_id="s", role="agent", architecture="agent"))
+    for step, decision in ((1, "deny"), (3, "expire")):
+        tree.apply(
+            ApprovalRequested(
+                session_id="s",
+                step=step,
+                gate_id=f"s#{step}",
+                tool="rm",
+                arguments={"path": "/"},
+                mode="destructive",
+                arguments_hash="h",
+            )
+        )
+        tree.apply(
+            ApprovalDecided(
+                session_id="s",
+                step=step,
+                gate_id=f"s#{step}",
+                decision=decision,
+                by="bob" if step == 1 else "jeeves",
+            )
+        )  # type: ignore[arg-type]
+    lines = [g.render().plain for g in tree.nodes["s"].gates.values()]
+    assert lines == [
+        "✗ gate s#1: rm(path='/') [destructive] · denied by bob",
+        "⌛ gate s#3: rm(path='/') [destructive] · expired",
+    ]

@@ -19,21 +19,37 @@ never contain `/`, so these cannot collide. The full table is in docs/streaming.
 The mapper is a fold over one run's events in seq order; `finish` closes whatever is still
 open (a cancelled run's subagents, a failed call's half-streamed message) and emits the
 terminal RUN_FINISHED or RUN_ERROR, so a client always sees a well-formed run.
+
+Gates (AG-UI interrupts): `approval.requested` goes out as a CUSTOM event (and opens its
+tool call if the model's turn has not); `interrupt(gates)` ends the AG-UI run while the
+jeeves run waits: open messages are closed, every open subagent ends with SUBAGENT_FINISHED
+outcome `suspended` (naming the interrupts it raised itself), and RUN_FINISHED carries
+outcome `interrupt` with one `Interrupt` per gate: id = the gate id, the tool call's AG-UI
+id, the JSON Schema of an answer, `expires_at` in ISO 8601. The run that resumes it is a
+new AG-UI run over the same jeeves run: `follow(events)` folds what the client already
+has without emitting it, and `reopen()` starts the still-open sessions again (a suspended
+subagent continues under its own id in the next run).
 """
 
 from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
 
 from ag_ui.core import (
     PROTOCOL_VERSION,
     BaseEvent,
     CustomEvent,
+    Interrupt,
     RunAgentInput,
     RunErrorEvent,
     RunFinishedCancelledOutcome,
     RunFinishedEvent,
+    RunFinishedInterruptOutcome,
     RunStartedEvent,
     SubagentErrorEvent,
     SubagentFinishedEvent,
+    SubagentFinishedSuspendedOutcome,
     SubagentStartedEvent,
     TextMessageContentEvent,
     TextMessageEndEvent,
@@ -45,7 +61,10 @@ from ag_ui.core import (
     ToolCallStartEvent,
 )
 
+from jeeves.approvals import PendingGate
 from jeeves.events import (
+    ApprovalDecided,
+    ApprovalRequested,
     DelegationStarted,
     Event,
     ModelCompleted,
@@ -59,6 +78,7 @@ from jeeves.events import (
 )
 from jeeves.journal import error_type_name
 from jeeves.messages import Usage
+from jeeves.server.gates import response_schema
 from jeeves.server.runs import RunRecord
 
 __all__ = ["AguiMapper"]
@@ -84,6 +104,7 @@ class AguiMapper:
         """Child session id → the AG-UI id of the delegate call that spawned it."""
         self._usage: dict[str, Usage] = {}
         self._roles: dict[str, str] = {}
+        self._started: dict[str, SessionStarted] = {}
 
     # -- run brackets --------------------------------------------------------------------
     def start(self) -> RunStartedEvent:
@@ -132,6 +153,8 @@ class AguiMapper:
             )
         elif record.status == "cancelled":
             out.append(RunFinishedEvent(**ids, outcome=RunFinishedCancelledOutcome()))
+        elif record.status in ("expired", "rejected"):
+            out.append(RunErrorEvent(message=_gate_end(record), code=record.status, timestamp=None))
         else:
             error = record.error
             out.append(
@@ -142,12 +165,69 @@ class AguiMapper:
             )
         return out
 
+    # -- interrupts ----------------------------------------------------------------------
+    def interrupt(self, gates: list[ApprovalRequested]) -> list[BaseEvent]:
+        """End the AG-UI run at `gates` (at least one): close messages, suspend every open
+        subagent, RUN_FINISHED with outcome `interrupt`."""
+        out: list[BaseEvent] = [self._end_message(sid, mid) for (sid, _), mid in self._messages.items()]
+        self._messages.clear()
+        for sid in reversed(self._open_sessions):
+            own = [g.gate_id for g in gates if g.session_id == sid]
+            out.append(
+                SubagentFinishedEvent(
+                    subagent_run_id=sid,
+                    outcome=SubagentFinishedSuspendedOutcome(interrupt_ids=own or None),
+                )
+            )
+        self._open_sessions.clear()
+        interrupts = [self._interrupt(gate) for gate in gates]
+        out.append(
+            RunFinishedEvent(
+                thread_id=self._input.thread_id,
+                run_id=self._input.run_id,
+                outcome=RunFinishedInterruptOutcome(interrupts=interrupts),
+            )
+        )
+        return out
+
+    def _interrupt(self, event: ApprovalRequested) -> Interrupt:
+        gate = PendingGate.model_validate(event.model_dump(exclude={"type", "seq", "ts", "replayed"}))
+        expires = None
+        if gate.expires_at is not None:
+            expires = datetime.fromtimestamp(gate.expires_at, UTC).isoformat().replace("+00:00", "Z")
+        return Interrupt(
+            id=gate.gate_id,
+            reason="tool_approval",
+            message=f"Approve {gate.mode} tool call {gate.tool}({_preview(gate.arguments)})?",
+            tool_call_id=self._call_id(gate.session_id, gate.tool_call_id) if gate.tool_call_id else None,
+            response_schema=response_schema(gate),
+            expires_at=expires,
+            subagent_run_id=self._attribution(gate.session_id),
+            metadata={"jeeves": gate.model_dump(mode="json")},
+        )
+
+    def follow(self, events: list[Event]) -> None:
+        """Fold events the client already has (the run this one resumes), emitting nothing."""
+        for event in events:
+            self.map(event)
+        self._messages.clear()  # the interrupted run closed them
+        self._attempts.clear()
+
+    def reopen(self) -> list[BaseEvent]:
+        """SUBAGENT_STARTED again for each session still open (the resumed run continues them)."""
+        return [self._subagent_started(self._started[sid]) for sid in list(self._open_sessions)]
+
+    def skip(self, event: Event) -> None:
+        """Fold `event` without emitting it (a step a resumed run replays: the client has it)."""
+        self.map(event)
+
     # -- events --------------------------------------------------------------------------
     def map(self, event: Event) -> list[BaseEvent]:
         """The AG-UI events for one jeeves event (several, or none)."""
         sid = event.session_id
         if isinstance(event, SessionStarted):
             self._roles[sid] = event.role
+            self._started[sid] = event
             if sid != self._root:
                 return [self._subagent_started(event)]
         if isinstance(event, SessionCompleted | SessionFailed) and sid != self._root:
@@ -166,6 +246,9 @@ class AguiMapper:
             self._attempts[sid] = self._attempts.get(sid, 0) + 1
         elif isinstance(event, DelegationStarted):
             self._delegations[event.child_session_id] = self._call_id(sid, event.tool_call_id)
+        elif isinstance(event, ApprovalRequested) and event.tool_call_id:
+            args = json.dumps(event.arguments)
+            out += self._open_call(sid, event.tool_call_id, event.tool, args, None)
         out.append(self._custom(event))
         return out
 
@@ -315,6 +398,22 @@ class AguiMapper:
             )
         )
         return out
+
+
+def _preview(arguments: dict[str, object], limit: int = 120) -> str:
+    text = ", ".join(f"{k}={v!r}" for k, v in arguments.items())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _gate_end(record: RunRecord) -> str:
+    """Why a run ended at a gate: expired, or a denial that ends the run."""
+    decided = [e for e in record.events_after(0) if isinstance(e, ApprovalDecided)]
+    last = decided[-1] if decided else None
+    if record.status == "expired":
+        return "The run expired: a gate or the session ran out of time before a decision."
+    who = f" by {last.by!r}" if last is not None and last.by else ""
+    note = f" ({last.note})" if last is not None and last.note else ""
+    return f"The run was rejected: a gate was denied{who}{note}, and its policy ends the run on a denial."
 
 
 _SESSION_FIELDS = {"session_id", "parent_id", "role", "role_path", "architecture", "model", "index", "task"}

@@ -8,7 +8,17 @@ Routes (all JSON errors are `{"error": message}`):
 - `POST /runs` `{architecture, task, session_id?}` → 201 `{session_id, events}`.
 - `GET /runs/{id}/events` the run's jeeves events as SSE (`Last-Event-ID` resumes).
 - `DELETE /runs/{id}` cancel a run.
-- `POST /agui`, `POST /agui/{architecture}` an AG-UI RunAgentInput → AG-UI events (SSE).
+- `POST /agui`, `POST /agui/{architecture}` an AG-UI RunAgentInput → AG-UI events (SSE); a
+  gate ends the AG-UI run with an interrupt, and an input with `resume` decides it and
+  continues the same run (jeeves.server.agui_resume).
+- `GET /runs/{id}/gates` the run's gates waiting for a decision (a JSON list of PendingGate).
+- `POST /runs/{id}/gates/{gate_id}` `{decision, by, note?, arguments_hash}` → 200 with the
+  Decision; 404 unknown gate, 409 already decided, expired, or other arguments' hash.
+
+With `approvals=` every run's gated tool calls wait for a decision sent here (up to the
+gate's TTL). With `journal=` every run is recorded there, and a server restarted on the same
+journal holds again the runs it left suspended at gates: decide them and they resume
+(jeeves.server.decisions).
 
 Safe by default: `serve` binds 127.0.0.1 and refuses any other address without a token;
 before routing, `RequestGuard` (jeeves.server.guard) refuses foreign `Host`s, writes from
@@ -24,6 +34,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -38,10 +49,17 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from jeeves.approvals import Approvals, GateConflict, GateNotFound
 from jeeves.budget import Budget
 from jeeves.errors import UserError
+from jeeves.journal import Journal
+from jeeves.replay.api import close_journal, open_journal
+from jeeves.replay.base import JournalStore
+from jeeves.server.agui_resume import resume_entries
 from jeeves.server.agui_stream import AguiFormat, task_from_input
 from jeeves.server.catalog import ArchitectureLike, Catalog, RouterLike, UnknownArchitecture
+from jeeves.server.decisions import Decisions
+from jeeves.server.gates import DecisionBody
 from jeeves.server.guard import RequestGuard, host_names
 from jeeves.server.runs import RunRecord, RunRegistry, TooManyRuns
 from jeeves.server.sse import BadLastEventId, EventStreamResponse, JeevesFormat, follow_run, last_event_id
@@ -94,20 +112,17 @@ class BearerAuth:
 
 
 class _Api:
-    def __init__(self, catalog: Catalog, registry: RunRegistry, budget: Budget | None, keepalive_s: float):
+    def __init__(self, catalog: Catalog, decisions: Decisions, keepalive_s: float):
         self.catalog = catalog
-        self.runs = registry
-        self.budget = budget
+        self.runs = decisions.runs
+        self.decisions = decisions
         self.keepalive_s = keepalive_s
 
     def start(self, name: str, task: str, session_id: str | None) -> RunRecord:
         """Start a named run (shared by `POST /runs` and the AG-UI endpoint)."""
         if session_id is not None and self.runs.get(session_id) is not None:
             raise _Conflict(f"A run with session_id {session_id!r} already exists; use another session_id.")
-        arch, router = self.catalog.build(name)
-        return self.runs.start(
-            arch, task, name=name, session_id=session_id, router=router, budget=self.budget
-        )
+        return self.decisions.start(name, task, session_id)
 
     async def architectures(self, request: Request) -> Response:
         return JSONResponse({"architectures": list(self.catalog.names)})
@@ -131,6 +146,16 @@ class _Api:
     async def get_run(self, request: Request) -> Response:
         return JSONResponse(self._record(request).summary())
 
+    async def gates(self, request: Request) -> Response:
+        record = self._record(request)
+        return JSONResponse([g.model_dump(mode="json") for g in record.pending()])
+
+    async def decide_gate(self, request: Request) -> Response:
+        record = self._record(request)
+        body = DecisionBody.model_validate(await _json(request))
+        decided = await self.decisions.decide(record, request.path_params["gate_id"], body.to_decision())
+        return JSONResponse(decided.model_dump(mode="json"))
+
     async def cancel_run(self, request: Request) -> Response:
         record = self._record(request)
         cancelled = record.cancel()
@@ -145,6 +170,12 @@ class _Api:
 
     async def agui(self, request: Request) -> Response:
         data = RunAgentInput.model_validate(await _json(request))
+        accept = request.headers.get("accept")
+        if data.resume:
+            record = await resume_entries(self.decisions, data.resume)
+            fmt = AguiFormat(data, record, accept=accept)
+            body = follow_run(self.runs, record, record.agui_cursor, fmt, keepalive_s=self.keepalive_s)
+            return EventStreamResponse(body, headers={"Content-Type": fmt.media_type})
         props = data.forwarded_props if isinstance(data.forwarded_props, Mapping) else {}
         name = (
             request.path_params.get("architecture")
@@ -158,7 +189,7 @@ class _Api:
             )
         session_id = props.get("session_id") or data.run_id
         record = self.start(name, task_from_input(data), str(session_id))
-        fmt = AguiFormat(data, record.session_id, accept=request.headers.get("accept"))
+        fmt = AguiFormat(data, record, accept=accept)
         body = follow_run(self.runs, record, 0, fmt, keepalive_s=self.keepalive_s)
         return EventStreamResponse(body, headers={"Content-Type": fmt.media_type})
 
@@ -194,7 +225,9 @@ async def _user_error(request: Request, exc: Exception) -> Response:
     statuses: dict[type[Exception], int] = {
         _NotFound: 404,
         UnknownArchitecture: 404,
+        GateNotFound: 404,
         _Conflict: 409,
+        GateConflict: 409,
         _BadJson: 400,
         BadLastEventId: 400,
     }
@@ -215,6 +248,8 @@ def create_app(
     cancel_on_disconnect: bool = False,
     keepalive_s: float = 15.0,
     budget: Budget | None = None,
+    approvals: Approvals | None = None,
+    journal: Journal | str | os.PathLike[str] | None = None,
 ) -> Starlette:
     """The jeeves server as an ASGI app; serve it with uvicorn (or `jeeves serve`).
 
@@ -235,6 +270,12 @@ def create_app(
             ended; by default runs continue and can be re-attached.
         keepalive_s: Idle seconds between SSE keep-alive comments.
         budget: Limits applied to each run.
+        approvals: The approval policy of every run: its gated tool calls wait until a
+            decision comes in (`POST /runs/{id}/gates/{gate_id}`, an AG-UI resume), up to
+            the gate's TTL. None: no gates.
+        journal: Where every run is recorded (a path: `.jsonl`, else SQLite; or a journal
+            store). At start the server holds again the runs of its catalog the journal
+            has suspended at gates, so they survive a restart of the server.
 
     The app's `state.runs` is its `RunRegistry`; the registry's task group lives as long
     as the app's lifespan, and leaving it cancels every run still going. `state.token`
@@ -247,16 +288,31 @@ def create_app(
     if max_runs < 1:
         raise UserError(f"max_runs must be at least 1 run, got {max_runs!r}.")
     hosts = host_names(allowed_hosts)
+    if approvals is not None and not isinstance(approvals, Approvals):
+        raise UserError(
+            f"approvals= must be a jeeves.approvals.Approvals policy, got {approvals!r}; "
+            f"e.g. Approvals(auto=('read_only',))."
+        )
     catalog = Catalog(architectures, router)
     registry = RunRegistry(
         retention_s=retention_s, cancel_on_disconnect=cancel_on_disconnect, max_running=max_runs
     )
-    api = _Api(catalog, registry, budget, keepalive_s)
+    decisions = Decisions(registry, catalog, journal=None, approvals=approvals, budget=budget)
+    api = _Api(catalog, decisions, keepalive_s)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with registry:
-            yield
+        store = open_journal(journal) if journal is not None else None
+        if store is not None and not isinstance(store, JournalStore):
+            raise UserError(f"journal= must be a journal store jeeves can list (or a path), got {journal!r}.")
+        decisions.journal = store
+        try:
+            async with registry:
+                await decisions.restore()
+                yield
+        finally:
+            if store is not None and store is not journal:
+                await close_journal(store)
 
     routes = [
         *viewer_routes(),
@@ -266,6 +322,8 @@ def create_app(
         Route("/runs/{session_id}", api.get_run, methods=["GET"]),
         Route("/runs/{session_id}", api.cancel_run, methods=["DELETE"]),
         Route("/runs/{session_id}/events", api.events, methods=["GET"]),
+        Route("/runs/{session_id}/gates", api.gates, methods=["GET"]),
+        Route("/runs/{session_id}/gates/{gate_id}", api.decide_gate, methods=["POST"]),
         Route("/agui", api.agui, methods=["POST"]),
         Route("/agui/{architecture}", api.agui, methods=["POST"]),
     ]
@@ -292,5 +350,6 @@ def create_app(
         exception_handlers={UserError: _user_error, ValidationError: _user_error},
     )
     app.state.runs = registry
+    app.state.decisions = decisions
     app.state.token = token
     return app

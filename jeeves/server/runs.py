@@ -14,6 +14,11 @@ Invariants:
   finished record never has a task behind it;
 - `cancel()` only cancels the run's own scope; leaving the registry cancels every run.
 
+Gates: a run started with an approval policy waits on its gates live (`RunRecord.gates`,
+a `GateDesk`, is its approver). A run the server found suspended in its journal at start
+(`restore`) is held as `awaiting_approval` with no task behind it; once a decision is
+recorded, `start(..., replace=True)` resumes it from the journal under the same id.
+
 Disconnects: following is counted (`following`). By default a run outlives its
 followers and can be re-attached. With `cancel_on_disconnect=True` a run is cancelled when
 its last follower leaves before it finished; a run nobody has followed yet keeps going.
@@ -23,26 +28,76 @@ from __future__ import annotations
 
 import bisect
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import anyio
 from anyio.abc import TaskGroup
 
+from jeeves.approvals import Approvals, Decision, PendingGate
 from jeeves.architecture import Architecture
 from jeeves.budget import Budget
 from jeeves.errors import UserError
-from jeeves.events import Event
+from jeeves.events import ApprovalDecided, ApprovalRequested, Event
 from jeeves.ids import new_root_id, validate_root_id
-from jeeves.journal import error_type_name
+from jeeves.journal import Journal, error_type_name
 from jeeves.models.router import Router
+from jeeves.replay.source import register_loader
 from jeeves.runner import RunResult, stream
+from jeeves.server.gates import GateDesk
 
 __all__ = ["RunRecord", "RunRegistry", "RunStatus", "TooManyRuns"]
 
-RunStatus = Literal["running", "completed", "failed", "cancelled"]
+RunStatus = Literal["running", "completed", "failed", "cancelled", "awaiting_approval", "expired", "rejected"]
+"""`running` while the run's task goes (waiting on a live gate included); `awaiting_approval`:
+suspended at gates, held in the journal, resumed once they are decided; the rest are ends."""
+
+_ENDS: dict[str, RunStatus] = {
+    "completed": "completed",
+    "awaiting_approval": "awaiting_approval",
+    "expired": "expired",
+    "rejected": "rejected",
+    "cancelled": "cancelled",
+    "failed": "failed",
+}
+
+
+SERVED = "served"
+"""The journal source kind of a run the server started: `{"kind": "served", "name": ...}`
+names the catalog entry, so a restarted server can resume the run."""
+
+
+def _load_served(source: Mapping[str, Any]) -> Architecture:
+    raise UserError(
+        f"This run was started by a jeeves server as its architecture {source.get('name')!r}; that server "
+        f"rebuilds it to resume the run. To replay it here, pass the architecture: jeeves.replay(arch, ...) "
+        f"or `jeeves replay --spec ...`."
+    )
+
+
+register_loader(SERVED, _load_served)
+
+
+async def _suspend(journal: Journal, session_id: str) -> None:
+    """Mark a run the server stopped at its gates as awaiting them (the core wrote `cancelled`)."""
+    session = await journal.get_session(session_id)
+    if session is not None:
+        update = {
+            "status": "awaiting_gate",
+            "stop_reason": None,
+            "lease_owner": None,
+            "lease_renewed_at": None,
+        }
+        await journal.put_session(session.model_copy(update=update))
+
+
+class _Options(NamedTuple):
+    router: Router | None
+    budget: Budget | None
+    approvals: Approvals | None
+    journal: Journal | None
 
 
 class TooManyRuns(UserError):
@@ -73,6 +128,13 @@ class RunRecord:
         self._done = anyio.Event()
         self._scope: anyio.CancelScope | None = None
         self._cancel_requested = False
+        self._shutdown = False
+        self.gates = GateDesk(on_change=self._notify)
+        """The gates the run waits on live (its approver)."""
+        self.suspended: list[PendingGate] = []
+        """With status awaiting_approval: the gates the journal holds undecided."""
+        self.agui_cursor = 0
+        """The seq an AG-UI stream of this run stopped at for an interrupt (its resume continues after it)."""
 
     @property
     def finished(self) -> bool:
@@ -95,9 +157,44 @@ class RunRecord:
             return True
         return False
 
+    async def changed(self) -> None:
+        """Wait for the next change: an event, a gate arriving or leaving, the end."""
+        await self._changed.wait()
+
+    def change_token(self) -> anyio.Event:
+        """An event set at the next change after this call (take it before looking at the record)."""
+        return self._changed
+
     async def wait(self) -> None:
         """Wait until the run ended (completed, failed or cancelled)."""
         await self._done.wait()
+
+    def decided(self, gate_id: str) -> Decision | None:
+        """The decision the run recorded for `gate_id` (from its `approval.decided` event), if any."""
+        for event in reversed(self._events):
+            if isinstance(event, ApprovalDecided) and event.gate_id == gate_id:
+                return Decision(
+                    decision=event.decision,
+                    by=event.by,
+                    at=event.at,
+                    note=event.note,
+                    arguments_hash=event.arguments_hash,
+                )
+        return None
+
+    def undecided(self, upto: int) -> list[ApprovalRequested]:
+        """Gates requested at or before seq `upto` that no `approval.decided` event has decided yet."""
+        requested: dict[str, ApprovalRequested] = {}
+        for event in self._events:
+            if isinstance(event, ApprovalRequested) and event.seq <= upto:
+                requested[event.gate_id] = event
+            elif isinstance(event, ApprovalDecided):
+                requested.pop(event.gate_id, None)
+        return list(requested.values())
+
+    def pending(self) -> list[PendingGate]:
+        """Every gate of this run waiting for a decision: live ones, or those held in the journal."""
+        return self.gates.pending() if not self.finished else list(self.suspended)
 
     def cancel(self) -> bool:
         """Cancel the run if it is still running; True if it was."""
@@ -118,6 +215,9 @@ class RunRecord:
             "events": len(self._events),
             "last_seq": self.last_seq,
         }
+        pending = self.pending()
+        if pending:
+            out["pending_gates"] = [g.gate_id for g in pending]
         if self.result is not None:
             out["stop_reason"] = self.result.stop_reason
             out["output"] = self.result.text
@@ -194,6 +294,7 @@ class RunRegistry:
     ) -> bool | None:
         group, self._group = self._group, None
         assert group is not None
+        self.cancel_all()
         group.cancel_scope.cancel()
         return await group.__aexit__(exc_type, exc, tb)
 
@@ -222,8 +323,16 @@ class RunRegistry:
         session_id: str | None = None,
         router: Router | None = None,
         budget: Budget | None = None,
+        approvals: Approvals | None = None,
+        journal: Journal | None = None,
+        replace: bool = False,
     ) -> RunRecord:
         """Start `arch` on `task` in the registry's task group and return its record at once.
+
+        With `approvals` the run's gates wait on the record's `GateDesk` (its live approver);
+        with `journal` every step is recorded there, and a session id the journal holds
+        resumes (served steps are not run again). `replace=True` lets a finished record
+        with the same id (a run suspended at gates) be replaced by its resumption.
 
         Raises:
             TooManyRuns: `max_running` runs are going already.
@@ -234,7 +343,8 @@ class RunRegistry:
             raise UserError("The RunRegistry is not open; start runs inside `async with registry:`.")
         self._purge()
         sid = validate_root_id(session_id) if session_id is not None else new_root_id()
-        if sid in self._runs:
+        held = self._runs.get(sid)
+        if held is not None and not (replace and held.finished):
             raise UserError(
                 f"A run with session_id {sid!r} is already held by this server; "
                 f"use another session_id, or follow the existing run at /runs/{sid}/events."
@@ -245,8 +355,19 @@ class RunRegistry:
                 f"try again when one has ended (the limit is max_runs=, `jeeves serve --max-runs`)."
             )
         record = RunRecord(sid, name, task)
+        self._runs.pop(sid, None)  # a replaced record moves to the end: it is the newest run
         self._runs[sid] = record
-        self._group.start_soon(self._drive, record, arch, task, router, budget, name=f"jeeves run {sid}")
+        options = _Options(router, budget, approvals, journal)
+        self._group.start_soon(self._drive, record, arch, task, options, name=f"jeeves run {sid}")
+        return record
+
+    def restore(self, session_id: str, name: str, task: str, pending: list[PendingGate]) -> RunRecord:
+        """Hold a run found suspended in the journal (status `awaiting_approval`, no task behind it)."""
+        record = RunRecord(session_id, name, task)
+        record.suspended = list(pending)
+        record._finish("awaiting_approval", self._clock())
+        record.finished_at = None  # retained until resumed: its gates are still waiting
+        self._runs[session_id] = record
         return record
 
     def cancel(self, session_id: str) -> RunRecord | None:
@@ -257,8 +378,17 @@ class RunRegistry:
         return record
 
     def cancel_all(self) -> int:
-        """Cancel every run still going (a server shutting down); returns how many were."""
-        return sum(record.cancel() for record in self.running())
+        """Stop every run still going (a server shutting down); returns how many were.
+
+        A run waiting on gates is suspended, not cancelled: its record (and, with a journal,
+        its root session record) says `awaiting_approval`, so a server restarted on the
+        same journal holds it again and its gates can still be decided.
+        """
+        stopping = self.running()
+        for record in stopping:
+            record.suspended = record.gates.pending()
+            record._shutdown = True
+        return sum(record.cancel() for record in stopping)
 
     @contextmanager
     def following(self, record: RunRecord) -> Iterator[RunRecord]:
@@ -276,9 +406,7 @@ class RunRegistry:
                 record.cancel()
 
     # -- internals -----------------------------------------------------------------------
-    async def _drive(
-        self, record: RunRecord, arch: Architecture, task: str, router: Router | None, budget: Budget | None
-    ) -> None:
+    async def _drive(self, record: RunRecord, arch: Architecture, task: str, options: _Options) -> None:
         status: RunStatus = "cancelled"
         try:
             with anyio.CancelScope() as scope:
@@ -287,16 +415,32 @@ class RunRegistry:
                     scope.cancel()
                 try:
                     async with stream(
-                        arch, task, router=router, session_id=record.session_id, budget=budget
+                        arch,
+                        task,
+                        router=options.router,
+                        session_id=record.session_id,
+                        budget=options.budget,
+                        journal=options.journal,
+                        approvals=options.approvals,
+                        approver=record.gates.ask if options.approvals is not None else None,
+                        architecture_ref={"kind": SERVED, "name": record.architecture}
+                        if options.journal is not None
+                        else None,
                     ) as events:
                         async for event in events:
                             record._append(event)
                         record.result = await events.result()
-                    status = "completed"
+                    record.suspended = list(record.result.pending)
+                    status = _ENDS[record.result.status]
                 except Exception as exc:
                     record.error = exc
                     status = "failed"
         finally:
+            if status == "cancelled" and record._shutdown and record.suspended:
+                status = "awaiting_approval"
+                if options.journal is not None:
+                    with anyio.CancelScope(shield=True):
+                        await _suspend(options.journal, record.session_id)
             record._finish(status, self._clock())
 
     def _purge(self) -> None:
@@ -304,7 +448,10 @@ class RunRegistry:
         expired = [
             sid
             for sid, r in self._runs.items()
-            if r.finished_at is not None and r.followers == 0 and now - r.finished_at >= self.retention_s
+            if r.finished_at is not None
+            and r.status != "awaiting_approval"
+            and r.followers == 0
+            and now - r.finished_at >= self.retention_s
         ]
         for sid in expired:
             del self._runs[sid]

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 
 from starlette.applications import Starlette
 
+from jeeves.approvals import Approvals
 from jeeves.demo import demo_architecture, demo_router
 from jeeves.errors import UserError
 from jeeves.server.app import create_app
@@ -167,11 +168,16 @@ def serve_demo(
     max_body_bytes: int = 1_000_000,
     max_runs: int = 8,
     shutdown_s: int = 5,
+    journal: str | os.PathLike[str] | None = None,
+    approvals: Approvals | None = None,
 ) -> int:
     """`jeeves serve`: `architectures` (default: the demo) behind the viewer, SSE and AG-UI endpoints.
 
     Beyond loopback without a token (`--token`, `$JEEVES_TOKEN`) it generates one and prints
     it in the page's address; the `--host` given (unless a wildcard) is answered to as a Host.
+    With `journal` every run is recorded there, and runs left waiting at gates when the
+    server stopped (or was killed) are held again at start; `approvals` is the policy of
+    runs whose catalog entry brings none (a served spec's `[approvals]` comes with it).
     """
     if shutdown_s < 0:
         raise UserError(f"--shutdown-timeout must be >= 0 seconds, got {shutdown_s!r}.")
@@ -193,6 +199,8 @@ def serve_demo(
             allowed_hosts=hosts,
             max_body_bytes=max_body_bytes,
             max_runs=max_runs,
+            journal=journal,
+            approvals=approvals,
         )
         where = address(sock)
         print(

@@ -106,11 +106,18 @@ class EventStreamResponse(Response):
 
 
 class StreamFormat(Protocol):
-    """How a followed run is written: the opening, each event, the closing (as SSE text)."""
+    """How a followed run is written: the opening, each event, the closing (as SSE text).
+
+    `interrupt` is asked after every change of the run (an event, a gate arriving or
+    leaving): text to end the stream with while the run goes on (the AG-UI stream ends
+    when the run waits on a gate), or None to keep following.
+    """
 
     def opening(self) -> list[str]: ...
 
     def event(self, event: Event) -> list[str]: ...
+
+    def interrupt(self, record: RunRecord) -> list[str] | None: ...
 
     def closing(self, record: RunRecord) -> list[str]: ...
 
@@ -123,6 +130,9 @@ class JeevesFormat:
 
     def event(self, event: Event) -> list[str]:
         return [sse_message(event_to_json(event), id=event.seq)]
+
+    def interrupt(self, record: RunRecord) -> list[str] | None:
+        return None  # jeeves' own stream follows a run through its gates
 
     def closing(self, record: RunRecord) -> list[str]:
         summary = record.summary()
@@ -144,14 +154,21 @@ async def follow_run(
             yield chunk
         seen = after
         while True:
-            if not await record.wait_after(seen, keepalive_s):
-                yield KEEPALIVE
-                continue
+            change = record.change_token()  # taken before looking: a change while we yield is not lost
             for event in record.events_after(seen):
                 seen = event.seq
                 for chunk in fmt.event(event):
                     yield chunk
+            ending = fmt.interrupt(record)
+            if ending is not None:
+                for chunk in ending:
+                    yield chunk
+                return
             if record.finished and record.last_seq <= seen:
                 for chunk in fmt.closing(record):
                     yield chunk
                 return
+            with anyio.move_on_after(keepalive_s) as idle:
+                await change.wait()
+            if idle.cancelled_caught:
+                yield KEEPALIVE

@@ -17,6 +17,7 @@ from typing import TextIO
 
 import anyio
 
+from jeeves.approvals import Approvals
 from jeeves.architecture import Architecture
 from jeeves.budget import Budget
 from jeeves.errors import JeevesError, JournalError, MissingCredentials, UserError
@@ -176,11 +177,11 @@ async def validate_command(path: str, out: TextIO | None = None, err: TextIO | N
 
 def spec_catalog(
     paths: Sequence[str], *, offline: bool = False
-) -> dict[str, Callable[[], tuple[Architecture, Router]]]:
+) -> dict[str, Callable[[], tuple[Architecture, Router, Approvals | None]]]:
     """What `jeeves serve SPEC…` serves: each spec by its file name, built afresh for every run
-    (a fresh offline script each time) with its own routes. Every spec is loaded and built
-    now, so a bad one stops the server before it starts."""
-    catalog: dict[str, Callable[[], tuple[Architecture, Router]]] = {}
+    (a fresh offline script each time) with its own routes and its `[approvals]` policy.
+    Every spec is loaded and built now, so a bad one stops the server before it starts."""
+    catalog: dict[str, Callable[[], tuple[Architecture, Router, Approvals | None]]] = {}
     for path in paths:
         spec = load_spec(path)
         build(spec, offline=offline)
@@ -189,8 +190,13 @@ def spec_catalog(
             raise UserError(
                 f"Two specs are named {name!r} ({path!r} and another); serve files with distinct names."
             )
-        catalog[name] = functools.partial(build, spec, offline=offline)
+        catalog[name] = functools.partial(_served, spec, offline)
     return catalog
+
+
+def _served(spec: Spec, offline: bool) -> tuple[Architecture, Router, Approvals | None]:
+    arch, router = build(spec, offline=offline)
+    return arch, router, spec.approvals
 
 
 def describe_spec(spec: Spec, arch: Architecture, router: Router) -> str:

@@ -50,15 +50,18 @@ STREAMS = {
 }
 
 
-def check_well_formed(events: list[Any]) -> None:
-    """The protocol's sequencing rules, as @ag-ui/client's verifier applies them."""
+def check_well_formed(events: list[Any], earlier: list[Any] = ()) -> None:  # type: ignore[assignment]
+    """The protocol's sequencing rules, as @ag-ui/client's verifier applies them; a run that
+    resumes `earlier` (an interrupted run) may answer the tool calls that run made."""
     assert events[0].type == "RUN_STARTED"
     assert events[-1].type in ("RUN_FINISHED", "RUN_ERROR")
     assert all(e.type not in ("RUN_STARTED", "RUN_FINISHED", "RUN_ERROR") for e in events[1:-1])
     active: set[str] = set()
     finished: set[str] = set()
     open_streams: dict[str, str | None] = {}
-    owners: dict[str, str | None] = {}
+    owners: dict[str, str | None] = {
+        e.tool_call_id: getattr(e, "subagent_run_id", None) for e in earlier if e.type == "TOOL_CALL_START"
+    }
     for e in events[1:-1]:
         who = getattr(e, "subagent_run_id", None)
         if e.type == "SUBAGENT_STARTED":

@@ -204,8 +204,12 @@ def test_describe_and_catalog() -> None:
     outline = describe_spec(spec, *build(spec))
     assert outline.startswith("  codegen  actor_critic  critics: tests, review\n    actor  agent\n")
     catalog = spec_catalog([str(REPO / CODEGEN)], offline=True)
-    arch, router = catalog["codegen"]()
+    arch, router, approvals = catalog["codegen"]()
     assert arch.name == "actor_critic" and router.routes["actor"].model.startswith("scripted:")
+    assert approvals is None  # codegen has no [approvals]; refund_desk's comes with its entry
+    assert spec_catalog([str(REPO / "architectures/refund_desk.toml")], offline=True)["refund_desk"]()[2] == (
+        load_spec(REPO / "architectures/refund_desk.toml").approvals
+    )
     assert (
         catalog["codegen"]()[1].routes["default"].client is not router.routes["default"].client
     )  # fresh script
