@@ -43,8 +43,10 @@ from jeeves.events import (
     SessionCompleted,
     SessionFailed,
     SessionStarted,
+    SteeringInjected,
+    WatchdogVerdictEvent,
 )
-from jeeves.hooks import NullTracer, Tracer
+from jeeves.hooks import NullTracer, SpanHandle, Tracer
 from jeeves.ids import child_id, validate_name
 from jeeves.journal import (
     Journal,
@@ -65,7 +67,7 @@ from jeeves.models.base import Route
 from jeeves.models.fallback import complete_with_fallbacks
 from jeeves.models.router import Router
 from jeeves.redact import scrub, scrub_error
-from jeeves.steering import Intervener, Intervention, Turn
+from jeeves.steering import INJECT_STEP, Inbox, Intervener, Intervention, Turn, span_event
 
 __all__ = ["Context", "RunState", "StepResult"]
 
@@ -101,6 +103,10 @@ class RunState:
     tool_calls: dict[str, list[str]] = field(default_factory=dict)
     """Per session: the names of the tools it called, in order (replayed calls included)."""
     budget_announced: bool = False
+    inbox: Inbox = field(default_factory=Inbox)
+    """A human's messages waiting for an agent's turn boundary (`RunStream.inject`)."""
+    spans: dict[str, SpanHandle] = field(default_factory=dict)
+    """The open session span of each running session, for span events."""
     source: dict[str, Any] | None = None
     """How to rebuild the root architecture; stored in the root's session record."""
     _adapters: dict[Any, TypeAdapter[Any]] = field(default_factory=dict)
@@ -293,6 +299,49 @@ class Context:
             return None
         return await self._intervene(turn)
 
+    async def injected(self, turn: int) -> tuple[str, ...]:
+        """A human's messages for this session, taken at the boundary after `turn`.
+
+        Taken from the run's inbox as a journaled `function` step named `inject` (request:
+        the turn), made only when there are messages. A replay, or a resume that reaches
+        the boundary where the recording took messages, finds that step at this session's
+        next index and is served it; the inbox is not read then. Each message is announced
+        as `steering.injected` (source `human`) and put on this session's span.
+        """
+        state = self._state
+        served = False
+        if state.journal is not None:
+            record = await state.journal.get_step(self.session_id, self._steps)
+            served = record is not None and record.kind == "function" and record.name == INJECT_STEP
+        if not served and (state.mode == "replay" or not len(state.inbox)):
+            return ()
+        messages = state.inbox.take(self.session_id) if not served else ()
+        if not served and not messages:
+            return ()
+
+        async def take() -> list[str]:
+            return list(messages)
+
+        taken, replayed = await self.step("function", INJECT_STEP, {"turn": turn}, take, list[str])
+        for text in taken:
+            event = SteeringInjected(
+                session_id=self.session_id,
+                target_session_id=self.session_id,
+                cause="human",
+                source="human",
+                message=text,
+                replayed=replayed,
+            )
+            self.span_event(self.session_id, event)
+            await self.emit(event)
+        return tuple(taken)
+
+    def span_event(self, session_id: str, event: WatchdogVerdictEvent | SteeringInjected) -> None:
+        """Put a verdict or an injected message on session `session_id`'s span, if it is open."""
+        span = self._state.spans.get(session_id)
+        if span is not None:
+            span.add_event(*span_event(event))
+
     async def execute(self, arch: Architecture, task: str, *, index: int = 0) -> Output:
         """Run `arch` as this context's session (the runner calls this for the root)."""
         state = self._state
@@ -316,6 +365,7 @@ class Context:
         await self.emit(started)
         await self._record_session(started, "running")
         with state.tracer.session(started) as span:
+            state.spans[self.session_id] = span
             try:
                 if setup_error is not None:
                     raise setup_error
@@ -341,6 +391,7 @@ class Context:
                 await self._record_session(started, "failed", error=exc)
                 raise
             finally:
+                state.spans.pop(self.session_id, None)
                 if self._replayed:
                     span.set_attribute("jeeves.replayed_steps", self._replayed)
             usage = state.tree_usage(self.session_id)

@@ -214,10 +214,14 @@ async def run(
 
 
 class RunStream:
-    """The events of a running run; iterate with `async for`, then `await result()`."""
+    """The events of a running run; iterate with `async for`, then `await result()`.
 
-    def __init__(self, channel: EventChannel, session_id: str) -> None:
+    `inject(text)` sends a human's message into the running agents (see `inject`).
+    """
+
+    def __init__(self, channel: EventChannel, session_id: str, state: RunState | None = None) -> None:
         self._channel = channel
+        self._state = state
         self.session_id = session_id
         """The root session id."""
         self._result: RunResult | None = None
@@ -235,6 +239,43 @@ class RunStream:
                 # Keep the error's own cause (a CriticError's critic failure); drop the EndOfStream context.
                 raise self._error from self._error.__cause__
             raise StopAsyncIteration from None
+
+    def inject(self, text: str, session_id: str | None = None) -> None:
+        """Queue a human's message for an agent of this run; it is applied at that agent's
+        next turn boundary (after its current model call and tools), as a user message.
+
+        The step that applies it is journaled (`inject`), so a replay adds the same message
+        at the same turn without asking anyone; `steering.injected` (source `human`) is
+        emitted when it is applied. A message reaches only an `Agent` (a Goal's agent, an
+        ActorCritic's actor, a worker): one no agent takes before the run ends is dropped.
+
+        Args:
+            text: The message, as the agent will read it.
+            session_id: The agent session it is for (e.g. `"{root}__agent_0"`); None: the
+                first agent of the run that reaches a turn boundary.
+
+        Raises:
+            UserError: empty text, a session id outside this run, a strict replay (it asks
+                no one), or a run that has ended.
+        """
+        check_str(text, name="The injected message")
+        if not text.strip():
+            raise UserError("The injected message is empty; send the text the agent should read.")
+        root = self.session_id
+        if session_id is not None and session_id != root and not str(session_id).startswith(root + "__"):
+            raise UserError(
+                f"Session {session_id!r} is not part of run {root!r}; give one of its sessions "
+                f"(such as {root + '__agent_0'!r}) or None for the first agent that takes a turn."
+            )
+        state = self._state
+        if state is None or state.mode == "replay":
+            raise UserError(
+                f"Run {root!r} is a strict replay, which asks no one: its injected messages come from "
+                f"the journal. Resume it (mode='record') to send new ones."
+            )
+        if self._done.is_set():
+            raise UserError(f"Run {root!r} has ended; a message can only reach a running agent.")
+        state.inbox.put(text, session_id)
 
     async def result(self) -> RunResult:
         """Wait for the run to finish (reading and dropping unread events) and return its result."""
@@ -300,7 +341,7 @@ async def stream(
         channel=channel,
     )
     root = _root_context(state, arch, session_id, role)
-    handle = RunStream(channel, root.session_id)
+    handle = RunStream(channel, root.session_id, state)
 
     async def produce() -> None:
         try:
