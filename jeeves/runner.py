@@ -32,7 +32,7 @@ from jeeves.models.base import ModelClient, Route
 from jeeves.models.router import Router
 from jeeves.replay.api import attach, close_journal, offline_router, open_journal, plan_replay
 
-__all__ = ["RunResult", "RunStream", "replay", "run", "stream"]
+__all__ = ["RunResult", "RunStream", "check_injection", "replay", "run", "stream"]
 
 ModelLike = str | Route | ModelClient
 JournalLike = Journal | str | os.PathLike[str]
@@ -213,6 +213,21 @@ async def run(
     return await _execute(state, root, arch, task, journal, architecture_ref)
 
 
+def check_injection(root: str, text: object, session_id: object) -> None:
+    """Refuse a human's message that no agent of run `root` could take (`RunStream.inject`)."""
+    check_str(text, name="The injected message")
+    assert isinstance(text, str)
+    if not text.strip():
+        raise UserError("The injected message is empty; send the text the agent should read.")
+    if session_id is not None and (
+        not isinstance(session_id, str) or (session_id != root and not session_id.startswith(root + "__"))
+    ):
+        raise UserError(
+            f"Session {session_id!r} is not part of run {root!r}; give one of its sessions "
+            f"(such as {root + '__agent_0'!r}) or None for the first agent that takes a turn."
+        )
+
+
 class RunStream:
     """The events of a running run; iterate with `async for`, then `await result()`.
 
@@ -258,15 +273,8 @@ class RunStream:
             UserError: empty text, a session id outside this run, a strict replay (it asks
                 no one), or a run that has ended.
         """
-        check_str(text, name="The injected message")
-        if not text.strip():
-            raise UserError("The injected message is empty; send the text the agent should read.")
+        check_injection(self.session_id, text, session_id)
         root = self.session_id
-        if session_id is not None and session_id != root and not str(session_id).startswith(root + "__"):
-            raise UserError(
-                f"Session {session_id!r} is not part of run {root!r}; give one of its sessions "
-                f"(such as {root + '__agent_0'!r}) or None for the first agent that takes a turn."
-            )
         state = self._state
         if state is None or state.mode == "replay":
             raise UserError(

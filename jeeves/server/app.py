@@ -8,6 +8,8 @@ Routes (all JSON errors are `{"error": message}`):
 - `POST /runs` `{architecture, task, session_id?}` → 201 `{session_id, events}`.
 - `GET /runs/{id}/events` the run's jeeves events as SSE (`Last-Event-ID` resumes).
 - `DELETE /runs/{id}` cancel a run.
+- `POST /runs/{id}/messages` `{text, session_id?}` → 202: a human's message for the run's
+  agents, applied at the next turn boundary (`RunStream.inject`); 409 once the run ended.
 - `POST /agui`, `POST /agui/{architecture}` an AG-UI RunAgentInput → AG-UI events (SSE).
 
 Safe by default: `serve` binds 127.0.0.1 and refuses any other address without a token;
@@ -43,7 +45,7 @@ from jeeves.errors import UserError
 from jeeves.server.agui_stream import AguiFormat, task_from_input
 from jeeves.server.catalog import ArchitectureLike, Catalog, RouterLike, UnknownArchitecture
 from jeeves.server.guard import RequestGuard, host_names
-from jeeves.server.runs import RunRecord, RunRegistry, TooManyRuns
+from jeeves.server.runs import RunNotRunning, RunRecord, RunRegistry, TooManyRuns
 from jeeves.server.sse import BadLastEventId, EventStreamResponse, JeevesFormat, follow_run, last_event_id
 from jeeves.server.viewer import viewer_routes
 
@@ -58,6 +60,17 @@ class StartRun(BaseModel):
     architecture: str
     task: str
     session_id: str | None = None
+
+
+class SendMessage(BaseModel):
+    """The body of `POST /runs/{id}/messages`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str
+    """The message, as the agent will read it."""
+    session_id: str | None = None
+    """The agent session it is for; unset, the first agent that reaches a turn boundary."""
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -136,6 +149,14 @@ class _Api:
         cancelled = record.cancel()
         return JSONResponse({"session_id": record.session_id, "cancelled": cancelled}, status_code=202)
 
+    async def send_message(self, request: Request) -> Response:
+        record = self._record(request)
+        body = SendMessage.model_validate(await _json(request))
+        record.inject(body.text, body.session_id)
+        return JSONResponse(
+            {"session_id": record.session_id, "target": body.session_id, "queued": True}, status_code=202
+        )
+
     async def events(self, request: Request) -> Response:
         record = self._record(request)
         after = last_event_id(request)
@@ -195,6 +216,7 @@ async def _user_error(request: Request, exc: Exception) -> Response:
         _NotFound: 404,
         UnknownArchitecture: 404,
         _Conflict: 409,
+        RunNotRunning: 409,
         _BadJson: 400,
         BadLastEventId: 400,
     }
@@ -266,6 +288,7 @@ def create_app(
         Route("/runs/{session_id}", api.get_run, methods=["GET"]),
         Route("/runs/{session_id}", api.cancel_run, methods=["DELETE"]),
         Route("/runs/{session_id}/events", api.events, methods=["GET"]),
+        Route("/runs/{session_id}/messages", api.send_message, methods=["POST"]),
         Route("/agui", api.agui, methods=["POST"]),
         Route("/agui/{architecture}", api.agui, methods=["POST"]),
     ]

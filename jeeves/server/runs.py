@@ -38,11 +38,15 @@ from jeeves.events import Event
 from jeeves.ids import new_root_id, validate_root_id
 from jeeves.journal import error_type_name
 from jeeves.models.router import Router
-from jeeves.runner import RunResult, stream
+from jeeves.runner import RunResult, RunStream, check_injection, stream
 
-__all__ = ["RunRecord", "RunRegistry", "RunStatus", "TooManyRuns"]
+__all__ = ["RunNotRunning", "RunRecord", "RunRegistry", "RunStatus", "TooManyRuns"]
 
 RunStatus = Literal["running", "completed", "failed", "cancelled"]
+
+
+class RunNotRunning(UserError):
+    """A message was sent to a run that is not running."""
 
 
 class TooManyRuns(UserError):
@@ -73,6 +77,9 @@ class RunRecord:
         self._done = anyio.Event()
         self._scope: anyio.CancelScope | None = None
         self._cancel_requested = False
+        self._stream: RunStream | None = None
+        self._early: list[tuple[str, str | None]] = []
+        """Messages sent before the run's stream existed, handed to it when it does."""
 
     @property
     def finished(self) -> bool:
@@ -107,6 +114,29 @@ class RunRecord:
         if self._scope is not None:
             self._scope.cancel()
         return True
+
+    def inject(self, text: str, session_id: str | None = None) -> None:
+        """Queue a human's message for the run's agents (`RunStream.inject`).
+
+        Raises:
+            RunNotRunning: the run has ended.
+            UserError: `RunStream.inject` refused the message (empty, another run's session).
+        """
+        if self.finished:
+            raise RunNotRunning(
+                f"Run {self.session_id!r} has ended; a message can only reach a running agent."
+            )
+        check_injection(self.session_id, text, session_id)
+        if self._stream is None:  # started, but its task has not opened the stream yet
+            self._early.append((text, session_id))
+        else:
+            self._stream.inject(text, session_id)
+
+    def _attach(self, stream: RunStream) -> None:
+        self._stream = stream
+        for text, session_id in self._early:
+            stream.inject(text, session_id)
+        self._early.clear()
 
     def summary(self) -> dict[str, Any]:
         """What `GET /runs` shows: JSON-able, with no configuration in it (no routes, no keys)."""
@@ -289,6 +319,7 @@ class RunRegistry:
                     async with stream(
                         arch, task, router=router, session_id=record.session_id, budget=budget
                     ) as events:
+                        record._attach(events)
                         async for event in events:
                             record._append(event)
                         record.result = await events.result()
