@@ -148,6 +148,8 @@ class Goal:
         threshold = check_number(threshold, name="Goal(threshold=)", minimum=0, maximum=1)
         max_stuck = check_int(max_stuck, name="Goal(max_stuck=)", minimum=1)
         self.goal = goal.strip()
+        self.base_agent = agent
+        """The agent as given; `agent` is it with the goal's instructions and tools added."""
         self.success = build_critic(success)
         self.watchdog = watchdog
         self.stop = stop if stop is not None else MaxToolCalls(100)

@@ -26,7 +26,15 @@ from jeeves.models.router import Router
 from jeeves.runner import RunResult, stream
 from jeeves.spec.build import build
 from jeeves.spec.load import join_key_path, load_spec
-from jeeves.spec.models import ActorCriticSpec, AgentSpec, ArchSpec, SelfRefineSpec, Spec, SupervisorSpec
+from jeeves.spec.models import (
+    ActorCriticSpec,
+    AgentSpec,
+    ArchSpec,
+    GoalSpec,
+    SelfRefineSpec,
+    Spec,
+    SupervisorSpec,
+)
 from jeeves.spec.routes import RoutedCall, callers, routing
 from jeeves.spec.source import spec_source
 from jeeves.terminal import follow, spend_lines
@@ -250,3 +258,8 @@ def _outline(arch: ArchSpec, role: str, depth: int, lines: list[str]) -> None:
         lines.append(f"{pad}{role}  supervisor")
         for name, worker in arch.workers.items():
             _outline(worker, name, depth + 1, lines)
+    elif isinstance(arch, GoalSpec):
+        success = ", ".join(c.name or c.type for c in arch.success)
+        watchdog = f"  watchdog: every {arch.watchdog.every}" if arch.watchdog else ""
+        lines.append(f"{pad}{role}  goal  success: {success}{watchdog}")
+        _outline(arch.agent, "agent", depth + 1, lines)

@@ -26,13 +26,17 @@ from jeeves.spec.models import (
     CodeCriticSpec,
     DemoSpec,
     FunctionCriticSpec,
+    GoalSpec,
     LLMCriticSpec,
     ReplySpec,
     RouteSpec,
     SelfRefineSpec,
     Spec,
+    StopSpec,
+    StopWhenSpec,
     SupervisorSpec,
     ToolCallSpec,
+    WatchdogSpec,
 )
 
 __all__ = ["BEGIN", "END", "SECTIONS", "reference_markdown", "update_page"]
@@ -46,6 +50,10 @@ SECTIONS: list[tuple[str, type[BaseModel]]] = [
     ('`type = "actor_critic"`', ActorCriticSpec),
     ('`type = "self_refine"`', SelfRefineSpec),
     ('`type = "supervisor"`', SupervisorSpec),
+    ('`type = "goal"`', GoalSpec),
+    ("A goal's `[watchdog]`", WatchdogSpec),
+    ("Stop conditions: `stop`", StopSpec),
+    ("A `when` table", StopWhenSpec),
     ('Critic `type = "llm"`', LLMCriticSpec),
     ('Critic `type = "code"`', CodeCriticSpec),
     ('Critic `type = "citations"`', CitationCriticSpec),

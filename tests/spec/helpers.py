@@ -29,3 +29,13 @@ def no_todo(task: str, output: str) -> bool:
 
 
 NOT_A_FUNCTION = 42
+
+
+def past_ten_tool_calls(state: object) -> bool:
+    """A stop function: true once ten tool calls were made."""
+    return getattr(state, "tool_calls", 0) >= 10
+
+
+def box_is_fixed(task: str, output: str) -> bool:
+    """A success check for goal specs."""
+    return "fixed" in output
