@@ -51,8 +51,8 @@ from jeeves.spec.models import (
 )
 from jeeves.spec.routes import callers, unmatched_key
 from jeeves.spec.stop import stop_spec
-from jeeves.stop import MaxToolCalls, StopCondition
 from jeeves.spec.toml import to_toml
+from jeeves.stop import MaxToolCalls, StopCondition
 from jeeves.tools import Tool
 
 __all__ = ["dump", "dumps", "spec_dict", "spec_of"]
