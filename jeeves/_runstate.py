@@ -18,10 +18,11 @@ from pydantic import TypeAdapter
 from jeeves.budget import BudgetMeter
 from jeeves.channel import EventChannel
 from jeeves.gating import Approvals, Approver, PendingGate
-from jeeves.hooks import NullTracer, Tracer
+from jeeves.hooks import NullTracer, SpanHandle, Tracer
 from jeeves.journal import Journal, JournalMode
 from jeeves.messages import Usage, UsageTally
 from jeeves.models.router import Router
+from jeeves.steering import Inbox
 
 __all__ = ["RunState", "StepResult", "Suspension", "lease_owner"]
 
@@ -107,6 +108,10 @@ class RunState:
     tool_calls: dict[str, list[str]] = field(default_factory=dict)
     """Per session: the names of the tools it called, in order (replayed calls included)."""
     budget_announced: bool = False
+    inbox: Inbox = field(default_factory=Inbox)
+    """A human's messages waiting for an agent's turn boundary (`RunStream.inject`)."""
+    spans: dict[str, SpanHandle] = field(default_factory=dict)
+    """The open session span of each running session, for span events."""
     source: dict[str, Any] | None = None
     """How to rebuild the root architecture; stored in the root's session record."""
     approvals: Approvals | None = None

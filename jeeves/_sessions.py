@@ -62,6 +62,7 @@ class Sessions(StepsCore):
         await self.emit(started)
         await self._record_session(started, "in_progress")
         with state.tracer.session(started) as span:
+            state.spans[self.session_id] = span
             try:
                 if setup_error is not None:
                     raise setup_error
@@ -88,6 +89,7 @@ class Sessions(StepsCore):
                 await self._record_session(started, ended, error=exc)  # type: ignore[arg-type]
                 raise
             finally:
+                state.spans.pop(self.session_id, None)
                 if self._replayed:
                     span.set_attribute("jeeves.replayed_steps", self._replayed)
             usage = state.tree_usage(self.session_id)

@@ -110,6 +110,18 @@ def _turn(
     return Turn(ctx.session_id, index, text, steps, final=not calls)
 
 
+async def _between_turns(ctx: Context, turn: Turn) -> tuple[str | None, tuple[str, ...]]:
+    """At a turn boundary: the intervener's stop reason, or the messages to add before the
+    next model call (the intervener's, then a human's from the run's inbox)."""
+    added: tuple[str, ...] = ()
+    if ctx.steered:
+        steer = await ctx.intervention(turn)
+        if steer is not None and steer.stop is not None:
+            return steer.stop, ()
+        added = steer.messages if steer is not None else ()
+    return None, added + await ctx.injected(turn.turn)
+
+
 class Agent:
     """A model with instructions and tools.
 
@@ -208,14 +220,13 @@ class Agent:
                     Message(role="tool", content=o.text, tool_call_id=c.id, name=c.name)
                     for c, o in zip(response.tool_calls, outcomes, strict=True)
                 )
-            if ctx.steered:
-                turn = _turn(ctx, _turn_index, response.text, response.tool_calls, outcomes)
-                steer = await ctx.intervention(turn)
-                if steer is not None and steer.stop is not None:
-                    return Output.of(last_text, stop_reason=steer.stop)
-                if steer is not None and steer.messages:
-                    messages.extend(Message.user(m) for m in steer.messages)
-                    continue
+            turn = _turn(ctx, _turn_index, response.text, response.tool_calls, outcomes)
+            stop, added = await _between_turns(ctx, turn)
+            if stop is not None:
+                return Output.of(last_text, stop_reason=stop)
+            if added:
+                messages.extend(Message.user(m) for m in added)
+                continue
             if response.tool_calls:
                 continue
             if self._adapter is None:

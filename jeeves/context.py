@@ -29,10 +29,11 @@ from jeeves._model_calls import ModelCalls
 from jeeves._runstate import RunState, StepResult
 from jeeves._sessions import Sessions
 from jeeves.architecture import Architecture, Output
+from jeeves.events import SteeringInjected, WatchdogVerdictEvent
 from jeeves.hooks import Tracer
 from jeeves.ids import child_id, validate_name
 from jeeves.messages import Usage
-from jeeves.steering import Intervener, Intervention, Turn
+from jeeves.steering import INJECT_STEP, Intervener, Intervention, Turn, span_event
 
 __all__ = ["Context", "RunState", "StepResult"]
 
@@ -89,6 +90,49 @@ class Context(Sessions, ModelCalls, Gates):
         if self._intervene is None:
             return None
         return await self._intervene(turn)
+
+    async def injected(self, turn: int) -> tuple[str, ...]:
+        """A human's messages for this session, taken at the boundary after `turn`.
+
+        Taken from the run's inbox as a journaled `function` step named `inject` (request:
+        the turn), made only when there are messages. A replay, or a resume that reaches
+        the boundary where the recording took messages, finds that step at this session's
+        next index and is served it; the inbox is not read then. Each message is announced
+        as `steering.injected` (source `human`) and put on this session's span.
+        """
+        state = self._state
+        served = False
+        if state.journal is not None:
+            record = await state.journal.get_step(self.session_id, self._steps)
+            served = record is not None and record.kind == "function" and record.name == INJECT_STEP
+        if not served and (state.mode == "replay" or not len(state.inbox)):
+            return ()
+        messages = state.inbox.take(self.session_id) if not served else ()
+        if not served and not messages:
+            return ()
+
+        async def take() -> list[str]:
+            return list(messages)
+
+        taken, replayed = await self.step("function", INJECT_STEP, {"turn": turn}, take, list[str])
+        for text in taken:
+            event = SteeringInjected(
+                session_id=self.session_id,
+                target_session_id=self.session_id,
+                cause="human",
+                source="human",
+                message=text,
+                replayed=replayed,
+            )
+            self.span_event(self.session_id, event)
+            await self.emit(event)
+        return tuple(taken)
+
+    def span_event(self, session_id: str, event: WatchdogVerdictEvent | SteeringInjected) -> None:
+        """Put a verdict or an injected message on session `session_id`'s span, if it is open."""
+        span = self._state.spans.get(session_id)
+        if span is not None:
+            span.add_event(*span_event(event))
 
     @property
     def tracer(self) -> Tracer:

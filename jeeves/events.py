@@ -300,8 +300,11 @@ class SteeringInjected(BaseEvent):
     target_session_id: str
     """The agent session whose conversation got the message."""
     cause: str
-    """Why: `stuck`, `misled`, `verification_failed`, or another steering source's name."""
+    """Why: `stuck`, `misled`, `verification_failed`, `human`, or another steering source's name."""
     message: str
+    source: str = "goal"
+    """Who steered: `goal` (its watchdog or success check), `human` (`RunStream.inject`,
+    `POST /runs/{id}/messages`), or another wrapper's name."""
 
 
 class PlanVerified(BaseEvent):

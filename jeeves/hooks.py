@@ -15,10 +15,14 @@ Besides what the hook arguments carry, the kernel sets these on open spans:
   audit's verdict; `jeeves.replayed_steps` when steps were served from a journal;
 - tool: `gen_ai.tool.call.result` (the tool's output, which is content: a tracer that
   does not capture content drops it) and `error.type` when the tool reported an error.
+
+And these span events (`SpanHandle.add_event`), on the watched agent's session span:
+`jeeves.watchdog.verdict` and `jeeves.steering.injected` (attributes: `jeeves.steering.span_event`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Protocol
 
@@ -29,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["NullSpan", "NullTracer", "SpanHandle", "Tracer", "default_tracer", "set_default_tracer"]
 
 AttributeValue = str | bool | int | float
+EventAttributes = Mapping[str, AttributeValue | tuple[str, ...]]
 
 
 class SpanHandle(Protocol):
@@ -39,6 +44,8 @@ class SpanHandle(Protocol):
     def record_response(self, response: ModelResponse) -> None: ...
 
     def record_error(self, error: BaseException) -> None: ...
+
+    def add_event(self, name: str, attributes: EventAttributes) -> None: ...
 
 
 class Tracer(Protocol):
@@ -65,6 +72,9 @@ class NullSpan:
         pass
 
     def record_error(self, error: BaseException) -> None:
+        pass
+
+    def add_event(self, name: str, attributes: EventAttributes) -> None:
         pass
 
 

@@ -35,7 +35,7 @@ from jeeves.models.base import ModelClient, Route
 from jeeves.models.router import Router
 from jeeves.replay.api import attach, close_journal, offline_router, open_journal, plan_replay
 
-__all__ = ["RunResult", "RunStatus", "RunStream", "replay", "resume", "run", "stream"]
+__all__ = ["RunResult", "RunStatus", "RunStream", "check_injection", "replay", "resume", "run", "stream"]
 
 RunStatus = Literal["completed", "awaiting_approval", "failed", "expired", "rejected", "cancelled"]
 
@@ -278,11 +278,30 @@ async def run(
     return await _execute(state, root, arch, task, journal, architecture_ref, session_ttl_s)
 
 
-class RunStream:
-    """The events of a running run; iterate with `async for`, then `await result()`."""
+def check_injection(root: str, text: object, session_id: object) -> None:
+    """Refuse a human's message that no agent of run `root` could take (`RunStream.inject`)."""
+    check_str(text, name="The injected message")
+    assert isinstance(text, str)
+    if not text.strip():
+        raise UserError("The injected message is empty; send the text the agent should read.")
+    if session_id is not None and (
+        not isinstance(session_id, str) or (session_id != root and not session_id.startswith(root + "__"))
+    ):
+        raise UserError(
+            f"Session {session_id!r} is not part of run {root!r}; give one of its sessions "
+            f"(such as {root + '__agent_0'!r}) or None for the first agent that takes a turn."
+        )
 
-    def __init__(self, channel: EventChannel, session_id: str) -> None:
+
+class RunStream:
+    """The events of a running run; iterate with `async for`, then `await result()`.
+
+    `inject(text)` sends a human's message into the running agents (see `inject`).
+    """
+
+    def __init__(self, channel: EventChannel, session_id: str, state: RunState | None = None) -> None:
         self._channel = channel
+        self._state = state
         self.session_id = session_id
         """The root session id."""
         self._result: RunResult | None = None
@@ -300,6 +319,36 @@ class RunStream:
                 # Keep the error's own cause (a CriticError's critic failure); drop the EndOfStream context.
                 raise self._error from self._error.__cause__
             raise StopAsyncIteration from None
+
+    def inject(self, text: str, session_id: str | None = None) -> None:
+        """Queue a human's message for an agent of this run; it is applied at that agent's
+        next turn boundary (after its current model call and tools), as a user message.
+
+        The step that applies it is journaled (`inject`), so a replay adds the same message
+        at the same turn without asking anyone; `steering.injected` (source `human`) is
+        emitted when it is applied. A message reaches only an `Agent` (a Goal's agent, an
+        ActorCritic's actor, a worker): one no agent takes before the run ends is dropped.
+
+        Args:
+            text: The message, as the agent will read it.
+            session_id: The agent session it is for (e.g. `"{root}__agent_0"`); None: the
+                first agent of the run that reaches a turn boundary.
+
+        Raises:
+            UserError: empty text, a session id outside this run, a strict replay (it asks
+                no one), or a run that has ended.
+        """
+        check_injection(self.session_id, text, session_id)
+        root = self.session_id
+        state = self._state
+        if state is None or state.mode == "replay":
+            raise UserError(
+                f"Run {root!r} is a strict replay, which asks no one: its injected messages come from "
+                f"the journal. Resume it (mode='record') to send new ones."
+            )
+        if self._done.is_set():
+            raise UserError(f"Run {root!r} has ended; a message can only reach a running agent.")
+        state.inbox.put(text, session_id)
 
     async def result(self) -> RunResult:
         """Wait for the run to finish (reading and dropping unread events) and return its result."""
@@ -372,7 +421,7 @@ async def stream(
     if progress_s is not None:
         state.progress_interval_s = check_number(progress_s, name="progress_s", minimum=0)
     root = _root_context(state, arch, session_id, role)
-    handle = RunStream(channel, root.session_id)
+    handle = RunStream(channel, root.session_id, state)
 
     async def produce() -> None:
         try:

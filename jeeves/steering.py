@@ -15,15 +15,26 @@ model call, a success critic) goes through journaled steps and child sessions, s
 served from the journal and decides the same. A hook must therefore decide only from the
 turns it was shown and from what it ran through the context, never from a clock or other
 outside state it did not journal.
+
+A human's messages (`RunStream.inject`, `POST /runs/{id}/messages`) use the same turn
+boundary but come from outside the run: they wait in the run's `Inbox` and the first agent
+turn boundary they are meant for takes them, after the intervener, as a journaled
+`function` step named `inject`. That step, not the inbox, is what a replay reads, so a
+replay adds the same messages at the same turn without asking anyone.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeAlias
 
-__all__ = ["Intervener", "Intervention", "ToolStep", "Turn"]
+from jeeves.events import SteeringInjected, WatchdogVerdictEvent
+
+__all__ = ["INJECT_STEP", "Inbox", "Intervener", "Intervention", "ToolStep", "Turn", "span_event"]
+
+INJECT_STEP = "inject"
+"""The name of the journaled step that applies a human's messages at a turn boundary."""
 
 
 @dataclass(frozen=True)
@@ -65,3 +76,57 @@ class Intervention:
 
 Intervener: TypeAlias = Callable[[Turn], Awaitable[Intervention | None]]
 """An async function of a turn; None means nothing to add."""
+
+
+@dataclass
+class Inbox:
+    """Messages a human sent into a live run, waiting for an agent's next turn boundary.
+
+    A message names the agent session it is for, or None for whichever agent reaches a
+    turn boundary first. Taking is synchronous, so two agents never take the same message.
+    """
+
+    _pending: list[tuple[str | None, str]] = field(default_factory=list)
+
+    def put(self, text: str, session_id: str | None = None) -> None:
+        self._pending.append((session_id, text))
+
+    def take(self, session_id: str) -> tuple[str, ...]:
+        """The messages for `session_id` (and those for anyone), in the order they were sent."""
+        if not self._pending:
+            return ()
+        mine = [text for target, text in self._pending if target in (None, session_id)]
+        if mine:
+            self._pending = [(t, m) for t, m in self._pending if t not in (None, session_id)]
+        return tuple(mine)
+
+    def __len__(self) -> int:
+        return len(self._pending)
+
+
+SpanValue: TypeAlias = str | bool | int | float | tuple[str, ...]
+
+
+def span_event(event: WatchdogVerdictEvent | SteeringInjected) -> tuple[str, dict[str, SpanValue]]:
+    """The OpenTelemetry span event (name, attributes) for a verdict or an injected message.
+
+    They go on the watched agent's `invoke_agent` span. `jeeves.watchdog.window` and
+    `jeeves.steering.message` carry tool data and text: a tracer drops them unless content
+    capture is on.
+    """
+    if isinstance(event, WatchdogVerdictEvent):
+        return "jeeves.watchdog.verdict", {
+            "jeeves.watchdog.verdict": event.verdict,
+            "jeeves.watchdog.reason": event.reason,
+            "jeeves.watchdog.source": event.source,
+            "jeeves.watchdog.obtained": event.obtained,
+            "jeeves.watchdog.firing": event.firing,
+            "jeeves.watchdog.step": event.step,
+            "jeeves.watchdog.window": tuple(event.window),
+            "jeeves.watchdog.session.id": event.session_id,
+        }
+    return "jeeves.steering.injected", {
+        "jeeves.steering.source": event.source,
+        "jeeves.steering.cause": event.cause,
+        "jeeves.steering.message": event.message,
+    }

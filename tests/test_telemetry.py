@@ -603,3 +603,54 @@ async def test_a_provider_error_quoting_the_key_is_scrubbed_on_the_span() -> Non
     assert chat.status.description == "ProviderError: 401: key <redacted> is not valid"
     for span in traced.spans:
         assert SECRET not in json.dumps(attrs(span)) + event_text(span) + str(span.status.description)
+
+
+# -- watchdog verdicts and steering ----------------------------------------------------------
+def _watched_goal() -> tuple[jeeves.Goal, ScriptedModel]:
+    @tool
+    def restart(name: str) -> str:
+        """Restart a service."""
+        return f"{name} restarted"
+
+    agent = Agent("You operate a box.", tools=[restart], max_turns=10)
+    again = call("restart", {"name": "web"})
+    model = ScriptedModel(
+        {
+            "agent": [
+                Reply(tool_calls=[again]),
+                Reply(tool_calls=[again]),
+                Reply(tool_calls=[call("claim_complete", {"report": "restarted"})]),
+            ]
+        }
+    )
+    goal = jeeves.Goal(
+        agent,
+        goal="web answers 200",
+        success=lambda task, output: True,
+        watchdog=jeeves.Watchdog(every=0, repeat_limit=2),
+    )
+    return goal, model
+
+
+@pytest.mark.parametrize("capture", [False, True])
+async def test_watchdog_verdicts_and_steering_are_events_on_the_agents_span(capture: bool) -> None:
+    traced = Traced(capture_content=capture)
+    goal, model = _watched_goal()
+    result = await jeeves.run(goal, "Fix web.", model=model, session_id="ops", tracer=traced.tracer)
+    assert result.stop_reason == "verified"
+    agent_span = traced.named("invoke_agent agent")
+    assert attrs(agent_span)["jeeves.session.id"] == "ops__agent_0"
+    events = [(e.name, dict(e.attributes or {})) for e in agent_span.events]
+    assert [name for name, _ in events] == ["jeeves.watchdog.verdict", "jeeves.steering.injected"]
+    verdict, steering = events[0][1], events[1][1]
+    assert verdict["jeeves.watchdog.verdict"] == "STUCK"
+    assert verdict["jeeves.watchdog.source"] == "signal"
+    assert "restart with the same arguments 2 times" in str(verdict["jeeves.watchdog.reason"])
+    assert verdict["jeeves.watchdog.session.id"] == "ops"
+    assert (steering["jeeves.steering.cause"], steering["jeeves.steering.source"]) == ("stuck", "goal")
+    # The window (tool arguments and results) and the message are content: kept only on capture.
+    assert ("jeeves.watchdog.window" in verdict) is capture
+    assert ("jeeves.steering.message" in steering) is capture
+    if capture:
+        assert list(verdict["jeeves.watchdog.window"])[0].startswith('restart({"name": "web"})')
+    assert not traced.named("invoke_agent goal").events

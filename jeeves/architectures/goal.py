@@ -148,6 +148,8 @@ class Goal:
         threshold = check_number(threshold, name="Goal(threshold=)", minimum=0, maximum=1)
         max_stuck = check_int(max_stuck, name="Goal(max_stuck=)", minimum=1)
         self.goal = goal.strip()
+        self.base_agent = agent
+        """The agent as given; `agent` is it with the goal's instructions and tools added."""
         self.success = build_critic(success)
         self.watchdog = watchdog
         self.stop = stop if stop is not None else MaxToolCalls(100)
@@ -202,6 +204,8 @@ class _GoalRun:
     stuck_in_row: int = 0
     report: str = ""
     last_text: str = ""
+    agent_session: str = ""
+    """The watched agent's session: verdicts and injected messages go on its span."""
     started: float = field(default_factory=time.monotonic)
 
     def output(self, stop_reason: str, text: str) -> GoalOutput:
@@ -216,6 +220,7 @@ class _GoalRun:
         )
 
     async def after_turn(self, turn: Turn) -> Intervention | None:
+        self.agent_session = turn.session_id
         self.last_text = turn.text or self.last_text
         transient = [s for s in turn.steps if s.name in TRANSIENT]
         self.steps.extend(s for s in turn.steps if s.name not in TRANSIENT)
@@ -250,14 +255,14 @@ class _GoalRun:
         if reason is not None:
             return Intervention(stop=reason)
         for cause, message in messages:
-            await self.ctx.emit(
-                SteeringInjected(
-                    session_id=self.ctx.session_id,
-                    target_session_id=turn.session_id,
-                    cause=cause,
-                    message=message,
-                )
+            event = SteeringInjected(
+                session_id=self.ctx.session_id,
+                target_session_id=turn.session_id,
+                cause=cause,
+                message=message,
             )
+            self.ctx.span_event(turn.session_id, event)
+            await self.ctx.emit(event)
         return Intervention(messages=tuple(m for _, m in messages))
 
     async def _watch(self) -> WatchdogFiring | None:
@@ -307,7 +312,9 @@ class _GoalRun:
             window=[describe_step(s, preview) for s in window],
         )
         self.firings.append(firing)
-        await self.ctx.emit(WatchdogVerdictEvent(session_id=self.ctx.session_id, **firing.model_dump()))
+        event = WatchdogVerdictEvent(session_id=self.ctx.session_id, **firing.model_dump())
+        self.ctx.span_event(self.agent_session, event)
+        await self.ctx.emit(event)
         return firing
 
     async def _verify(self, turn: Turn) -> Verdict:

@@ -9,7 +9,8 @@ A run is one AG-UI run; every session below the root is one AG-UI subagent run:
   `delegation.started` (so a Supervisor emits it before it runs the worker);
 - model text becomes TEXT_MESSAGE_START/CONTENT/END, tool calls TOOL_CALL_START/ARGS/END
   and TOOL_CALL_RESULT, and every other jeeves fact (critiques, rounds, delegations,
-  budget, retries) a CUSTOM event named after the jeeves event type, its JSON as value.
+  budget, retries, watchdog verdicts, steering) a CUSTOM event named `jeeves.<event type>`
+  (`jeeves.critique`, `jeeves.watchdog.verdict`), its JSON as value.
 
 Ids are derived, never drawn: message `{session}/step-{n}` (`.{attempt}` after a retry),
 tool call `{session}/{call id}` (scripted and some provider ids repeat across sessions,
@@ -81,7 +82,16 @@ from jeeves.messages import Usage
 from jeeves.server.gates import response_schema
 from jeeves.server.runs import RunRecord
 
-__all__ = ["AguiMapper"]
+__all__ = ["CUSTOM_PREFIX", "AguiMapper", "custom_name"]
+
+CUSTOM_PREFIX = "jeeves."
+"""Every CUSTOM event jeeves sends is named `jeeves.<event type>`: AG-UI CUSTOM names are one
+flat space shared with the client's other agents and middleware (docs/design.md)."""
+
+
+def custom_name(event: Event) -> str:
+    """The AG-UI CUSTOM name of a jeeves event: `jeeves.critique`, `jeeves.watchdog.verdict`."""
+    return CUSTOM_PREFIX + event.type
 
 
 class AguiMapper:
@@ -257,7 +267,7 @@ class AguiMapper:
 
     def _custom(self, event: Event) -> CustomEvent:
         return CustomEvent(
-            name=event.type,
+            name=custom_name(event),
             value=event.model_dump(mode="json"),
             subagent_run_id=self._attribution(event.session_id),
             timestamp=int(event.ts * 1000),

@@ -14,6 +14,8 @@ Routes (all JSON errors are `{"error": message}`):
 - `GET /runs/{id}/gates` the run's gates waiting for a decision (a JSON list of PendingGate).
 - `POST /runs/{id}/gates/{gate_id}` `{decision, by, note?, arguments_hash}` → 200 with the
   Decision; 404 unknown gate, 409 already decided, expired, or other arguments' hash.
+- `POST /runs/{id}/messages` `{text, session_id?}` → 202: a human's message for the run's
+  agents, applied at the next turn boundary (`RunStream.inject`); 409 once the run ended.
 
 With `approvals=` every run's gated tool calls wait for a decision sent here (up to the
 gate's TTL). With `journal=` every run is recorded there, and a server restarted on the same
@@ -61,7 +63,7 @@ from jeeves.server.catalog import ArchitectureLike, Catalog, RouterLike, Unknown
 from jeeves.server.decisions import Decisions
 from jeeves.server.gates import DecisionBody
 from jeeves.server.guard import RequestGuard, host_names
-from jeeves.server.runs import RunRecord, RunRegistry, TooManyRuns
+from jeeves.server.runs import RunNotRunning, RunRecord, RunRegistry, TooManyRuns
 from jeeves.server.sse import BadLastEventId, EventStreamResponse, JeevesFormat, follow_run, last_event_id
 from jeeves.server.viewer import viewer_routes
 
@@ -76,6 +78,17 @@ class StartRun(BaseModel):
     architecture: str
     task: str
     session_id: str | None = None
+
+
+class SendMessage(BaseModel):
+    """The body of `POST /runs/{id}/messages`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str
+    """The message, as the agent will read it."""
+    session_id: str | None = None
+    """The agent session it is for; unset, the first agent that reaches a turn boundary."""
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -161,6 +174,14 @@ class _Api:
         cancelled = record.cancel()
         return JSONResponse({"session_id": record.session_id, "cancelled": cancelled}, status_code=202)
 
+    async def send_message(self, request: Request) -> Response:
+        record = self._record(request)
+        body = SendMessage.model_validate(await _json(request))
+        record.inject(body.text, body.session_id)
+        return JSONResponse(
+            {"session_id": record.session_id, "target": body.session_id, "queued": True}, status_code=202
+        )
+
     async def events(self, request: Request) -> Response:
         record = self._record(request)
         after = last_event_id(request)
@@ -228,6 +249,7 @@ async def _user_error(request: Request, exc: Exception) -> Response:
         GateNotFound: 404,
         _Conflict: 409,
         GateConflict: 409,
+        RunNotRunning: 409,
         _BadJson: 400,
         BadLastEventId: 400,
     }
@@ -324,6 +346,7 @@ def create_app(
         Route("/runs/{session_id}/events", api.events, methods=["GET"]),
         Route("/runs/{session_id}/gates", api.gates, methods=["GET"]),
         Route("/runs/{session_id}/gates/{gate_id}", api.decide_gate, methods=["POST"]),
+        Route("/runs/{session_id}/messages", api.send_message, methods=["POST"]),
         Route("/agui", api.agui, methods=["POST"]),
         Route("/agui/{architecture}", api.agui, methods=["POST"]),
     ]

@@ -45,10 +45,10 @@ from jeeves.ids import new_root_id, validate_root_id
 from jeeves.journal import Journal, error_type_name
 from jeeves.models.router import Router
 from jeeves.replay.source import register_loader
-from jeeves.runner import RunResult, stream
+from jeeves.runner import RunResult, RunStream, check_injection, stream
 from jeeves.server.gates import GateDesk
 
-__all__ = ["RunRecord", "RunRegistry", "RunStatus", "TooManyRuns"]
+__all__ = ["RunNotRunning", "RunRecord", "RunRegistry", "RunStatus", "TooManyRuns"]
 
 RunStatus = Literal["running", "completed", "failed", "cancelled", "awaiting_approval", "expired", "rejected"]
 """`running` while the run's task goes (waiting on a live gate included); `awaiting_approval`:
@@ -100,6 +100,10 @@ class _Options(NamedTuple):
     journal: Journal | None
 
 
+class RunNotRunning(UserError):
+    """A message was sent to a run that is not running."""
+
+
 class TooManyRuns(UserError):
     """The registry already drives `max_running` runs; try again when one has ended."""
 
@@ -135,6 +139,9 @@ class RunRecord:
         """With status awaiting_approval: the gates the journal holds undecided."""
         self.agui_cursor = 0
         """The seq an AG-UI stream of this run stopped at for an interrupt (its resume continues after it)."""
+        self._stream: RunStream | None = None
+        self._early: list[tuple[str, str | None]] = []
+        """Messages sent before the run's stream existed, handed to it when it does."""
 
     @property
     def finished(self) -> bool:
@@ -204,6 +211,29 @@ class RunRecord:
         if self._scope is not None:
             self._scope.cancel()
         return True
+
+    def inject(self, text: str, session_id: str | None = None) -> None:
+        """Queue a human's message for the run's agents (`RunStream.inject`).
+
+        Raises:
+            RunNotRunning: the run has ended.
+            UserError: `RunStream.inject` refused the message (empty, another run's session).
+        """
+        if self.finished:
+            raise RunNotRunning(
+                f"Run {self.session_id!r} has ended; a message can only reach a running agent."
+            )
+        check_injection(self.session_id, text, session_id)
+        if self._stream is None:  # started, but its task has not opened the stream yet
+            self._early.append((text, session_id))
+        else:
+            self._stream.inject(text, session_id)
+
+    def _attach(self, stream: RunStream) -> None:
+        self._stream = stream
+        for text, session_id in self._early:
+            stream.inject(text, session_id)
+        self._early.clear()
 
     def summary(self) -> dict[str, Any]:
         """What `GET /runs` shows: JSON-able, with no configuration in it (no routes, no keys)."""
@@ -427,6 +457,7 @@ class RunRegistry:
                         if options.journal is not None
                         else None,
                     ) as events:
+                        record._attach(events)
                         async for event in events:
                             record._append(event)
                         record.result = await events.result()

@@ -20,8 +20,8 @@ from typing import Any, TypeVar, assert_never
 
 from jeeves.agent import Agent
 from jeeves.architecture import Architecture, Caller
-from jeeves.architectures import ActorCritic, PlanExecute, SelfRefine, Supervisor
-from jeeves.critics import CitationCritic, CodeCritic, Critic, FunctionCritic, LLMCritic
+from jeeves.architectures import ActorCritic, Goal, PlanExecute, SelfRefine, Supervisor
+from jeeves.critics import CitationCritic, CodeCritic, Critic, FunctionCritic, LLMCritic, Watchdog
 from jeeves.errors import UserError
 from jeeves.models.base import ModelClient, Route
 from jeeves.models.router import Router
@@ -37,14 +37,18 @@ from jeeves.spec.models import (
     CriticSpec,
     DemoSpec,
     FunctionCriticSpec,
+    GoalSpec,
     LLMCriticSpec,
     PlanExecuteSpec,
     RouteSpec,
     SelfRefineSpec,
     Spec,
     SupervisorSpec,
+    WatchdogSpec,
 )
 from jeeves.spec.routes import callers, unmatched_key
+from jeeves.spec.stop import StopSpec, build_stop
+from jeeves.stop import StopCondition
 from jeeves.tools import Tool
 
 __all__ = ["build", "build_critics", "build_problems", "problems_message", "scripted_model"]
@@ -226,6 +230,8 @@ class _Builder:
             return self.supervisor(spec, path)
         if isinstance(spec, PlanExecuteSpec):
             return self.plan_execute(spec, path)
+        if isinstance(spec, GoalSpec):
+            return self.goal(spec, path)
         assert_never(spec)
 
     def agent(self, spec: AgentSpec, path: KeyPath) -> Agent | None:
@@ -262,10 +268,17 @@ class _Builder:
             return None
         return self.attempt(path, lambda: Tool(found))
 
+    def stop(self, spec: StopSpec | None, path: KeyPath) -> StopCondition | None:
+        """The stop condition of a `stop` table (None: the architecture's default)."""
+        if spec is None:
+            return None
+        return self.attempt([*path, "stop"], lambda: build_stop(spec, import_object))
+
     def actor_critic(self, spec: ActorCriticSpec, path: KeyPath) -> ActorCritic | None:
         before = len(self.problems)
         actor = self.arch(spec.actor, [*path, "actor"])
         critics = [self.critic(c, [*path, "critic", i]) for i, c in enumerate(spec.critic)]
+        stop = self.stop(spec.stop, path)
         if actor is None or None in critics:
             return None
         judges = [c for c in critics if c is not None]
@@ -278,6 +291,7 @@ class _Builder:
                 threshold=spec.threshold,
                 max_rounds=spec.max_rounds,
                 no_improvement=spec.no_improvement or None,
+                stop=stop,
                 on_critic_error=spec.on_critic_error,
                 critic_template=spec.critic_template,
                 refine_template=spec.refine_template,
@@ -288,16 +302,20 @@ class _Builder:
         )
 
     def self_refine(self, spec: SelfRefineSpec, path: KeyPath) -> SelfRefine | None:
+        before = len(self.problems)
         agent = self.arch(spec.agent, [*path, "agent"])
+        stop = self.stop(spec.stop, path)
         if agent is None:
             return None
-        return self.attempt(
+        return self.then(
+            before,
             path,
             lambda: SelfRefine(
                 agent,
                 threshold=spec.threshold,
                 max_rounds=spec.max_rounds,
                 no_improvement=spec.no_improvement or None,
+                stop=stop,
                 on_critic_error=spec.on_critic_error,
                 feedback_instructions=spec.feedback_instructions,
                 feedback_template=spec.feedback_template,
@@ -352,6 +370,48 @@ class _Builder:
                 threshold=spec.threshold,
                 role=spec.role,
                 description=spec.description,
+            ),
+        )
+
+    def goal(self, spec: GoalSpec, path: KeyPath) -> Goal | None:
+        before = len(self.problems)
+        agent = self.agent(spec.agent, [*path, "agent"])
+        critics = [self.critic(c, [*path, "success", i]) for i, c in enumerate(spec.success)]
+        watchdog = self.watchdog(spec.watchdog, [*path, "watchdog"]) if spec.watchdog else None
+        stop = self.stop(spec.stop, path)
+        if agent is None or None in critics:
+            return None
+        judges = [c for c in critics if c is not None]
+        return self.then(
+            before,
+            path,
+            lambda: Goal(
+                agent,
+                goal=spec.goal,
+                success=judges if len(judges) > 1 else judges[0],
+                watchdog=watchdog,
+                stop=stop,
+                threshold=spec.threshold,
+                max_stuck=spec.max_stuck,
+                role=spec.role,
+                description=spec.description,
+            ),
+        )
+
+    def watchdog(self, spec: WatchdogSpec, path: KeyPath) -> Watchdog | None:
+        before = len(self.problems)
+        model = self.pin(spec.model, path)
+        return self.then(
+            before,
+            path,
+            lambda: Watchdog(
+                spec.every,
+                instructions=spec.instructions,
+                model=model,
+                params=spec.params,
+                repeat_limit=spec.repeat_limit or None,
+                on_error=spec.on_error,
+                preview=spec.preview,
             ),
         )
 

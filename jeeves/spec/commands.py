@@ -31,6 +31,7 @@ from jeeves.spec.models import (
     ActorCriticSpec,
     AgentSpec,
     ArchSpec,
+    GoalSpec,
     PlanExecuteSpec,
     SelfRefineSpec,
     Spec,
@@ -272,3 +273,8 @@ def _outline(arch: ArchSpec, role: str, depth: int, lines: list[str]) -> None:
         _outline(arch.planner, "planner", depth + 1, lines)
         for name, worker in arch.workers.items():
             _outline(worker, name, depth + 1, lines)
+    elif isinstance(arch, GoalSpec):
+        success = ", ".join(c.name or c.type for c in arch.success)
+        watchdog = f"  watchdog: every {arch.watchdog.every}" if arch.watchdog else ""
+        lines.append(f"{pad}{role}  goal  success: {success}{watchdog}")
+        _outline(arch.agent, "agent", depth + 1, lines)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from jeeves.agent import Agent
-from jeeves.architectures import ActorCritic, PlanExecute, SelfRefine, Supervisor
+from jeeves.architectures import ActorCritic, Goal, PlanExecute, SelfRefine, Supervisor
 from jeeves.architectures._templates import Template
 from jeeves.critics import (
     VERDICT_FORMAT,
@@ -24,6 +24,7 @@ from jeeves.critics import (
     CombinedCritic,
     FunctionCritic,
     LLMCritic,
+    Watchdog,
 )
 from jeeves.errors import UserError
 from jeeves.models.base import Route
@@ -40,15 +41,20 @@ from jeeves.spec.models import (
     DecisionTable,
     DemoSpec,
     FunctionCriticSpec,
+    GoalSpec,
     LLMCriticSpec,
     PlanExecuteSpec,
     RouteSpec,
     SelfRefineSpec,
     Spec,
+    StopSpec,
     SupervisorSpec,
+    WatchdogSpec,
 )
 from jeeves.spec.routes import callers, unmatched_key
+from jeeves.spec.stop import stop_spec
 from jeeves.spec.toml import to_toml
+from jeeves.stop import MaxToolCalls, StopCondition
 from jeeves.tools import Tool
 
 __all__ = ["dump", "dumps", "spec_dict", "spec_of"]
@@ -104,7 +110,7 @@ def spec_of(arch: object) -> ArchSpec:
     dumper = _ARCHITECTURES.get(type(arch))  # the exact class: a subclass's behaviour is not in the table
     if dumper is None:
         raise UserError(
-            f"Cannot dump {arch!r} to a spec: only jeeves.Agent, ActorCritic, SelfRefine, Supervisor and PlanExecute "
+            f"Cannot dump {arch!r} to a spec: only jeeves.Agent, ActorCritic, SelfRefine, Supervisor, PlanExecute and Goal "
             f"(not subclasses) have a spec form. Build it from those, or keep it in code."
         )
     return dumper(arch)
@@ -192,16 +198,16 @@ def _text(template: Template) -> str:
     return template
 
 
-def _keyword_stop(arch: ActorCritic | SelfRefine) -> None:
-    if arch.settings.custom_stop:
-        raise UserError(
-            f"{type(arch).__name__} has stop={arch.settings.stop!r}, which a spec cannot hold yet; "
-            f"use max_rounds and no_improvement to dump it."
-        )
+def _loop_stop(arch: ActorCritic | SelfRefine) -> StopSpec | None:
+    """A loop's `stop` table, when it was given one (the keywords dump as themselves)."""
+    return _stop(arch.settings.stop) if arch.settings.custom_stop else None
+
+
+def _stop(condition: StopCondition) -> StopSpec:
+    return stop_spec(condition, _ref)
 
 
 def _actor_critic(arch: ActorCritic) -> ActorCriticSpec:
-    _keyword_stop(arch)
     s = arch.settings
     combined = type(arch.critic) is CombinedCritic
     critics = arch.critic.critics if combined else [arch.critic]  # type: ignore[attr-defined]
@@ -213,6 +219,7 @@ def _actor_critic(arch: ActorCritic) -> ActorCriticSpec:
         threshold=s.threshold,
         max_rounds=s.max_rounds,
         no_improvement=s.no_improvement or 0,
+        stop=_loop_stop(arch),
         on_critic_error=s.on_critic_error,
         critic_template=_text(s.critic_template),
         refine_template=_text(s.refine_template),
@@ -223,7 +230,6 @@ def _actor_critic(arch: ActorCritic) -> ActorCriticSpec:
 
 
 def _self_refine(arch: SelfRefine) -> SelfRefineSpec:
-    _keyword_stop(arch)
     s = arch.settings
     suffix = "\n" + VERDICT_FORMAT
     feedback = arch.feedback.instructions
@@ -234,6 +240,7 @@ def _self_refine(arch: SelfRefine) -> SelfRefineSpec:
         threshold=s.threshold,
         max_rounds=s.max_rounds,
         no_improvement=s.no_improvement or 0,
+        stop=_loop_stop(arch),
         on_critic_error=s.on_critic_error,
         feedback_instructions=feedback.removesuffix(suffix),
         feedback_template=_text(s.critic_template),
@@ -280,6 +287,40 @@ def _plan_execute(arch: PlanExecute) -> PlanExecuteSpec:
         threshold=arch.threshold,
         role=arch.role,
         description=_description(arch, arch.given_planner),
+    )
+
+
+def _goal(arch: Goal) -> GoalSpec:
+    combined = type(arch.success) is CombinedCritic
+    critics = arch.success.critics if combined else [arch.success]  # type: ignore[attr-defined]
+    default_description = f"Works toward a goal until it is verified: {arch.goal[:150]}"
+    return GoalSpec(
+        type="goal",
+        goal=arch.goal,
+        agent=_agent(arch.base_agent),
+        success=[_critic(c) for c in critics],
+        watchdog=_watchdog(arch.watchdog) if arch.watchdog is not None else None,
+        stop=None if arch.stop == MaxToolCalls(100) else _stop(arch.stop),
+        threshold=arch.threshold,
+        max_stuck=arch.max_stuck,
+        role=arch.role,
+        description="" if arch.description == default_description else arch.description,
+    )
+
+
+def _watchdog(watchdog: Watchdog) -> WatchdogSpec:
+    if type(watchdog) is not Watchdog:
+        raise UserError(
+            f"Cannot dump the watchdog {watchdog!r}: a spec knows jeeves.Watchdog, not subclasses."
+        )
+    return WatchdogSpec(
+        every=watchdog.every,
+        instructions=watchdog.instructions,
+        model=_pin(watchdog.route, "the watchdog's model"),
+        params=dict(watchdog.params),
+        repeat_limit=watchdog.repeat_limit or 0,
+        on_error=watchdog.on_error,
+        preview=watchdog.preview,
     )
 
 
@@ -346,6 +387,7 @@ _ARCHITECTURES: dict[type, Callable[[Any], ArchSpec]] = {
     SelfRefine: _self_refine,
     Supervisor: _supervisor,
     PlanExecute: _plan_execute,
+    Goal: _goal,
 }
 _CRITICS: dict[type, Callable[[Any], CriticSpec]] = {
     LLMCritic: _llm_critic,

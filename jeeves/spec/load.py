@@ -168,6 +168,7 @@ def key_path(loc: Sequence[str | int], data: Any) -> tuple[list[str | int], list
     and the data nodes visited, from `data` down (None past what the user wrote)."""
     parts: list[str | int] = []
     nodes = [data]
+    tagged = False  # the union tag was skipped at this node: a key of the same name is a key
     for elem in loc:
         node = nodes[-1]
         if elem == "[key]":
@@ -176,11 +177,13 @@ def key_path(loc: Sequence[str | int], data: Any) -> tuple[list[str | int], list
             if elem in node:
                 parts.append(elem)
                 nodes.append(node[elem])
+                tagged = False
                 continue
             if elem == 0:
                 continue  # one table given where an array of tables is allowed
-            if elem == node.get("type", "agent"):
-                continue  # the union tag pydantic tried
+            if elem == node.get("type", "agent") and not tagged:
+                tagged = True
+                continue  # the union tag pydantic tried (`type = "goal"` has a `goal` key too)
             parts.append(elem)
             nodes.append(None)
         elif isinstance(node, list) and isinstance(elem, int) and 0 <= elem < len(node):

@@ -22,6 +22,7 @@ from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 from jeeves.architectures._templates import ACTOR_REFINE_TEMPLATE, CRITIC_TEMPLATE, SELF_REFINE_TEMPLATE
 from jeeves.architectures._templates import FEEDBACK_INSTRUCTIONS as _FEEDBACK
 from jeeves.architectures.supervisor import DEFAULT_INSTRUCTIONS as _SUPERVISOR
+from jeeves.critics.watchdog import WATCHDOG_INSTRUCTIONS as _WATCHDOG
 from jeeves.gating import Approvals
 from jeeves.spec.parts import (
     CRITIC_SPECS,
@@ -41,6 +42,7 @@ from jeeves.spec.parts import (
     ToolCallSpec,
     fill_type,
 )
+from jeeves.spec.stop import StopSpec, StopWhenSpec
 
 __all__ = [
     "ARCHITECTURE_SPECS",
@@ -54,14 +56,18 @@ __all__ = [
     "DecisionTable",
     "DemoSpec",
     "FunctionCriticSpec",
+    "GoalSpec",
     "LLMCriticSpec",
     "PlanExecuteSpec",
     "ReplySpec",
     "RouteSpec",
     "SelfRefineSpec",
     "Spec",
+    "StopSpec",
+    "StopWhenSpec",
     "SupervisorSpec",
     "ToolCallSpec",
+    "WatchdogSpec",
 ]
 
 
@@ -100,6 +106,9 @@ class _LoopSpec(SpecModel):
     """Refinements allowed after the first draft."""
     on_critic_error: Literal["keep_draft", "raise"] = "keep_draft"
     """When the critic fails: return the best draft so far, or raise CriticError."""
+    stop: StopSpec | None = None
+    """A stop condition table instead of `max_rounds` / `no_improvement` (see "Stop conditions");
+    it must cap the rounds or the time."""
     refine_template: str = ACTOR_REFINE_TEMPLATE
     """The prompt the actor revises from (placeholders: see docs/architectures/actor-critic.md)."""
     description: str = ""
@@ -211,6 +220,55 @@ class PlanExecuteSpec(SpecModel):
         )
 
 
+class WatchdogSpec(SpecModel):
+    """`[watchdog]` of a goal: a cheap model that judges the agent's trajectory (jeeves.Watchdog)."""
+
+    every: int = Field(default=5, ge=0)
+    """Tool calls between two reviews by the watchdog's model; 0 turns them off (loop signals stay)."""
+    instructions: str = _WATCHDOG
+    """The watchdog's system prompt."""
+    model: RouteSpec | None = None
+    """Pin the watchdog to a model; unset, `[models]` decides (route `watchdog` to a cheap model)."""
+    params: dict[str, Any] = Field(default_factory=dict)
+    """Provider parameters for the watchdog's calls."""
+    repeat_limit: int = Field(default=3, ge=0)
+    """The same call, or the same failure, this many times in a row is a STUCK loop signal; 0 turns
+    the signals off, otherwise at least 2."""
+    on_error: Literal["continue", "raise"] = "continue"
+    """When the watchdog's model fails: count it as PROGRESSING (flagged) and go on, or raise."""
+    preview: int = Field(default=200, ge=1)
+    """Characters of each tool result the watchdog is shown."""
+
+
+class GoalSpec(SpecModel):
+    """`type = "goal"`: a tool agent works toward a goal until a success critic verifies it, watched by a watchdog."""
+
+    type: Literal["goal"]
+    goal: str = Field(min_length=1)
+    """What must be true at the end, in a sentence or two."""
+    agent: AgentSpec
+    """The tool agent (an agent table); the goal adds its `claim_complete` and `abort` tools."""
+    success: list[CriticSpec] = Field(min_length=1)
+    """The success critic: one critic table, or an array of them (`[[success]]`), combined."""
+    watchdog: WatchdogSpec | None = None
+    """The watchdog (`[watchdog]`); unset, no reviews and no loop signals."""
+    stop: StopSpec | None = None
+    """When to give up short of success (see "Stop conditions"); unset, `{max_tool_calls = 100}`."""
+    threshold: float = Field(default=0.8, ge=0, le=1)
+    """The success critic's score needed to pass."""
+    max_stuck: int = Field(default=3, ge=1)
+    """STUCK verdicts in a row that end the run `stuck`."""
+    role: Name = "goal"
+    """The role routing uses when this is the root."""
+    description: str = ""
+    """What this goal run does, for a Supervisor's model; unset, built from the goal."""
+
+    @field_validator("success", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, dict) else value
+
+
 def _arch_type(value: Any) -> str | None:
     if isinstance(value, dict):
         tag = value.get("type", "agent")
@@ -223,7 +281,8 @@ ArchSpec = Annotated[
     | Annotated[ActorCriticSpec, Tag("actor_critic")]
     | Annotated[SelfRefineSpec, Tag("self_refine")]
     | Annotated[SupervisorSpec, Tag("supervisor")]
-    | Annotated[PlanExecuteSpec, Tag("plan_execute")],
+    | Annotated[PlanExecuteSpec, Tag("plan_execute")]
+    | Annotated[GoalSpec, Tag("goal")],
     Discriminator(_arch_type),
 ]
 """Any architecture table, told apart by `type` (default `agent`)."""
@@ -234,6 +293,7 @@ ARCHITECTURE_SPECS: dict[str, type[SpecModel]] = {
     "self_refine": SelfRefineSpec,
     "supervisor": SupervisorSpec,
     "plan_execute": PlanExecuteSpec,
+    "goal": GoalSpec,
 }
 
 for _spec in ARCHITECTURE_SPECS.values():

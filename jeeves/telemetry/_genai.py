@@ -32,6 +32,8 @@ CONTENT_KEYS = frozenset(
         "gen_ai.system_instructions",
         "gen_ai.tool.call.arguments",
         "gen_ai.tool.call.result",
+        "jeeves.watchdog.window",
+        "jeeves.steering.message",
     }
 )
 """Attributes that carry what users and models wrote: set only when content capture is on."""

@@ -17,7 +17,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
 from jeeves.events import SessionStarted
-from jeeves.hooks import NullTracer, SpanHandle
+from jeeves.hooks import EventAttributes, NullTracer, SpanHandle
 from jeeves.journal import error_type_name
 from jeeves.messages import ModelRequest, ModelResponse
 from jeeves.telemetry._genai import (
@@ -71,6 +71,12 @@ class OTelSpan:
         if self._capture:
             attributes["gen_ai.output.messages"] = output_messages(response)
         self.span.set_attributes(attributes)
+
+    def add_event(self, name: str, attributes: EventAttributes) -> None:
+        if not self._recording:
+            return
+        kept = {k: v for k, v in attributes.items() if self._capture or k not in CONTENT_KEYS}
+        self.span.add_event(name, kept)
 
     def record_error(self, error: BaseException) -> None:
         self.failed = True

@@ -18,8 +18,10 @@ from jeeves.events import (
     ModelDelta,
     ModelRetrying,
     SessionStarted,
+    SteeringInjected,
     ToolCompleted,
     ToolStarted,
+    WatchdogVerdictEvent,
 )
 from jeeves.messages import ToolCall
 from jeeves.server import AguiMapper, create_app
@@ -132,9 +134,12 @@ async def test_a_nested_run_is_one_run_with_a_subagent_per_session() -> None:
     finished = {e.subagent_run_id: e.result for e in events if e.type == "SUBAGENT_FINISHED"}
     assert json.loads(finished["run-1__coder_0__critic_0"])["summary"] == "subtracts instead of adding"
     custom = [(e.name, e.subagent_run_id, e.value.get("round")) for e in events if e.type == "CUSTOM"]
-    assert ("critique", "run-1__coder_0", 0) in custom and ("critique", "run-1__coder_0", 1) in custom
-    assert ("delegation.started", None, None) in custom and ("round.started", "run-1__writer_0", 0) in custom
-    scores = [e.value["score"] for e in events if e.type == "CUSTOM" and e.name == "critique"]
+    assert ("jeeves.critique", "run-1__coder_0", 0) in custom
+    assert ("jeeves.critique", "run-1__coder_0", 1) in custom
+    assert ("jeeves.delegation.started", None, None) in custom
+    assert ("jeeves.round.started", "run-1__writer_0", 0) in custom
+    assert all(name.startswith("jeeves.") for name, _, _ in custom)
+    scores = [e.value["score"] for e in events if e.type == "CUSTOM" and e.name == "jeeves.critique"]
     assert sorted(scores) == [0.3, 0.9, 0.95]
     last = events[-1]
     assert last.type == "RUN_FINISHED" and last.result == "Done: add is written and documented."
@@ -252,6 +257,33 @@ def test_a_retry_closes_the_half_streamed_message_and_the_retry_gets_its_own_id(
     assert types(retry) == ["TEXT_MESSAGE_END", "CUSTOM"] and retry[0].message_id == "root/step-0"
     assert again[0].message_id == "root/step-0.1"
     assert types(done) == ["TEXT_MESSAGE_END"] and done[0].message_id == "root/step-0.1"
+
+
+def test_watchdog_verdicts_and_steering_are_namespaced_custom_events() -> None:
+    m = mapper()
+    verdict = m.map(
+        WatchdogVerdictEvent(
+            session_id="root__goal_0",
+            firing=1,
+            verdict="STUCK",
+            reason="the same restart three times",
+            source="signal",
+            obtained="signal",
+            step=3,
+            window=["restart_service({}) → ok"],
+        )
+    )
+    steer = m.map(
+        SteeringInjected(
+            session_id="root", target_session_id="root__agent_0", cause="stuck", message="Step back."
+        )
+    )
+    assert [(e.type.value, e.name, e.subagent_run_id) for e in verdict + steer] == [
+        ("CUSTOM", "jeeves.watchdog.verdict", "root__goal_0"),
+        ("CUSTOM", "jeeves.steering.injected", None),
+    ]
+    assert verdict[0].value["verdict"] == "STUCK" and verdict[0].value["source"] == "signal"
+    assert steer[0].value["message"] == "Step back."
 
 
 def test_text_that_was_not_streamed_is_sent_whole_and_tool_calls_hang_off_it() -> None:

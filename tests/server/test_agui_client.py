@@ -69,7 +69,7 @@ def test_the_typescript_client_receives_a_complete_nested_run(node: str) -> None
     scores = {
         (e["subagentRunId"], e["value"]["round"]): e["value"]["score"]
         for e in events
-        if e.get("name") == "critique"
+        if e.get("name") == "jeeves.critique"
     }
     assert scores == {
         ("node-run__coder_0", 0): 0.3,
@@ -93,6 +93,6 @@ def test_a_failed_run_reaches_the_client_as_a_run_error(node: str) -> None:
         code, lines = run_client(node, f"{server.url}/agui/nested", "Write add.", "node-fail")
     events = [line["event"] for line in lines if line["kind"] == "event"]
     assert [e["type"] for e in events] == ["RUN_STARTED", "CUSTOM", "CUSTOM", "RUN_ERROR"]
-    assert [e["name"] for e in events[1:3]] == ["session.started", "session.failed"]
+    assert [e["name"] for e in events[1:3]] == ["jeeves.session.started", "jeeves.session.failed"]
     assert events[-1]["code"] == "UserError" and "No model route" in events[-1]["message"]
     assert code == 0, lines[-1]  # a RUN_ERROR is a well-formed end of a run, not a client failure

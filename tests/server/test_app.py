@@ -194,3 +194,84 @@ async def test_the_viewer_page_and_its_assets_are_served() -> None:
     assert '<script src="/static/viewer.js">' in page.text
     assert css.headers["content-type"].startswith("text/css")
     assert missing.status_code == 404
+
+
+def operator_app(requests: list[Any], gate: anyio.Event) -> Starlette:
+    """An agent whose tool waits for `gate`, then that follows whatever a human told it."""
+    from jeeves import Agent, FunctionModel, tool
+    from jeeves.testing import Reply, call
+
+    @tool
+    async def look_around() -> str:
+        """Look at the box."""
+        await gate.wait()
+        return "nothing obvious"
+
+    def act(request: Any) -> Reply:
+        requests.append(request)
+        if len(requests) == 1:
+            return Reply(tool_calls=[call("look_around")])
+        told = [m.content for m in request.messages if m.role == "user"][1:]
+        return Reply(text=f"Did as told: {told[-1]}" if told else "Nothing to do.")
+
+    agent = Agent("You operate a box.", tools=[look_around])
+    return create_app({"operator": agent}, router=Router({"default": FunctionModel(act)}))
+
+
+async def test_post_messages_reaches_the_running_agent_at_its_next_turn() -> None:
+    requests: list[Any] = []
+    gate = anyio.Event()
+    app = operator_app(requests, gate)
+    async with asgi_client(app) as client:
+        sid = await start(client, "operator", session_id="op-1")
+        record = app.state.runs.get(sid)
+        with anyio.fail_after(10):
+            while "tool.started" not in [e.type for e in record.events_after(0)]:
+                await record.wait_after(record.last_seq, 10)
+        sent = await client.post(f"/runs/{sid}/messages", json={"text": "Restart web.", "session_id": sid})
+        gate.set()
+        got = [event_from_json(m.data) for m in messages((await client.get(f"/runs/{sid}/events")).text)[:-1]]
+        late = await client.post(f"/runs/{sid}/messages", json={"text": "Anything else?"})
+        summary = (await client.get(f"/runs/{sid}")).json()
+    assert sent.status_code == 202 and sent.json() == {"session_id": "op-1", "target": "op-1", "queued": True}
+    assert requests[1].messages[-1].role == "user" and requests[1].messages[-1].content == "Restart web."
+    injected = [e for e in got if e.type == "steering.injected"]
+    assert [(e.source, e.message) for e in injected] == [("human", "Restart web.")]
+    assert summary["output"] == "Did as told: Restart web."
+    assert late.status_code == 409 and "has ended" in late.json()["error"]
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "status", "needle"),
+    [
+        ("/runs/missing/messages", {"text": "hi"}, 404, "'missing'"),
+        ("/runs/RUN/messages", {"message": "hi"}, 422, "text"),
+        ("/runs/RUN/messages", {"text": "hi", "session_id": "elsewhere__agent_0"}, 422, "not part of run"),
+        ("/runs/RUN/messages", {"text": ""}, 422, "empty"),
+    ],
+)
+async def test_bad_messages_get_clear_errors(path: str, body: object, status: int, needle: str) -> None:
+    app = nested_app()
+    async with asgi_client(app) as client:
+        sid = await start(client, "blocked")
+        response = await client.post(path.replace("RUN", sid), json=body)
+    assert response.status_code == status, response.text
+    assert needle in response.json()["error"]
+
+
+async def test_messages_pass_the_guard_like_every_write() -> None:
+    app = nested_app(token="s3cret")
+    auth = {"Authorization": "Bearer s3cret"}
+    async with asgi_client(app) as client:
+        sid = (
+            await client.post("/runs", json={"architecture": "blocked", "task": "x"}, headers=auth)
+        ).json()["session_id"]
+        anonymous = await client.post(f"/runs/{sid}/messages", json={"text": "hi"})
+        foreign = await client.post(
+            f"/runs/{sid}/messages", json={"text": "hi"}, headers={**auth, "Origin": "https://evil.example"}
+        )
+        not_json = await client.post(
+            f"/runs/{sid}/messages", content=b"text=hi", headers={**auth, "Content-Type": "text/plain"}
+        )
+    assert anonymous.status_code == 401
+    assert foreign.status_code == 403 and not_json.status_code == 415

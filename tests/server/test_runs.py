@@ -86,3 +86,21 @@ async def test_a_failed_run_keeps_its_error() -> None:
         await record.wait()
     assert record.status == "failed" and isinstance(record.error, UserError)
     assert record.summary()["error"]["type"] == "UserError"
+
+
+async def test_a_message_sent_before_the_run_opened_its_stream_is_delivered() -> None:
+    from jeeves import Agent, ScriptedModel
+    from jeeves.models.router import Router
+
+    model = ScriptedModel(["Done.", "Done, and web restarted."])
+    async with RunRegistry() as runs:
+        record = runs.start(
+            Agent("x"), "t", name="agent", router=Router({"default": model}), session_id="early"
+        )
+        record.inject("Restart web too.")  # the run's task has not run yet: the record holds it
+        await record.wait()
+    model.assert_consumed()
+    assert record.result is not None and record.result.text == "Done, and web restarted."
+    assert [e.message for e in record.events_after(0) if e.type == "steering.injected"] == [
+        "Restart web too."
+    ]

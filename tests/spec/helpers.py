@@ -36,3 +36,13 @@ NOT_A_FUNCTION = 42
 def small_plans(plan: Any, spec: Any) -> None:
     """A verify check (for PlanExecute specs): passes every plan."""
     return None
+
+
+def past_ten_tool_calls(state: object) -> bool:
+    """A stop function: true once ten tool calls were made."""
+    return getattr(state, "tool_calls", 0) >= 10
+
+
+def box_is_fixed(task: str, output: str) -> bool:
+    """A success check for goal specs."""
+    return "fixed" in output

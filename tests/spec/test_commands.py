@@ -44,7 +44,7 @@ def test_validate_checks_every_spec_given_and_fails_if_one_fails(tmp_path: Path)
     bad = tmp_path / "bad.toml"
     bad.write_text('type = "agent"\n')
     ready = sorted(str(p.relative_to(REPO)) for p in (REPO / "architectures").glob("*.toml"))
-    assert jeeves_cli("validate", *ready).stdout.count(": valid\n") == len(ready) == 5
+    assert jeeves_cli("validate", *ready).stdout.count(": valid\n") == len(ready) == 6
     out = jeeves_cli("validate", ready[0], str(bad), ready[1])
     assert out.returncode == 2
     assert [line for line in out.stdout.splitlines() if line.endswith(": valid")] == [

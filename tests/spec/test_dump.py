@@ -13,17 +13,32 @@ from jeeves import (
     Agent,
     CitationCritic,
     CodeCritic,
+    Goal,
     LLMCritic,
     Router,
     SelfRefine,
     Supervisor,
     Tool,
+    Watchdog,
 )
 from jeeves.critics import FunctionCritic
 from jeeves.errors import UserError
 from jeeves.models.base import Route
 from jeeves.models.testing import ScriptedModel
 from jeeves.spec import build, dump, dumps, parse_spec, spec_of
+from jeeves.stop import (
+    BudgetUSD,
+    MaxRounds,
+    MaxTokens,
+    MaxToolCalls,
+    NoImprovement,
+    ScoreAtLeast,
+    StopWhen,
+    TextMention,
+    ToolMention,
+    WallClock,
+    WatchdogVerdict,
+)
 from tests.spec import helpers
 
 TESTS = 'from solution import add\n\n\ndef test_add():\n    assert add(2, 2) == 4, "2 + 2"\n'
@@ -143,7 +158,7 @@ def local_tool() -> Agent:
         (lambda: Agent("x", output_type=dict[str, int]), r"Cannot dump output type"),
         (
             lambda: type("Custom", (Agent,), {})("x"),
-            r"only jeeves\.Agent, ActorCritic, SelfRefine, Supervisor and PlanExecute",
+            r"only jeeves\.Agent, ActorCritic, SelfRefine, Supervisor, PlanExecute and Goal",
         ),
     ],
 )
@@ -196,3 +211,88 @@ def test_a_plan_execute_with_workers_checks_and_evaluators() -> None:
         "threshold": 0.7,
         "description": "Plans and writes.",
     }
+
+
+def test_a_stop_condition_dumps_as_nested_any_and_all_tables() -> None:
+    stop = (MaxRounds(3) | ScoreAtLeast(0.9)) & MaxToolCalls(50) | WallClock(60)
+    table = round_trip(ActorCritic(Agent("Write."), LLMCritic(), stop=stop))
+    assert table["stop"] == {
+        "any": [
+            {"all": [{"any": [{"max_rounds": 3}, {"score_at_least": 0.9}]}, {"max_tool_calls": 50}]},
+            {"wall_clock_s": 60.0},
+        ]
+    }
+    rebuilt, _ = build(parse_spec(table))
+    assert isinstance(rebuilt, ActorCritic) and rebuilt.settings.stop == stop
+
+
+def test_every_stop_condition_round_trips() -> None:
+    every = (
+        MaxRounds(4)
+        | NoImprovement(2)
+        | MaxTokens(1000)
+        | BudgetUSD(0.5)
+        | TextMention("DONE")
+        | ToolMention("deploy")
+        | WatchdogVerdict(("STUCK", "MISLED"))
+        | StopWhen(helpers.past_ten_tool_calls)
+        | StopWhen(helpers.past_ten_tool_calls, name="busy", deterministic=False)
+    )
+    table = round_trip(SelfRefine(Agent("Write."), stop=every))
+    assert table["stop"]["any"][-2:] == [
+        {"when": "tests.spec.helpers:past_ten_tool_calls"},
+        {
+            "when": {
+                "function": "tests.spec.helpers:past_ten_tool_calls",
+                "name": "busy",
+                "deterministic": False,
+            }
+        },
+    ]
+    assert "max_rounds" not in table and "no_improvement" not in table
+
+
+def test_a_goal_with_everything_round_trips() -> None:
+    goal = Goal(
+        Agent("You operate a box.", tools=[helpers.word_count], max_turns=20),
+        goal="web answers 200",
+        success=[helpers.box_is_fixed, LLMCritic(name="review")],
+        watchdog=Watchdog(3, model="openai/gpt-4o-mini", repeat_limit=None, on_error="raise", preview=80),
+        stop=MaxToolCalls(150) | WallClock(1800) | BudgetUSD(2.0),
+        threshold=0.9,
+        max_stuck=2,
+        role="ops",
+        description="Keeps the box up.",
+    )
+    table = round_trip(goal)
+    assert table["agent"] == {
+        "type": "agent",
+        "instructions": "You operate a box.",
+        "tools": ["tests.spec.helpers:word_count"],
+        "max_turns": 20,
+    }
+    assert table["watchdog"] == {
+        "every": 3,
+        "model": "openai/gpt-4o-mini",
+        "repeat_limit": 0,
+        "on_error": "raise",
+        "preview": 80,
+    }
+    assert [c["type"] for c in table["success"]] == ["function", "llm"]
+    assert table["stop"] == {"any": [{"max_tool_calls": 150}, {"wall_clock_s": 1800.0}, {"budget_usd": 2.0}]}
+
+
+def test_a_goal_with_its_defaults_dumps_no_stop_and_no_watchdog() -> None:
+    goal = Goal(Agent("x"), goal="g", success=helpers.box_is_fixed)
+    assert round_trip(goal) == {
+        "type": "goal",
+        "goal": "g",
+        "agent": {"type": "agent", "instructions": "x"},
+        "success": [{"type": "function", "function": "tests.spec.helpers:box_is_fixed"}],
+    }
+
+
+def test_a_stop_function_that_cannot_be_imported_is_refused() -> None:
+    stop = MaxRounds(3) | StopWhen(lambda state: False)
+    with pytest.raises(UserError, match=r"Cannot dump stop function"):
+        dump(ActorCritic(Agent("x"), LLMCritic(), stop=stop))

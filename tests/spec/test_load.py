@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from jeeves.errors import UserError
-from jeeves.spec import Spec, load_spec, parse_spec
+from jeeves.spec import Spec, build, load_spec, parse_spec
 from jeeves.spec.models import ActorCriticSpec, AgentSpec, CodeCriticSpec, SupervisorSpec
 
 
@@ -73,7 +73,7 @@ def test_a_top_level_typo_can_mean_a_table() -> None:
 def test_an_unknown_type_lists_the_known_ones() -> None:
     assert problems(team({"type": "actorcritic"})) == [
         "workers.coder.type: unknown type 'actorcritic'; use one of 'agent', 'actor_critic', 'self_refine', "
-        "'supervisor', 'plan_execute'"
+        "'supervisor', 'plan_execute', 'goal'"
     ]
     assert problems(coder(critic={"name": "x"})) == [
         "critic.type: missing; use one of 'llm', 'code', 'citations', 'function'"
@@ -246,3 +246,63 @@ def test_nesting_goes_to_any_depth() -> None:
 def test_spec_models_forbid_extra_keys_everywhere() -> None:
     for model in (Spec, AgentSpec, ActorCriticSpec, SupervisorSpec, CodeCriticSpec):
         assert model.model_config.get("extra") == "forbid"
+
+
+def loop_with(stop: Any, **extra: Any) -> dict[str, Any]:
+    return {**coder(**extra), "stop": stop}
+
+
+def test_a_stop_table_has_one_known_key_and_the_error_lists_them() -> None:
+    found = problems(loop_with({"any": [{"max_round": 3}, {"max_rounds": 3, "wall_clock_s": 60}, 5]}))
+    assert found[0].startswith("stop.any[0]: unknown stop condition 'max_round'; did you mean 'max_rounds'?")
+    assert "the conditions are: any, all, max_rounds, score_at_least" in found[0]
+    assert found[1] == (
+        "stop.any[1]: a stop condition table has exactly one key, got max_rounds, wall_clock_s; "
+        "combine several with {any = [...]} (either) or {all = [...]} (both)"
+    )
+    assert found[2].startswith("stop.any[2]: a stop condition is a table with one key, e.g. {max_rounds = 3}")
+
+
+def test_stop_values_are_checked_like_every_key() -> None:
+    found = problems(
+        loop_with({"all": [{"max_rounds": "3"}, {"score_at_least": 2}, {"watchdog": ["LOST"]}, {"any": []}]})
+    )
+    assert found[0].startswith("stop.all[0].max_rounds: should be a valid integer, got '3'")
+    assert found[1].startswith("stop.all[1].score_at_least: should be less than or equal to 1")
+    assert found[2].startswith(
+        "stop.all[2].watchdog[0]: should be 'PROGRESSING', 'STUCK', 'ACHIEVED' or 'MISLED'"
+    )
+    assert found[3].startswith("stop.all[3].any: List should have at least 1 item")
+
+
+def test_a_stop_that_cannot_end_the_loop_or_doubles_the_keywords_is_named() -> None:
+    with pytest.raises(UserError) as caught:
+        build(parse_spec(team(loop_with({"score_at_least": 0.9}))))
+    assert "workers.coder.stop" not in str(caught.value)  # the loop refuses it, keyed by its table
+    assert "workers.coder: stop=ScoreAtLeast(score=0.9) may never fire" in str(caught.value)
+    with pytest.raises(UserError, match=r"workers\.coder: Pass either stop=MaxRounds\(n=2\) or max_rounds"):
+        build(parse_spec(team(loop_with({"max_rounds": 2}, max_rounds=5))))
+
+
+def test_a_goal_table_needs_a_goal_an_agent_and_a_success_critic() -> None:
+    found = problems({"type": "goal", "agent": {"instructions": "x", "typo": 1}, "watchdog": {"every": -1}})
+    assert "goal: required, but missing" in found
+    assert "success: required, but missing" in found
+    assert any(p.startswith("agent.typo: unknown key") for p in found)
+    assert any(p.startswith("watchdog.every: should be greater than or equal to 0") for p in found)
+
+
+def test_a_watchdog_repeat_limit_of_one_is_named_by_its_key() -> None:
+    spec = parse_spec(
+        {
+            "type": "goal",
+            "goal": "g",
+            "agent": {"instructions": "x"},
+            "success": {"type": "function", "function": "tests.spec.helpers:box_is_fixed"},
+            "watchdog": {"repeat_limit": 1},
+        }
+    )
+    with pytest.raises(
+        UserError, match=r"watchdog: Watchdog\(repeat_limit=\) must be None or an int >= 2, got 1"
+    ):
+        build(spec)

@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 import jeeves
 from jeeves import Budget, ScriptedModel
-from jeeves.architectures import ActorCriticOutput, PlanExecuteOutput, SupervisorOutput
+from jeeves.architectures import ActorCriticOutput, GoalOutput, PlanExecuteOutput, SupervisorOutput
 from jeeves.spec import build, dump, load_spec, parse_spec
 from tests.conftest import REPO
 
@@ -20,7 +21,7 @@ SPECS = sorted((REPO / "architectures").glob("*.toml"))
 
 
 def test_the_three_ready_specs_are_there() -> None:
-    assert {p.stem for p in SPECS} >= {"codegen", "research_team", "self_refine"}
+    assert {p.stem for p in SPECS} >= {"codegen", "research_team", "self_refine", "ops_goal"}
 
 
 @pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)
@@ -95,6 +96,28 @@ async def test_self_refine_offline_is_approved_on_the_second_attempt() -> None:
     assert isinstance(detail, ActorCriticOutput)
     assert (result.stop_reason, detail.best_round) == ("approved", 1)
     assert "yield" in result.text
+
+
+async def test_ops_goal_offline_is_steered_out_of_a_loop_and_verified_by_the_box() -> None:
+    box = sys.modules.get("ops_tools")
+    if box is not None:
+        box.reset()
+    try:
+        result = await run_offline(REPO / "architectures" / "ops_goal.toml")
+        detail = result.detail
+        assert isinstance(detail, GoalOutput)
+        assert result.stop_reason == "verified"
+        assert [(f.verdict, f.source) for f in detail.watchdog] == [
+            ("STUCK", "signal"),
+            ("PROGRESSING", "model"),
+        ]
+        assert "restart_service with the same arguments 3 times" in detail.watchdog[0].reason
+        assert [(v.score, v.hard_fail) for v in detail.verifications] == [(0.9, False)]
+        assert detail.steps == 8 and "port 8080" in detail.report
+        assert sys.modules["ops_tools"].BOX.healthy()
+        assert set(result.usage_by_role) == {"agent", "watchdog", "success"}
+    finally:
+        sys.modules["ops_tools"].reset()
 
 
 def _keys_for(path: Path) -> list[str]:
