@@ -19,18 +19,27 @@ producer waits for its shielded cleanup (journal writes) to finish.
 
 from __future__ import annotations
 
-import asyncio
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["Producer", "Waiter", "is_asyncio"]
 
 
 def is_asyncio() -> bool:
-    """Whether the running event loop is asyncio (else trio, anyio's other backend)."""
+    """Whether the running event loop is asyncio (else trio, anyio's other backend).
+
+    asyncio is imported only when it runs, so `import jeeves` does not pay for it.
+    """
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None:
+        return False
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -47,7 +56,7 @@ class Waiter:
         self._future: asyncio.Future[None] | None = None
         self._event: Any = None
         if on_asyncio:
-            self._future = asyncio.get_running_loop().create_future()
+            self._future = sys.modules["asyncio"].get_running_loop().create_future()
         else:
             import trio
 
@@ -95,6 +104,8 @@ async def running(function: Callable[[], Awaitable[None]]) -> AsyncIterator[Prod
             group.start_soon(producer._body, function)
             yield producer
         return
+    import asyncio
+
     task = asyncio.get_running_loop().create_task(producer._body(function))
     try:
         yield producer
