@@ -12,9 +12,19 @@ The fake work. Every framework runs the same two loops against a zero-latency fa
 
 The fake model is stateless: it picks its reply from the request's text (the actor writes
 the draft after the newest one quoted in its prompt; the critic scores the newest draft
-quoted in its prompt), so one model object serves any number of concurrent runs and no
-framework pays to rebuild scripts per run. Each reply bumps `CALLS`, and the harness
-checks that every framework made exactly the model calls the scenario names.
+quoted in its prompt), so one model object, built once, serves any number of concurrent
+runs and no framework pays to rebuild scripts per run. Each reply bumps `CALLS`, and the
+harness checks that every framework made exactly the model calls the scenario names.
+
+Every framework's fake does the same work per call, as a real provider adapter would:
+- it yields to the event loop once (`await asyncio.sleep(0)`), as a network read does, so
+  "1,000 concurrent runs" really interleave instead of each running to completion in one
+  step;
+- it streams the reply as `chunks(text)`: one delta per call (`--stream one`, the default)
+  or word by word (`--stream words`), so the per-event cost of each framework shows apart
+  from its per-call cost;
+- it reports the same usage (`USAGE`: input and output tokens), so no framework estimates
+  tokens from the text.
 """
 
 from __future__ import annotations
@@ -54,12 +64,32 @@ CALLS_B = 3
 CALLS = 0
 """Model calls answered so far in this process (every fake reply counts one)."""
 
+INPUT_TOKENS = 40
+OUTPUT_TOKENS = 12
+"""The usage every fake reports for every call (no framework estimates it)."""
+
+STREAMS = ("one", "words")
+STREAM = "one"
+"""How the fakes stream a reply: "one" delta per call, or "words" (set by `--stream`)."""
+
 _WORDS = re.compile(r"\s*\S+\s*|\s+")
 
 
 def words(text: str) -> list[str]:
-    """The chunks a streaming fake sends: one word at a time, whitespace kept."""
+    """One word at a time, whitespace kept."""
     return _WORDS.findall(text)
+
+
+def chunks(text: str) -> list[str]:
+    """The deltas a streaming fake sends for `text`, as `--stream` says."""
+    if STREAM == "words":
+        return words(text)
+    return [text] if text else []
+
+
+async def provider_wait() -> None:
+    """The fake's one trip through the event loop per call (a network read's, at zero latency)."""
+    await asyncio.sleep(0)
 
 
 def _newest_draft(prompt: str) -> int:
@@ -223,6 +253,7 @@ async def concurrent(
     if CALLS != CALLS_A * n * len(walls):
         raise AssertionError(f"expected {CALLS_A * n * len(walls)} model calls, the fake model saw {CALLS}")
     traced_peak: float | None = None
+    retained: list[float] = []
     skipped = ""
     if walls[0] <= traced_budget_s:
         gc.collect()
@@ -230,6 +261,12 @@ async def concurrent(
         base = tracemalloc.get_traced_memory()[0]
         await at_once(loop, n)
         traced_peak = (tracemalloc.get_traced_memory()[1] - base) / 1e6
+        # Retention: 10 batches of n/10 runs; what stays traced after each (after a
+        # collection) should be a flat line: a finished run keeps nothing.
+        for _ in range(10):
+            await at_once(loop, max(1, n // 10))
+            gc.collect()
+            retained.append((tracemalloc.get_traced_memory()[0] - base) / 1e3)
         tracemalloc.stop()
     else:
         skipped = (
@@ -243,6 +280,10 @@ async def concurrent(
         "rss_growth_mb": peak_rss - rss_before,
         "traced_peak_mb": traced_peak,
         "traced_skipped": skipped,
+        "retained_kb": retained,
+        "retained_bytes_per_run": (
+            (retained[-1] - retained[0]) * 1e3 / (9 * max(1, n // 10)) if len(retained) == 10 else None
+        ),
         "events_per_run": events[0] if events else 0,
     }
 
@@ -268,12 +309,16 @@ def main(
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument("--traced-budget-s", type=float, default=30.0)
     parser.add_argument("--only", default="")
+    parser.add_argument("--stream", choices=STREAMS, default="one", help="deltas per reply")
     args = parser.parse_args()
+    global STREAM
+    STREAM = args.stream
     out: dict[str, Any] = {
         "versions": dict(versions),
         "python": sys.version.split()[0],
         "notes": dict(notes or {}),
         "errors": dict(errors or {}),
+        "stream": STREAM,
     }
     if args.mode == "loops":
 

@@ -21,7 +21,8 @@ Messages = list[dict[str, Any]]
 
 
 async def model(role: str, messages: Messages) -> Any:
-    """A zero-latency model: a coroutine that answers at once."""
+    """A zero-latency model: one trip through the event loop, then the answer."""
+    await common.provider_wait()
     prompt = messages[-1]["content"]
     if role == "actor":
         return common.actor_reply(prompt)

@@ -2,13 +2,16 @@
 (e) events per second from a supervisor → supervisor → ActorCritic run, (f) replay vs
 live, (g) SSE events per second from `jeeves serve` (bench/sse.py).
 
-One `FunctionModel` answers every call from the request (its role and text; see
-bench/common.py), so one model serves any number of concurrent runs. Events are read
-through `jeeves.stream`, one by one. Prints JSON; run by bench/run.py.
+One `BenchModel` answers every call from the request (its role and text; see
+bench/common.py), so one model serves any number of concurrent runs. It is a plain
+`jeeves.ModelClient`, as a provider adapter is: it yields once, streams
+`common.chunks(text)` and reports `common`'s usage, like every peer's fake. Events are
+read through `jeeves.stream`, one by one. Prints JSON; run by bench/run.py.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -21,9 +24,9 @@ sys.path.insert(1, str(BENCH.parent))
 import common  # noqa: E402
 
 import jeeves  # noqa: E402
-from jeeves import Agent, FunctionModel  # noqa: E402
-from jeeves.messages import ModelRequest  # noqa: E402
-from jeeves.testing import Reply, call  # noqa: E402
+from jeeves import Agent  # noqa: E402
+from jeeves.messages import ModelRequest, ModelResponse, ToolCall, Usage  # noqa: E402
+from jeeves.models.base import DeltaSink  # noqa: E402
 
 ActorCritic: Any = getattr(jeeves, "ActorCritic", None)
 Supervisor: Any = getattr(jeeves, "Supervisor", None)
@@ -35,7 +38,7 @@ def _prompt(request: ModelRequest) -> str:
     return next((m.content or "" for m in reversed(request.messages) if m.role == "user"), "")
 
 
-def answer(request: ModelRequest, delegate_to: str) -> str | Reply:
+def answer(request: ModelRequest, delegate_to: str) -> str | list[ToolCall]:
     """The fake model: actor, critic, worker or coordinator, by the caller's role.
 
     The root coordinator delegates to `delegate_to`; a nested one always to the coder.
@@ -51,11 +54,33 @@ def answer(request: ModelRequest, delegate_to: str) -> str | Reply:
     if isinstance(reply, str):
         return reply
     worker = delegate_to if len(request.role_path) == 1 else common.WORKER
-    return Reply(tool_calls=[call("delegate", {**reply, "worker": worker})])
+    return [ToolCall(id="call_1", name="delegate", arguments=json.dumps({**reply, "worker": worker}))]
 
 
-MODEL = FunctionModel(lambda request: answer(request, common.WORKER))
-NESTED_MODEL = FunctionModel(lambda request: answer(request, "team"))
+class BenchModel:
+    """The bench's fake provider: a `jeeves.ModelClient` answering from the request."""
+
+    model_name = "bench"
+
+    def __init__(self, delegate_to: str) -> None:
+        self.delegate_to = delegate_to
+
+    async def complete(self, request: ModelRequest, *, on_delta: DeltaSink | None = None) -> ModelResponse:
+        reply = answer(request, self.delegate_to)
+        await common.provider_wait()
+        usage = Usage(input_tokens=common.INPUT_TOKENS, output_tokens=common.OUTPUT_TOKENS, model_calls=1)
+        if isinstance(reply, list):
+            return ModelResponse(
+                tool_calls=reply, usage=usage, model=request.model, finish_reason="tool_calls"
+            )
+        if on_delta is not None:
+            for chunk in common.chunks(reply):
+                await on_delta(chunk)
+        return ModelResponse(text=reply, usage=usage, model=request.model, finish_reason="stop")
+
+
+MODEL = BenchModel(common.WORKER)
+NESTED_MODEL = BenchModel("team")
 
 
 def actor_critic() -> Any:
@@ -67,12 +92,11 @@ def actor_critic() -> Any:
     )
 
 
-async def consume(arch: Any, model: FunctionModel = MODEL) -> int:
+async def consume(arch: Any, model: BenchModel = MODEL) -> int:
     count = 0
     async with jeeves.stream(arch, common.TASK, model=model) as events:
         async for _ in events:
             count += 1
-    model.requests.clear()  # FunctionModel keeps every request for test assertions; a bench keeps none
     return count
 
 
@@ -114,6 +138,146 @@ def build() -> tuple[dict[str, tuple[common.Loop, int]], dict[str, str]]:
     return loops, errors
 
 
+# -- (h) cost per session against nesting depth and parallel workers -------------------------
+
+DEPTHS = (1, 2, 3, 4, 5)
+WORKERS = (1, 2, 5, 10, 20, 50)
+
+
+class FanOutModel:
+    """(h)'s fake provider: a coordinator delegates to its `worker` (depth) or to `n` workers
+    at once (fan-out), then sums up; every worker answers in one reply."""
+
+    model_name = "bench"
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    async def complete(self, request: ModelRequest, *, on_delta: DeltaSink | None = None) -> ModelResponse:
+        common.CALLS += 1
+        await common.provider_wait()
+        usage = Usage(input_tokens=common.INPUT_TOKENS, output_tokens=common.OUTPUT_TOKENS, model_calls=1)
+        if not request.tools or request.messages[-1].role == "tool":
+            if on_delta is not None:
+                await on_delta("done")
+            return ModelResponse(text="done", usage=usage, model=request.model, finish_reason="stop")
+        arguments = json.dumps({"worker": "w", "instructions": "go"})
+        calls = [ToolCall(id=f"call_{i}", name="delegate", arguments=arguments) for i in range(self.n)]
+        return ModelResponse(tool_calls=calls, usage=usage, model=request.model, finish_reason="tool_calls")
+
+
+def nested(depth: int) -> Any:
+    """`depth` sessions: depth − 1 supervisors, each over the next, over one agent."""
+    arch: Any = Agent("You work.")
+    for _ in range(depth - 1):
+        arch = Supervisor({"w": arch}, max_delegations=60)
+    return arch
+
+
+async def _time_per_session(arch: Any, model: Any, sessions: int, calls: int, runs: int) -> dict[str, Any]:
+    async def once() -> int:
+        count = 0
+        async with jeeves.stream(arch, common.TASK, model=model) as events:
+            async for _ in events:
+                count += 1
+        return count
+
+    timed = await common.time_loop(once, calls, runs=runs, budget_s=1.0, warmup=3)
+    return {
+        "sessions": sessions,
+        "model_calls": calls,
+        "events": timed["events"],
+        "us_per_run": timed["median_us"],
+        "us_per_session": timed["median_us"] / sessions,
+        "us_per_call": timed["median_us"] / calls,
+    }
+
+
+async def scaling(runs: int) -> dict[str, Any]:
+    """(h): µs per session and per model call as nesting deepens and workers multiply."""
+    depth_rows = []
+    for depth in DEPTHS:
+        calls = 2 * (depth - 1) + 1
+        depth_rows.append(
+            {"depth": depth, **await _time_per_session(nested(depth), FanOutModel(1), depth, calls, runs)}
+        )
+    worker_rows = []
+    for n in WORKERS:
+        team = Supervisor({"w": Agent("You work.")}, max_delegations=60)
+        worker_rows.append(
+            {"workers": n, **await _time_per_session(team, FanOutModel(n), n + 1, n + 2, runs)}
+        )
+    return {"depth": depth_rows, "workers": worker_rows}
+
+
+# -- (i) what features cost: journal on, telemetry on ------------------------------------------
+
+
+async def features(runs: int) -> dict[str, Any]:
+    """(a) streamed, bare and with each feature on: µs per loop."""
+    import tempfile
+
+    from jeeves.replay import MemoryJournal, SQLiteJournal
+
+    arch = ARCHS["a"]
+    out: dict[str, Any] = {}
+
+    async def bare() -> int:
+        return await consume(arch)
+
+    async def memory_journal() -> int:
+        count = 0
+        async with jeeves.stream(arch, common.TASK, model=MODEL, journal=MemoryJournal()) as events:
+            async for _ in events:
+                count += 1
+        return count
+
+    tmp = tempfile.mkdtemp()
+    sqlite = SQLiteJournal(f"{tmp}/bench.db")
+
+    async def sqlite_journal() -> int:
+        count = 0
+        async with jeeves.stream(arch, common.TASK, model=MODEL, journal=sqlite) as events:
+            async for _ in events:
+                count += 1
+        return count
+
+    variants: dict[str, common.Loop] = {
+        "bare": bare,
+        "memory journal": memory_journal,
+        "sqlite journal": sqlite_journal,
+    }
+    try:
+        from opentelemetry.sdk.trace import TracerProvider
+
+        from jeeves.telemetry import OTelTracer
+
+        tracer = OTelTracer(tracer_provider=TracerProvider())
+
+        async def telemetry() -> int:
+            count = 0
+            async with jeeves.stream(arch, common.TASK, model=MODEL, tracer=tracer) as events:
+                async for _ in events:
+                    count += 1
+            return count
+
+        variants["telemetry (OTel SDK, no exporter)"] = telemetry
+    except ImportError as exc:
+        out["telemetry_error"] = str(exc)
+
+    async def plain_run() -> int:
+        await jeeves.run(arch, common.TASK, model=MODEL)
+        return 0
+
+    variants["jeeves.run (no stream)"] = plain_run
+    rows = {}
+    for name, loop in variants.items():
+        rows[name] = await common.time_loop(loop, common.CALLS_A, runs=runs, budget_s=1.5, warmup=5)
+    out["rows"] = rows
+    await sqlite.aclose()
+    return out
+
+
 def _version() -> str:
     try:
         return version("jeeves")
@@ -125,7 +289,14 @@ if __name__ == "__main__":
     mode = sys.argv[sys.argv.index("--mode") + 1] if "--mode" in sys.argv else "loops"
     loops, errors = build()
     versions = {"jeeves": _version()}
-    if mode == "replay":
+    if mode in ("scaling", "features"):
+        import asyncio
+
+        runs = int(sys.argv[sys.argv.index("--runs") + 1]) if "--runs" in sys.argv else 50
+        part = "h" if mode == "scaling" else "i"
+        job = scaling(runs) if mode == "scaling" else features(runs)
+        print(json.dumps({"versions": versions, part: asyncio.run(job)}))
+    elif mode == "replay":
         import replay_speed
 
         replay_speed.main(versions)

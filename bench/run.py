@@ -1,6 +1,6 @@
 """Run every benchmark and write bench/results/LATEST.md, LATEST.json and LATEST.png.
 
-    python bench/run.py                   # everything, peers included (about 6 minutes here)
+    python bench/run.py                   # everything, peers included (under 15 minutes here)
     python bench/run.py --only floor,jeeves --quick --out /tmp/b --no-chart
 
 Each framework runs in its own subprocess (peers in their own venvs under bench/.venvs,
@@ -134,11 +134,17 @@ def bench_framework(fw: Framework, python: Path | str, s: Settings, log: Any) ->
     ]
     parts: list[tuple[str, list[str]]] = [
         ("loops", loops),
+        ("loops_words", [*loops, "--stream", "words"]),
         ("c", ["--mode", "concurrent", "--n", str(s.n), "--traced-budget-s", str(s.traced_budget_s)]),
     ]
     if fw.key == "jeeves":
         few = str(max(2, s.runs // 10))
-        parts += [("f", ["--mode", "replay", "--runs", few]), ("g", ["--mode", "sse", "--runs", few])]
+        parts += [
+            ("f", ["--mode", "replay", "--runs", few]),
+            ("g", ["--mode", "sse", "--runs", few]),
+            ("h", ["--mode", "scaling", "--runs", str(max(3, s.runs // 10))]),
+            ("i", ["--mode", "features", "--runs", str(s.runs)]),
+        ]
     for name, args in parts:
         log(f"  {fw.key}: {name}")
         try:
@@ -148,10 +154,11 @@ def bench_framework(fw: Framework, python: Path | str, s: Settings, log: Any) ->
             continue
         out.setdefault("versions", result.get("versions", {}))
         out.setdefault("notes", {}).update(result.get("notes", {}))
-        out["errors"].update(result.get("errors", {}))
-        for key in ("a", "b", "c", "e", "f", "g"):
+        suffix = "_words" if name == "loops_words" else ""
+        out["errors"].update({k + suffix: v for k, v in result.get("errors", {}).items()})
+        for key in ("a", "b", "c", "e", "f", "g", "h", "i"):
             if key in result:
-                out[key] = result[key]
+                out[key + (suffix if key in "abe" else "")] = result[key]
     if fw.import_name:
         log(f"  {fw.key}: d (import)")
         try:
@@ -266,7 +273,8 @@ def main(argv: list[str] | None = None) -> int:
     data["meta"]["chart_error"] = chart_error
     data["meta"]["duration_s"] = time.perf_counter() - started
     json_path.write_text(json.dumps(data, indent=1))
-    md_path.write_text(report.render(data))
+    notes = BENCH / "results" / "NOTES.md"
+    md_path.write_text(report.render(data, notes.read_text() if notes.exists() and not args.quick else ""))
     log(f"wrote {md_path} in {data['meta']['duration_s']:.0f} s")
     return 0
 

@@ -23,6 +23,7 @@ from jeeves.journal import Journal, JournalMode
 from jeeves.messages import Usage, UsageTally
 from jeeves.models.router import Router
 from jeeves.steering import Inbox
+from jeeves.usage_tree import book
 
 __all__ = ["RunState", "StepResult", "Suspension", "lease_owner"]
 
@@ -135,6 +136,9 @@ class RunState:
     root_lock: anyio.Lock = field(default_factory=anyio.Lock)
     """Serialises writes of the root's session record (the context's and the heartbeat's)."""
     _adapters: dict[Any, TypeAdapter[Any]] = field(default_factory=dict)
+    _tree: dict[str, UsageTally] = field(default_factory=dict)
+    _live_tree: dict[str, UsageTally] = field(default_factory=dict)
+    """Per session: its usage plus everything below it, kept as calls are booked (see usage_tree)."""
 
     def adapter(self, tp: Any) -> TypeAdapter[Any]:
         adapter = self._adapters.get(tp)
@@ -144,26 +148,15 @@ class RunState:
 
     def add_usage(self, session_id: str, usage: Usage, *, live: bool) -> None:
         """Book one model call's usage; live calls also count against the budget."""
-        tally = self.usage.get(session_id)
-        if tally is None:
-            tally = self.usage[session_id] = UsageTally()
-        tally.add(usage)
+        book(self.usage, self._tree, session_id, usage)
         if live:
-            tally = self.live_usage.get(session_id)
-            if tally is None:
-                tally = self.live_usage[session_id] = UsageTally()
-            tally.add(usage)
+            book(self.live_usage, self._live_tree, session_id, usage)
             self.meter.charge(usage)
 
     def tree_usage(self, session_id: str, *, live: bool = False) -> Usage:
-        """Usage of a session and everything below it."""
-        table = self.live_usage if live else self.usage
-        prefix = session_id + "__"
-        total = UsageTally()
-        for sid, tally in table.items():
-            if sid == session_id or sid.startswith(prefix):
-                total.add(tally)
-        return total.snapshot()
+        """Usage of a session and everything below it (kept as calls are booked: O(1))."""
+        tally = (self._live_tree if live else self._tree).get(session_id)
+        return tally.snapshot() if tally is not None else Usage()
 
     def tree_tool_calls(self, session_id: str) -> list[str]:
         """The tools called by a session and everything below it (each session's in order)."""

@@ -67,6 +67,9 @@ class BudgetMeter:
         """Per axis, the most one charged call cost: the reservation for a call in flight."""
         self._calls: set[anyio.CancelScope] = set()
         """The model calls in flight; a breach cancels them."""
+        b = self.budget
+        self._unlimited = (b.max_tokens, b.max_usd, b.max_model_calls, b.deadline_s) == (None,) * 4
+        """No limit on any axis: a live step needs no check and no cancel scope."""
 
     def elapsed(self) -> float:
         return time.monotonic() - self._started
@@ -137,6 +140,9 @@ class BudgetMeter:
         elsewhere; every step is cancelled at the deadline. A step stopped either way
         raises BudgetExceeded here, so the caller records it as stopped, not completed.
         """
+        if self._unlimited:  # nothing can refuse or stop it
+            yield
+            return
         if model_call:
             self.check(calls_starting=1)
         else:

@@ -15,6 +15,7 @@ from collections import deque
 import anyio
 
 from jeeves.events import Event
+from jeeves.handoff import Waiter, is_asyncio
 
 __all__ = ["EventChannel"]
 
@@ -25,8 +26,10 @@ class EventChannel:
     def __init__(self, max_buffer: int = 256) -> None:
         self._max = max(1, max_buffer)
         self._buffer: deque[Event] = deque()
-        self._blocked: deque[tuple[anyio.Event, Event]] = deque()
-        self._reader: anyio.Event | None = None
+        self._blocked: deque[tuple[Waiter, Event]] = deque()
+        self._reader: Waiter | None = None
+        self._asyncio: bool | None = None
+        """The backend, found at the first wait (a channel lives in one event loop)."""
         self._closed = False
         self._seq = 0
         self.consume = True
@@ -37,6 +40,11 @@ class EventChannel:
         fields = event.__dict__  # plain field storage: 5x cheaper than pydantic's __setattr__
         fields["seq"] = self._seq
         fields["ts"] = time.time()
+
+    def _waiter(self) -> Waiter:
+        if self._asyncio is None:
+            self._asyncio = is_asyncio()
+        return Waiter(self._asyncio)
 
     def _wake_reader(self) -> None:
         if self._reader is not None:
@@ -53,7 +61,7 @@ class EventChannel:
             self._buffer.append(event)
             self._wake_reader()
             return
-        entry = (anyio.Event(), event)
+        entry = (self._waiter(), event)
         self._blocked.append(entry)
         try:
             await entry[0].wait()
@@ -75,7 +83,7 @@ class EventChannel:
                 return event
             if self._closed:
                 raise anyio.EndOfStream
-            self._reader = anyio.Event()
+            self._reader = self._waiter()
             await self._reader.wait()
 
     def close(self) -> None:

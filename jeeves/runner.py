@@ -27,6 +27,7 @@ from jeeves.context import Context, RunState
 from jeeves.errors import BudgetExceeded, RunEnded, UserError, UserTypeError
 from jeeves.events import Event
 from jeeves.gating import Approvals, Approver, Decision, PendingGate
+from jeeves.handoff import running
 from jeeves.hooks import Tracer, default_tracer
 from jeeves.ids import new_root_id, validate_name, validate_root_id
 from jeeves.journal import Journal, JournalMode
@@ -426,21 +427,24 @@ async def stream(
     async def produce() -> None:
         try:
             handle._result = await _execute(state, root, arch, task, journal, architecture_ref, session_ttl_s)
-        except Exception as exc:
+        except anyio.get_cancelled_exc_class():
+            raise
+        except BaseException as exc:  # surfaced to the reader (and raised on leaving when not an Exception)
             handle._error = exc
         finally:
             channel.close()
             handle._done.set()
 
     with _collapse():
-        async with anyio.create_task_group() as group:
-            group.start_soon(produce)
+        async with running(produce) as producer:
             try:
                 yield handle
             finally:
                 channel.close()
                 if not handle._done.is_set():  # left early: cancel the whole tree
-                    group.cancel_scope.cancel()
+                    producer.cancel()
+        if handle._error is not None and not isinstance(handle._error, Exception):
+            raise handle._error  # KeyboardInterrupt, SystemExit: not the reader's to swallow
 
 
 async def replay(

@@ -1,8 +1,9 @@
-"""jeevesagent 0.9.7: its ActorCritic and Supervisor, answered by its ScriptedModel.
+"""jeevesagent 0.9.7: its ActorCritic and Supervisor, answered by one fake model per role.
 
-Each call picks one `ScriptedTurn` from the request (bench/common.py says how) and lets
-jeevesagent's own `ScriptedModel` stream it word by word, so one model serves concurrent
-runs. Memory is off (a null Memory): the default in-memory store keeps every episode and
+`RoleModel` implements jeevesagent's model protocol (`complete` and `stream`, as its own
+`ScriptedModel` does) and is built once: each call picks its reply from the request
+(bench/common.py says how), yields once, streams `common.chunks(text)` as `ModelChunk`s
+and reports `common`'s usage, so one model serves concurrent runs. Memory is off (a null Memory): the default in-memory store keeps every episode and
 recalls them on the next run, which would make each run slower than the one before.
 Events are consumed through `Agent.stream`. Runs in its own venv; prints JSON.
 """
@@ -20,36 +21,44 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import common
 from jeevesagent import Agent
 from jeevesagent.architecture import ActorCritic, Supervisor
-from jeevesagent.core.types import ToolCall
-from jeevesagent.model.scripted import ScriptedModel, ScriptedTurn
+from jeevesagent.core.types import ModelChunk, ToolCall, Usage
+
+USAGE = Usage(input_tokens=common.INPUT_TOKENS, output_tokens=common.OUTPUT_TOKENS)
 
 
-class RoleModel(ScriptedModel):
-    """jeevesagent's ScriptedModel, with the turn chosen from the request."""
+class RoleModel:
+    """A fake model for one role (jeevesagent's model protocol), built once per role."""
 
     def __init__(self, role: str) -> None:
-        super().__init__([])
         self.role = role
+        self.name = f"bench-{role}"
 
-    def _turn(self, messages: list[Any]) -> ScriptedTurn:
+    def _turn(self, messages: list[Any]) -> tuple[str, list[ToolCall]]:
         prompt = messages[-1].content
         if self.role == "actor":
-            return ScriptedTurn(text=common.actor_reply(prompt))
+            return common.actor_reply(prompt), []
         if self.role == "critic":
-            return ScriptedTurn(text=common.critic_reply(prompt))
+            return common.critic_reply(prompt), []
         if self.role == "worker":
-            return ScriptedTurn(text=common.worker_reply())
+            return common.worker_reply(), []
         reply = common.supervisor_reply(any(m.role == "tool" for m in messages))
         if isinstance(reply, str):
-            return ScriptedTurn(text=reply)
-        return ScriptedTurn(tool_calls=[ToolCall(id="call_1", tool="delegate", args=reply)])
+            return reply, []
+        return "", [ToolCall(id="call_1", tool="delegate", args=reply)]
 
-    async def complete(self, messages: list[Any], **kwargs: Any) -> tuple[Any, ...]:
-        return await ScriptedModel([self._turn(messages)]).complete(messages, **kwargs)
+    async def complete(self, messages: list[Any], **kwargs: Any) -> tuple[str, list[ToolCall], Usage, str]:
+        text, calls = self._turn(messages)
+        await common.provider_wait()
+        return text, calls, USAGE, "tool_use" if calls else "stop"
 
-    async def stream(self, messages: list[Any], **kwargs: Any) -> AsyncIterator[Any]:
-        async for chunk in ScriptedModel([self._turn(messages)]).stream(messages, **kwargs):
-            yield chunk
+    async def stream(self, messages: list[Any], **kwargs: Any) -> AsyncIterator[ModelChunk]:
+        text, calls = self._turn(messages)
+        await common.provider_wait()
+        for piece in common.chunks(text):
+            yield ModelChunk(kind="text", text=piece)
+        for call in calls:
+            yield ModelChunk(kind="tool_call", tool_call=call)
+        yield ModelChunk(kind="finish", finish_reason="tool_use" if calls else "stop", usage=USAGE)
 
 
 class NullMemory:

@@ -1,7 +1,9 @@
 """LangGraph: (a) a reflection graph (generate ⇄ reflect), (b) a supervisor graph with one worker.
 
-The fake chat model is a langchain `BaseChatModel` with native async streaming (`_astream`,
-word by word; a tool call as one chunk): langchain's `GenericFakeChatModel` only streams
+The fake chat model is a langchain `BaseChatModel` with native async streaming (`_astream`:
+it yields once, then streams `common.chunks(text)`; a tool call as one chunk; the last chunk
+carries `common`'s usage as `usage_metadata`, as provider integrations do), one built per
+role at import: langchain's `GenericFakeChatModel` only streams
 synchronously, which langchain runs in a thread pool per call. Events are consumed through
 `graph.astream(stream_mode=["messages", "updates"])`. Runs in its own venv; prints JSON.
 """
@@ -27,9 +29,16 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
+
+USAGE = UsageMetadata(
+    input_tokens=common.INPUT_TOKENS,
+    output_tokens=common.OUTPUT_TOKENS,
+    total_tokens=common.INPUT_TOKENS + common.OUTPUT_TOKENS,
+)
 
 
 class FakeChat(BaseChatModel):
@@ -57,17 +66,21 @@ class FakeChat(BaseChatModel):
     def _generate(
         self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
     ) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=self._reply(messages))])
+        message = self._reply(messages)
+        message.usage_metadata = USAGE
+        return ChatResult(generations=[ChatGeneration(message=message)])
 
     async def _agenerate(
         self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
     ) -> ChatResult:
+        await common.provider_wait()
         return self._generate(messages)
 
     async def _astream(
         self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
     ) -> AsyncIterator[ChatGenerationChunk]:
         message = self._reply(messages)
+        await common.provider_wait()
         if message.tool_calls:
             call = message.tool_calls[0]
             yield ChatGenerationChunk(
@@ -76,13 +89,18 @@ class FakeChat(BaseChatModel):
                     tool_call_chunks=[
                         {"name": call["name"], "args": json.dumps(call["args"]), "id": call["id"], "index": 0}
                     ],
+                    usage_metadata=USAGE,
                 )
             )
             return
-        for word in common.words(str(message.content)):
-            chunk = ChatGenerationChunk(message=AIMessageChunk(content=word))
+        pieces = common.chunks(str(message.content))
+        for i, piece in enumerate(pieces):
+            last = i == len(pieces) - 1
+            chunk = ChatGenerationChunk(
+                message=AIMessageChunk(content=piece, usage_metadata=USAGE if last else None)
+            )
             if run_manager:
-                await run_manager.on_llm_new_token(word, chunk=chunk)
+                await run_manager.on_llm_new_token(piece, chunk=chunk)
             yield chunk
 
 

@@ -1,7 +1,8 @@
 """openai-agents: (a) an actor agent and a critic agent in a loop, (b) a supervisor with a delegate tool.
 
-The model is a custom `agents.Model` that streams Responses events (text word by word, a
-function call whole) and answers from the request's text. The critic's `output_type` is a
+The model is a custom `agents.Model` (one per agent, built once) that yields once, then
+streams Responses events (`common.chunks(text)`, a function call whole) and answers from
+the request's text; its completed response carries `common`'s usage. The critic's `output_type` is a
 Verdict model, validated from its JSON reply. Tracing is disabled (it would otherwise try
 to export to the vendor). Events are consumed through `Runner.run_streamed(...)`; the
 worker in (b) is streamed the same way inside the delegate tool. Runs in its own venv;
@@ -29,10 +30,19 @@ from openai.types.responses import (
     ResponseOutputMessage,
     ResponseOutputText,
     ResponseTextDeltaEvent,
+    ResponseUsage,
 )
+from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
 from pydantic import BaseModel
 
 set_tracing_disabled(True)
+RESPONSE_USAGE = ResponseUsage(
+    input_tokens=common.INPUT_TOKENS,
+    output_tokens=common.OUTPUT_TOKENS,
+    total_tokens=common.INPUT_TOKENS + common.OUTPUT_TOKENS,
+    input_tokens_details=InputTokensDetails(cached_tokens=0, cache_write_tokens=0),
+    output_tokens_details=OutputTokensDetails(reasoning_tokens=0),
+)
 
 
 class Verdict(BaseModel):
@@ -88,12 +98,21 @@ class FakeModel(Model):
     async def get_response(
         self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any
     ) -> ModelResponse:
-        return ModelResponse(output=self._output(input), usage=Usage(), response_id=None)
+        output = self._output(input)
+        await common.provider_wait()
+        usage = Usage(
+            requests=1,
+            input_tokens=common.INPUT_TOKENS,
+            output_tokens=common.OUTPUT_TOKENS,
+            total_tokens=common.INPUT_TOKENS + common.OUTPUT_TOKENS,
+        )
+        return ModelResponse(output=output, usage=usage, response_id=None)
 
     async def stream_response(
         self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any
     ) -> AsyncIterator[Any]:
         output = self._output(input)
+        await common.provider_wait()
         response = Response(
             id="resp_1",
             created_at=0,
@@ -110,7 +129,7 @@ class FakeModel(Model):
         yield ResponseCreatedEvent(type="response.created", response=response, sequence_number=seq)
         item = output[0]
         if isinstance(item, ResponseOutputMessage):
-            for word in common.words(item.content[0].text):  # type: ignore[union-attr]
+            for word in common.chunks(item.content[0].text):  # type: ignore[union-attr]
                 seq += 1
                 yield ResponseTextDeltaEvent(
                     type="response.output_text.delta",
@@ -121,7 +140,7 @@ class FakeModel(Model):
                     logprobs=[],
                     sequence_number=seq,
                 )
-        done = response.model_copy(update={"output": output, "status": "completed"})
+        done = response.model_copy(update={"output": output, "status": "completed", "usage": RESPONSE_USAGE})
         yield ResponseCompletedEvent(type="response.completed", response=done, sequence_number=seq + 1)
 
 

@@ -1,7 +1,10 @@
 """pydantic-ai: (a) two agents in a Python loop, (b) a supervisor agent with a delegate tool.
 
-The models are `FunctionModel`s with a stream function (text word by word, a tool call as
-one delta); the critic's output type is `PromptedOutput(Verdict)`, so its JSON reply is
+The models are `FunctionModel`s with a stream function (it yields once, then streams
+`common.chunks(text)`; a tool call is one delta), built once. `FunctionModel` estimates
+tokens from the text of every chunk and message; a provider model reports them, so
+`BenchModel` is a `FunctionModel` whose streamed response reports `common`'s usage instead
+of estimating it (the estimate would cost pydantic-ai work no real run does). The critic's output type is `PromptedOutput(Verdict)`, so its JSON reply is
 validated like a jeeves critic's. Events are consumed through `run_stream_events`; the
 worker in (b) is streamed the same way inside the delegate tool (pydantic-ai's agent
 delegation pattern); its events are read there and counted with the supervisor's. Runs in its own venv; prints JSON.
@@ -11,7 +14,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -22,7 +26,8 @@ import common
 from pydantic import BaseModel
 from pydantic_ai import Agent, PromptedOutput
 from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart, UserPromptPart
-from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
+from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel, FunctionStreamedResponse
+from pydantic_ai.usage import RequestUsage
 
 
 class Verdict(BaseModel):
@@ -37,8 +42,41 @@ def _prompt(messages: list[ModelMessage]) -> str:
     return "".join(str(p.content) for p in last.parts if isinstance(p, UserPromptPart))
 
 
+class ReportedUsage(FunctionStreamedResponse):
+    """FunctionModel's streamed response, with the usage a provider reports (no estimate)."""
+
+    def __post_init__(self) -> None:
+        self._usage = RequestUsage(input_tokens=common.INPUT_TOKENS, output_tokens=common.OUTPUT_TOKENS)
+
+    def _map_item(self, item: Any) -> Iterator[Any]:
+        if isinstance(item, str):
+            yield from self._parts_manager.handle_text_delta(vendor_part_id="content", content=item)
+        else:
+            yield from super()._map_item(item)
+
+
+class BenchModel(FunctionModel):
+    @asynccontextmanager
+    async def request_stream(
+        self, messages: list[ModelMessage], model_settings: Any, params: Any, run_context: Any = None
+    ) -> AsyncGenerator[Any]:
+        model_settings, params = self.prepare_request(model_settings, params)
+        info = AgentInfo(
+            function_tools=params.declared_function_tools,
+            allow_text_output=params.allow_text_output,
+            output_tools=params.output_tools,
+            model_settings=model_settings,
+            model_request_parameters=params,
+            instructions=None,
+        )
+        assert self.stream_function is not None
+        stream = self.stream_function(messages, info)
+        yield ReportedUsage(model_request_parameters=params, _model_name=self.model_name, _iter=stream)
+
+
 async def _words(text: str) -> AsyncIterator[str]:
-    for chunk in common.words(text):
+    await common.provider_wait()
+    for chunk in common.chunks(text):
         yield chunk
 
 
@@ -58,21 +96,22 @@ async def supervisor_fn(messages: list[ModelMessage], info: AgentInfo) -> AsyncI
     last = messages[-1]
     has_result = isinstance(last, ModelRequest) and any(isinstance(p, ToolReturnPart) for p in last.parts)
     reply = common.supervisor_reply(has_result)
+    await common.provider_wait()
     if isinstance(reply, str):
-        for chunk in common.words(reply):
+        for chunk in common.chunks(reply):
             yield chunk
     else:
         yield {0: DeltaToolCall(name="delegate", json_args=json.dumps(reply), tool_call_id="call_1")}
 
 
-actor = Agent(FunctionModel(stream_function=actor_fn), instructions="You write code.")
+actor = Agent(BenchModel(stream_function=actor_fn), instructions="You write code.")
 critic = Agent(
-    FunctionModel(stream_function=critic_fn),
+    BenchModel(stream_function=critic_fn),
     instructions="You review code.",
     output_type=PromptedOutput(Verdict),
 )
-worker = Agent(FunctionModel(stream_function=worker_fn), instructions="You write code.")
-supervisor_agent = Agent(FunctionModel(stream_function=supervisor_fn), instructions="You coordinate.")
+worker = Agent(BenchModel(stream_function=worker_fn), instructions="You write code.")
+supervisor_agent = Agent(BenchModel(stream_function=supervisor_fn), instructions="You coordinate.")
 
 
 WORKER_EVENTS = 0
