@@ -201,6 +201,9 @@ class Critique(BaseEvent):
     """Which critic (or critics, comma-separated) gave it."""
     findings: list[Finding] = Field(default_factory=list)
     """The verdict's structured findings (rule id, path, severity, fix), when it has any."""
+    threshold: float | None = None
+    """The score the loop approves at (None when the emitter did not say), so a UI can show
+    the score against it."""
 
 
 class Refinement(BaseEvent):

@@ -9,6 +9,9 @@ Routes (all JSON errors are `{"error": message}`):
 - `GET /runs/{id}/events` the run's jeeves events as SSE (`Last-Event-ID` resumes).
 - `DELETE /runs/{id}` cancel a run.
 - `POST /agui`, `POST /agui/{architecture}` an AG-UI RunAgentInput → AG-UI events (SSE).
+- `GET /runs/{id}/requests/{session_id}` a session's model requests (the viewer's node detail);
+  with `journal=`, `GET /journal` and `GET /journal/runs/{id}/events|requests/{session_id}`
+  browse recorded runs (jeeves.server.explorer).
 
 Safe by default: `serve` binds 127.0.0.1 and refuses any other address without a token;
 before routing, `RequestGuard` (jeeves.server.guard) refuses foreign `Host`s, writes from
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -42,7 +46,9 @@ from jeeves.budget import Budget
 from jeeves.errors import UserError
 from jeeves.server.agui_stream import AguiFormat, task_from_input
 from jeeves.server.catalog import ArchitectureLike, Catalog, RouterLike, UnknownArchitecture
+from jeeves.server.explorer import explorer_routes
 from jeeves.server.guard import RequestGuard, host_names
+from jeeves.server.recorded import JournalBrowser
 from jeeves.server.runs import RunRecord, RunRegistry, TooManyRuns
 from jeeves.server.sse import BadLastEventId, EventStreamResponse, JeevesFormat, follow_run, last_event_id
 from jeeves.server.viewer import viewer_routes
@@ -215,6 +221,7 @@ def create_app(
     cancel_on_disconnect: bool = False,
     keepalive_s: float = 15.0,
     budget: Budget | None = None,
+    journal: str | os.PathLike[str] | None = None,
 ) -> Starlette:
     """The jeeves server as an ASGI app; serve it with uvicorn (or `jeeves serve`).
 
@@ -235,6 +242,8 @@ def create_app(
             ended; by default runs continue and can be re-attached.
         keepalive_s: Idle seconds between SSE keep-alive comments.
         budget: Limits applied to each run.
+        journal: A journal file whose recorded runs the viewer lists and opens (replayed
+            offline, read only); None for none.
 
     The app's `state.runs` is its `RunRegistry`; the registry's task group lives as long
     as the app's lifespan, and leaving it cancels every run still going. `state.token`
@@ -247,6 +256,7 @@ def create_app(
     if max_runs < 1:
         raise UserError(f"max_runs must be at least 1 run, got {max_runs!r}.")
     hosts = host_names(allowed_hosts)
+    browser = JournalBrowser(journal) if journal is not None else None
     catalog = Catalog(architectures, router)
     registry = RunRegistry(
         retention_s=retention_s, cancel_on_disconnect=cancel_on_disconnect, max_running=max_runs
@@ -268,6 +278,7 @@ def create_app(
         Route("/runs/{session_id}/events", api.events, methods=["GET"]),
         Route("/agui", api.agui, methods=["POST"]),
         Route("/agui/{architecture}", api.agui, methods=["POST"]),
+        *explorer_routes(),
     ]
     middleware = [
         Middleware(
@@ -293,4 +304,5 @@ def create_app(
     )
     app.state.runs = registry
     app.state.token = token
+    app.state.journal = browser
     return app

@@ -39,6 +39,7 @@ from jeeves.ids import new_root_id, validate_root_id
 from jeeves.journal import error_type_name
 from jeeves.models.router import Router
 from jeeves.runner import RunResult, stream
+from jeeves.server.requests import RecordingTracer, RequestLog
 
 __all__ = ["RunRecord", "RunRegistry", "RunStatus", "TooManyRuns"]
 
@@ -73,6 +74,8 @@ class RunRecord:
         self._done = anyio.Event()
         self._scope: anyio.CancelScope | None = None
         self._cancel_requested = False
+        self.requests = RequestLog()
+        """The requests of the run's live model calls (what the viewer's node detail shows)."""
 
     @property
     def finished(self) -> bool:
@@ -287,7 +290,12 @@ class RunRegistry:
                     scope.cancel()
                 try:
                     async with stream(
-                        arch, task, router=router, session_id=record.session_id, budget=budget
+                        arch,
+                        task,
+                        router=router,
+                        session_id=record.session_id,
+                        budget=budget,
+                        tracer=RecordingTracer(record.requests),
                     ) as events:
                         async for event in events:
                             record._append(event)
