@@ -24,7 +24,7 @@ from jeeves.redact import mask_credentials
 from jeeves.replay.api import list_runs, open_journal, plan_replay
 from jeeves.runner import stream
 
-__all__ = ["JournalBrowser", "NoSuchRun"]
+__all__ = ["JournalBrowser", "NoSuchRun", "view_target"]
 
 
 class NoSuchRun(UserError):
@@ -109,3 +109,22 @@ class JournalBrowser:
             return calls
         finally:
             await store.aclose()
+
+
+async def view_target(journal: str | os.PathLike[str], session_id: str | None) -> str:
+    """The run `jeeves view` opens: `session_id` if the journal holds it as a run, else (None) the latest.
+
+    Raises:
+        UserError: the journal holds no runs, or not that one (the message lists them).
+    """
+    runs = [run.session_id for run in await list_runs(journal)]
+    if not runs:
+        raise UserError(f"{journal} holds no runs; record one with `jeeves run SPEC --journal {journal}`.")
+    if session_id is None:
+        return runs[-1]
+    if session_id not in runs:
+        shown = ", ".join(repr(r) for r in runs[-10:])
+        raise UserError(
+            f"{journal} holds no run {session_id!r}; its latest runs are: {shown} (`jeeves runs {journal}` lists all)."
+        )
+    return session_id

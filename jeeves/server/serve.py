@@ -167,11 +167,16 @@ def serve_demo(
     max_body_bytes: int = 1_000_000,
     max_runs: int = 8,
     shutdown_s: int = 5,
+    journal: str | None = None,
+    open_path: str = "",
+    open_browser: bool = False,
 ) -> int:
-    """`jeeves serve`: `architectures` (default: the demo) behind the viewer, SSE and AG-UI endpoints.
+    """`jeeves serve` and `jeeves view`: `architectures` (default: the demo) behind the viewer, SSE and AG-UI endpoints.
 
     Beyond loopback without a token (`--token`, `$JEEVES_TOKEN`) it generates one and prints
     it in the page's address; the `--host` given (unless a wildcard) is answered to as a Host.
+    `journal` adds its recorded runs to the viewer; `open_path` (a fragment such as
+    `#journal=ID`) is appended to the printed address, which `open_browser` opens.
     """
     if shutdown_s < 0:
         raise UserError(f"--shutdown-timeout must be >= 0 seconds, got {shutdown_s!r}.")
@@ -193,14 +198,19 @@ def serve_demo(
             allowed_hosts=hosts,
             max_body_bytes=max_body_bytes,
             max_runs=max_runs,
+            journal=journal,
         )
         where = address(sock)
-        print(
-            f"jeeves: serving {', '.join(catalog)} at {where}" + (" (token required)" if token else ""),
-            flush=True,
-        )
+        serving = ", ".join(catalog) or "the viewer"
+        print(f"jeeves: serving {serving} at {where}" + (" (token required)" if token else ""), flush=True)
         if generated:
             print(f"jeeves: generated a token for this server; open {where}#token={token}", flush=True)
+        if open_path:
+            print(f"jeeves: open {where}{open_path}", flush=True)
+        if open_browser:
+            import webbrowser
+
+            webbrowser.open(where + open_path)
         serve(app, log_level="info", shutdown_s=shutdown_s, sock=sock)
     finally:
         sock.close()
