@@ -3,7 +3,8 @@
 - `GET /runs/{id}/requests/{session_id}`: the requests of a session's live model calls, in
   call order (`jeeves.server.requests`), for a run this server started.
 - `GET /journal`: the runs the served journal holds (`create_app(journal=PATH)`, `jeeves
-  serve --journal`), as `jeeves runs --json` lists them.
+  serve --journal`), as `jeeves runs --json` lists them; `{"journal": null, "runs": []}`
+  on a server that browses none.
 - `GET /journal/runs/{id}/events`: one recorded run's events, by strict replay
   (`jeeves.server.recorded`), as `{"session_id", "events": [...], "error"}`.
 - `GET /journal/runs/{id}/requests/{session_id}`: a recorded session's model requests.
@@ -53,10 +54,9 @@ def _browser(request: Request) -> JournalBrowser:
 
 
 async def _journal_runs(request: Request) -> Response:
-    try:
-        browser = _browser(request)
-    except NoSuchRun as exc:
-        return _not_found(exc)
+    browser: JournalBrowser | None = getattr(request.app.state, "journal", None)
+    if browser is None:  # not an error: the page asks every server, and most browse no journal
+        return JSONResponse({"journal": None, "runs": []})
     return JSONResponse({"journal": browser.path.name, "runs": await browser.runs()})
 
 

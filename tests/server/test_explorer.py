@@ -133,11 +133,13 @@ async def test_a_recorded_run_that_cannot_be_rebuilt_returns_the_reason_not_a_cr
     )
     async with asgi_client(agent_app(journal=path)) as client:
         body = (await client.get("/journal/runs/bare/events")).json()
-        no_journal = await client.get("/journal")
     assert body["events"] == [] and "does not say how to rebuild" in body["error"]["message"]
     async with asgi_client(agent_app()) as client:
         no_journal = await client.get("/journal")
-    assert no_journal.status_code == 404 and "--journal" in no_journal.json()["error"]
+    assert no_journal.json() == {"journal": None, "runs": []}
+    async with asgi_client(agent_app()) as client:
+        elsewhere = await client.get("/journal/runs/bare/events")
+    assert elsewhere.status_code == 404 and "--journal" in elsewhere.json()["error"]
 
 
 async def test_view_opens_the_latest_run_or_the_one_named_and_refuses_others(recorded: Path) -> None:

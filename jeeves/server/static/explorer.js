@@ -109,7 +109,10 @@ function diffView(before, after) {
 }
 
 // ---- the tooltip --------------------------------------------------------------------------
+let tipAnchor = null;
+
 function showTip(target, lines, event) {
+  tipAnchor = target;
   const tip = $("tip");
   tip.replaceChildren(...lines.map((l, i) => mk("div", i ? "" : "tip-title", l)));
   tip.hidden = false;
@@ -121,7 +124,13 @@ function showTip(target, lines, event) {
 }
 
 function hideTip() {
+  tipAnchor = null;
   $("tip").hidden = true;
+}
+
+// After a redraw: a tip whose element was replaced is hidden (the pointer must enter again).
+function dropStaleTip() {
+  if (tipAnchor && !tipAnchor.isConnected) hideTip();
 }
 
 function withTip(element, lines) {
@@ -174,9 +183,10 @@ function segTip(seg, node, kind) {
 
 function renderTimeline(rows) {
   const box = $("timeline");
-  hideTip();
   if (!view.extent) { box.replaceChildren(); return; }
   const { kind, x } = scale();
+  const focused = document.activeElement && document.activeElement.classList.contains("tl-bar")
+    ? document.activeElement.closest(".tl-row").dataset.sessionId : null;
   box.classList.toggle("by-seq", kind === "seq");
   box.replaceChildren(...rows.map(({ node, depth }) => {
     const row = mk("div", `tl-row ${node.status}${view.selected === node.id ? " selected" : ""}`);
@@ -207,6 +217,10 @@ function renderTimeline(rows) {
     return row;
   }));
   if (!view.axis) $("axis").value = kind;
+  if (focused) { // the rows are drawn anew: keep the keyboard where it was
+    const again = [...box.querySelectorAll(".tl-row")].find((r) => r.dataset.sessionId === focused);
+    if (again) again.querySelector(".tl-bar").focus({ preventScroll: true });
+  }
 }
 
 // ---- the watchdog rail --------------------------------------------------------------------
@@ -378,7 +392,9 @@ function requestView(entry) {
   if (!req) { box.append(mk("p", "dim", "The request was not kept (the run's request log was full).")); return box; }
   box.append(...(req.messages || []).map(messageView));
   if ((req.tools || []).length) {
-    box.append(mk("div", "sub", `tools offered: ${req.tools.map((t) => t.name).join(", ")}`));
+    const offered = mk("div", "offered");
+    offered.append(mk("span", "sub", "tools offered "), mk("span", "tool-name", req.tools.map((t) => t.name).join(", ")));
+    box.append(offered);
   }
   if (req.output_schema) {
     const schema = mk("div", "sub", "output schema ");
@@ -537,8 +553,12 @@ function renderDetail() {
   item("architecture", node.architecture);
   item("status", node.status + (node.stopReason && node.stopReason !== node.status ? ` (${node.stopReason})` : ""));
   item("model", node.model ? node.model + (node.fallback ? " · a fallback answered" : "") : "");
-  item("duration", node.end ? formatMs((node.end.ts - node.start.ts) * 1000) + (view.events[0].replayed ? " (replay)" : "") : "running");
-  item("usage", `${tokens(node.usage.input)} in, ${tokens(node.usage.output)} out · ${formatUsd(node.usage.cost)}`);
+  const replayed = view.events.length && view.events[0].replayed;
+  item("duration", !node.end ? "running" : replayed
+    ? `not recorded (replayed: seq ${node.start.seq} → ${node.end.seq})` : formatMs((node.end.ts - node.start.ts) * 1000));
+  item("usage", node.calls.length
+    ? `${tokens(node.usage.input)} in, ${tokens(node.usage.output)} out · ${formatUsd(node.usage.cost)}`
+    : "no model calls of its own");
   if (node.children.length) item("with children", `${tokens(u.input + u.output)} · ${formatUsd(u.cost)}`);
   if (node.retries.length) item("retries", node.retries.map((r) => `${r.model} → ${r.next_model}: ${r.error_type}`).join("; "));
   const parts = [head, meta];

@@ -452,6 +452,7 @@ function render() {
   renderCosts();
   renderGates();
   renderDetail();
+  dropStaleTip();
 }
 
 function scheduleRender() {
@@ -589,13 +590,8 @@ async function loadRuns() {
 }
 
 async function loadRecorded() {
-  let body;
-  try {
-    body = await api("/journal");
-  } catch (error) {
-    if (error.status === 404) return; // this server browses no journal
-    throw error;
-  }
+  const body = await api("/journal");
+  if (!body.journal) return; // this server browses no journal
   $("recorded-label").hidden = false;
   $("recorded-label").firstChild.textContent = `Recorded run (${body.journal}) `;
   const select = $("recorded");
@@ -637,7 +633,10 @@ $("token").addEventListener("change", () => {
 $("scrub").addEventListener("input", () => scrubTo(Number($("scrub").value)));
 $("scrub-live").addEventListener("click", () => scrubTo(view.events.length));
 $("axis").addEventListener("change", () => { view.axis = $("axis").value; scheduleRender(); });
-for (const id of ["search", "filter-role", "filter-status"]) $(id).addEventListener("input", scheduleRender);
+for (const id of ["search", "filter-role", "filter-status"]) {
+  $(id).addEventListener("input", scheduleRender);
+  $(id).addEventListener("change", scheduleRender);
+}
 $("expand-all").addEventListener("click", () => { view.collapsed.clear(); scheduleRender(); });
 $("collapse-all").addEventListener("click", () => {
   for (const node of view.nodes.values()) if (node.children.length && node.parent) view.collapsed.add(node.id);
