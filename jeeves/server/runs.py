@@ -47,6 +47,7 @@ from jeeves.models.router import Router
 from jeeves.replay.source import register_loader
 from jeeves.runner import RunResult, stream
 from jeeves.server.gates import GateDesk
+from jeeves.server.requests import RecordingTracer, RequestLog
 
 __all__ = ["RunRecord", "RunRegistry", "RunStatus", "TooManyRuns"]
 
@@ -135,6 +136,8 @@ class RunRecord:
         """With status awaiting_approval: the gates the journal holds undecided."""
         self.agui_cursor = 0
         """The seq an AG-UI stream of this run stopped at for an interrupt (its resume continues after it)."""
+        self.requests = RequestLog()
+        """The requests of the run's live model calls (what the viewer's node detail shows)."""
 
     @property
     def finished(self) -> bool:
@@ -426,6 +429,7 @@ class RunRegistry:
                         architecture_ref={"kind": SERVED, "name": record.architecture}
                         if options.journal is not None
                         else None,
+                        tracer=RecordingTracer(record.requests),
                     ) as events:
                         async for event in events:
                             record._append(event)
