@@ -122,8 +122,14 @@ def _build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--journal",
         metavar="PATH",
-        help="record every run here; runs waiting at approval gates survive a restart on the same journal",
+        help="record every run here (created if missing) and list its recorded runs in the viewer; "
+        "runs waiting at approval gates survive a restart on the same journal",
     )
+    view = commands.add_parser("view", help="open a recorded run in the viewer (a local server)")
+    view.add_argument("journal", help="a journal file: *.jsonl, or a SQLite file")
+    view.add_argument("session", nargs="?", help="the run's root session id (default: the latest run)")
+    view.add_argument("--port", type=int, default=0, help="port (default: any free one)")
+    view.add_argument("--no-browser", action="store_true", help="print the address only; open no browser")
     runs = commands.add_parser("runs", help="list the runs a journal holds (status, rounds, cost)")
     runs.add_argument(
         "journal",
@@ -250,7 +256,41 @@ def _serve(args: argparse.Namespace) -> int:
         max_body_bytes=args.max_body,
         max_runs=args.max_runs,
         shutdown_s=args.shutdown_timeout,
-        journal=args.journal,
+        journal=_served_journal(args.journal, must_exist=False),
+    )
+
+
+def _served_journal(path: str | None, *, must_exist: bool) -> str | None:
+    """A journal the server records into and browses; runs of specs in it can be rebuilt (their loader is registered).
+
+    `jeeves serve --journal` creates a missing file on its first run; `jeeves view` only
+    browses, so a missing file there is a mistyped path.
+    """
+    if path is None:
+        return None
+    if must_exist and not os.path.isfile(path):
+        raise UserError(f"{path!r} is not a file; give a journal a run was recorded in.")
+    import jeeves.spec  # noqa: F401 - registers the "spec" source, so runs of specs replay
+
+    if os.getcwd() not in sys.path:  # as `jeeves replay`: architectures named module:attr import from here
+        sys.path.insert(0, os.getcwd())
+    return path
+
+
+def _view(args: argparse.Namespace) -> int:
+    from jeeves.server.recorded import view_target
+    from jeeves.server.serve import serve_demo
+
+    journal = _served_journal(args.journal, must_exist=True)
+    assert journal is not None
+    session = anyio.run(view_target, journal, args.session)
+    return serve_demo(
+        host="127.0.0.1",
+        port=args.port,
+        architectures={},
+        journal=journal,
+        open_path=f"#journal={session}",
+        open_browser=not args.no_browser,
     )
 
 
@@ -338,6 +378,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return anyio.run(run_demo, bool(args.json), args.journal)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "view":
+        return _view(args)
     if args.command == "runs":
         return anyio.run(
             runs_command, args.journal or _demo_journal(), bool(args.json), args.status, bool(args.watch)

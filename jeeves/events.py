@@ -221,6 +221,9 @@ class Critique(BaseEvent):
     """The verdict's structured findings (rule id, path, severity, fix), when it has any."""
     audit: AuditStats | None = None
     """A grounded audit's telemetry, when the verdict is one."""
+    threshold: float | None = None
+    """The score the loop approves at (None when the emitter did not say), so a UI can show
+    the score against it."""
 
 
 class Refinement(BaseEvent):

@@ -44,7 +44,10 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path: Path) -> Non
         assert demo.stdout is not None and demo.stdout.readline()
         demo.stdout.close()
         _, err = demo.communicate(timeout=120)
-        assert (demo.returncode, err) == (141, b"")  # 128 + SIGPIPE, as `yes | head` ends; no traceback
+        # 128 + SIGPIPE, as `yes | head` ends; no traceback. The demo's output (~40 KB) fits in a
+        # pipe's buffer, so on a busy machine it may have written everything and exited 0 before
+        # the reader closed: that is quiet too.
+        assert demo.returncode in (0, 141) and err == b"", (demo.returncode, err)
 
 
 def test_serve_binds_localhost_needs_its_token_and_runs_the_demo() -> None:

@@ -285,7 +285,7 @@ class CriticLoop(Generic[OutputT]):
             except Exception as exc:
                 return await self._critic_failed(r, exc)
             passed = verdict.approves(s.threshold)
-            await ctx.emit(critique_event(ctx.session_id, r, verdict, passed=passed))
+            await ctx.emit(critique_event(ctx.session_id, r, verdict, passed=passed, threshold=s.threshold))
             self._record(r, verdict, passed)
             if passed:
                 return self._finish("approved")

@@ -330,7 +330,9 @@ class _GoalRun:
         assert isinstance(verdict, Verdict)
         self.verifications.append(verdict)
         passed = verdict.approves(self.goal.threshold)
-        await self.ctx.emit(critique_event(self.ctx.session_id, n, verdict, passed=passed))
+        await self.ctx.emit(
+            critique_event(self.ctx.session_id, n, verdict, passed=passed, threshold=self.goal.threshold)
+        )
         return verdict
 
     async def _stop_reason(self, turn: Turn) -> str | None:

@@ -193,8 +193,11 @@ class Verdict(BaseModel):
         return [f"[{self.source}] {issue}" if self.source else issue for issue in self.issues]
 
 
-def critique_event(session_id: str, round: int, verdict: Verdict, *, passed: bool) -> Critique:
-    """The `critique` event that reports `verdict` on round `round` of session `session_id`."""
+def critique_event(
+    session_id: str, round: int, verdict: Verdict, *, passed: bool, threshold: float | None = None
+) -> Critique:
+    """The `critique` event that reports `verdict` on round `round` of session `session_id`
+    (`threshold`: the score that approves, when the loop has one)."""
     return Critique(
         session_id=session_id,
         round=round,
@@ -207,6 +210,7 @@ def critique_event(session_id: str, round: int, verdict: Verdict, *, passed: boo
         source=verdict.source,
         findings=verdict.findings,
         audit=verdict.audit,
+        threshold=threshold,
     )
 
 

@@ -16,10 +16,14 @@ Routes (all JSON errors are `{"error": message}`):
   Decision; 404 unknown gate, 409 already decided, expired, or other arguments' hash.
 - `POST /runs/{id}/messages` `{text, session_id?}` → 202: a human's message for the run's
   agents, applied at the next turn boundary (`RunStream.inject`); 409 once the run ended.
+- `GET /runs/{id}/requests/{session_id}` a session's model requests (the viewer's node detail);
+  `GET /journal` and `GET /journal/runs/{id}/events|requests/{session_id}` browse the
+  journal's recorded runs (jeeves.server.explorer).
 
 With `approvals=` every run's gated tool calls wait for a decision sent here (up to the
-gate's TTL). With `journal=` every run is recorded there, and a server restarted on the same
-journal holds again the runs it left suspended at gates: decide them and they resume
+gate's TTL). With `journal=` every run is recorded there, the viewer browses the runs it
+holds (the server's and any other process's), and a server restarted on the same journal
+holds again the runs it left suspended at gates: decide them and they resume
 (jeeves.server.decisions).
 
 Safe by default: `serve` binds 127.0.0.1 and refuses any other address without a token;
@@ -37,7 +41,7 @@ from __future__ import annotations
 import hmac
 import json
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -52,6 +56,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from jeeves.approvals import Approvals, GateConflict, GateNotFound
+from jeeves.architecture import Architecture
 from jeeves.budget import Budget
 from jeeves.errors import UserError
 from jeeves.journal import Journal
@@ -61,9 +66,11 @@ from jeeves.server.agui_resume import resume_entries
 from jeeves.server.agui_stream import AguiFormat, task_from_input
 from jeeves.server.catalog import ArchitectureLike, Catalog, RouterLike, UnknownArchitecture
 from jeeves.server.decisions import Decisions
+from jeeves.server.explorer import explorer_routes
 from jeeves.server.gates import DecisionBody
 from jeeves.server.guard import RequestGuard, host_names
-from jeeves.server.runs import RunNotRunning, RunRecord, RunRegistry, TooManyRuns
+from jeeves.server.recorded import JournalBrowser
+from jeeves.server.runs import SERVED, RunNotRunning, RunRecord, RunRegistry, TooManyRuns
 from jeeves.server.sse import BadLastEventId, EventStreamResponse, JeevesFormat, follow_run, last_event_id
 from jeeves.server.viewer import viewer_routes
 
@@ -257,6 +264,18 @@ async def _user_error(request: Request, exc: Exception) -> Response:
     return _error(status, str(exc))
 
 
+def _served_by(catalog: Catalog) -> Callable[[Mapping[str, Any]], Architecture | None]:
+    """Rebuilds a run this server recorded (source `{"kind": "served", "name"}`) from its catalog entry."""
+
+    def rebuild(source: Mapping[str, Any]) -> Architecture | None:
+        name = source.get("name")
+        if source.get("kind") != SERVED or not isinstance(name, str) or name not in catalog.names:
+            return None  # the source's own loader says why it cannot be rebuilt
+        return catalog.build(name)[0]
+
+    return rebuild
+
+
 def create_app(
     architectures: Mapping[str, ArchitectureLike],
     *,
@@ -297,7 +316,9 @@ def create_app(
             the gate's TTL. None: no gates.
         journal: Where every run is recorded (a path: `.jsonl`, else SQLite; or a journal
             store). At start the server holds again the runs of its catalog the journal
-            has suspended at gates, so they survive a restart of the server.
+            has suspended at gates, so they survive a restart of the server. The viewer
+            lists the runs it holds and opens them (replayed offline; a run this server
+            recorded is rebuilt from its catalog entry). A missing file is created.
 
     The app's `state.runs` is its `RunRegistry`; the registry's task group lives as long
     as the app's lifespan, and leaving it cancels every run still going. `state.token`
@@ -328,6 +349,9 @@ def create_app(
         if store is not None and not isinstance(store, JournalStore):
             raise UserError(f"journal= must be a journal store jeeves can list (or a path), got {journal!r}.")
         decisions.journal = store
+        if store is not None:  # one journal: the runs record into it and the page browses it
+            browsed = journal if isinstance(journal, str | os.PathLike) else store
+            app.state.journal = JournalBrowser(browsed, rebuild=_served_by(catalog))
         try:
             async with registry:
                 await decisions.restore()
@@ -349,6 +373,7 @@ def create_app(
         Route("/runs/{session_id}/messages", api.send_message, methods=["POST"]),
         Route("/agui", api.agui, methods=["POST"]),
         Route("/agui/{architecture}", api.agui, methods=["POST"]),
+        *explorer_routes(),
     ]
     middleware = [
         Middleware(
@@ -375,4 +400,5 @@ def create_app(
     app.state.runs = registry
     app.state.decisions = decisions
     app.state.token = token
+    app.state.journal = None
     return app

@@ -47,6 +47,7 @@ from jeeves.models.router import Router
 from jeeves.replay.source import register_loader
 from jeeves.runner import RunResult, RunStream, check_injection, stream
 from jeeves.server.gates import GateDesk
+from jeeves.server.requests import RecordingTracer, RequestLog
 
 __all__ = ["RunNotRunning", "RunRecord", "RunRegistry", "RunStatus", "TooManyRuns"]
 
@@ -142,6 +143,8 @@ class RunRecord:
         self._stream: RunStream | None = None
         self._early: list[tuple[str, str | None]] = []
         """Messages sent before the run's stream existed, handed to it when it does."""
+        self.requests = RequestLog()
+        """The requests of the run's live model calls (what the viewer's node detail shows)."""
 
     @property
     def finished(self) -> bool:
@@ -456,6 +459,7 @@ class RunRegistry:
                         architecture_ref={"kind": SERVED, "name": record.architecture}
                         if options.journal is not None
                         else None,
+                        tracer=RecordingTracer(record.requests),
                     ) as events:
                         record._attach(events)
                         async for event in events:

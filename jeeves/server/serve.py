@@ -170,14 +170,18 @@ def serve_demo(
     shutdown_s: int = 5,
     journal: str | os.PathLike[str] | None = None,
     approvals: Approvals | None = None,
+    open_path: str = "",
+    open_browser: bool = False,
 ) -> int:
-    """`jeeves serve`: `architectures` (default: the demo) behind the viewer, SSE and AG-UI endpoints.
+    """`jeeves serve` and `jeeves view`: `architectures` (default: the demo) behind the viewer, SSE and AG-UI endpoints.
 
     Beyond loopback without a token (`--token`, `$JEEVES_TOKEN`) it generates one and prints
     it in the page's address; the `--host` given (unless a wildcard) is answered to as a Host.
-    With `journal` every run is recorded there, and runs left waiting at gates when the
-    server stopped (or was killed) are held again at start; `approvals` is the policy of
-    runs whose catalog entry brings none (a served spec's `[approvals]` comes with it).
+    With `journal` every run is recorded there, the viewer lists and opens its recorded
+    runs, and runs left waiting at gates when the server stopped (or was killed) are held
+    again at start; `approvals` is the policy of runs whose catalog entry brings none (a
+    served spec's `[approvals]` comes with it). `open_path` (a fragment such as
+    `#journal=ID`) is appended to the printed address, which `open_browser` opens.
     """
     if shutdown_s < 0:
         raise UserError(f"--shutdown-timeout must be >= 0 seconds, got {shutdown_s!r}.")
@@ -203,12 +207,16 @@ def serve_demo(
             approvals=approvals,
         )
         where = address(sock)
-        print(
-            f"jeeves: serving {', '.join(catalog)} at {where}" + (" (token required)" if token else ""),
-            flush=True,
-        )
+        serving = ", ".join(catalog) or "the viewer"
+        print(f"jeeves: serving {serving} at {where}" + (" (token required)" if token else ""), flush=True)
         if generated:
             print(f"jeeves: generated a token for this server; open {where}#token={token}", flush=True)
+        if open_path:
+            print(f"jeeves: open {where}{open_path}", flush=True)
+        if open_browser:
+            import webbrowser
+
+            webbrowser.open(where + open_path)
         serve(app, log_level="info", shutdown_s=shutdown_s, sock=sock)
     finally:
         sock.close()

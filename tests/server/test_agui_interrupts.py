@@ -82,7 +82,7 @@ async def test_a_gate_ends_the_agui_run_with_an_interrupt_and_resume_finishes_it
         assert second[0].type == "RUN_STARTED" and second[0].run_id == "t-1-resume"
         assert second[-1].type == "RUN_FINISHED" and second[-1].outcome is None
         assert second[-1].result == "Refunded order 881."
-        customs = [e.value for e in second if e.type == "CUSTOM" and e.name == "approval.decided"]
+        customs = [e.value for e in second if e.type == "CUSTOM" and e.name == "jeeves.approval.decided"]
         assert [(c["decision"], c["by"]) for c in customs] == [("approve", "carol")]
         results = [e for e in second if e.type == "TOOL_CALL_RESULT"]
         assert [(r.tool_call_id, r.content) for r in results] == [("t-1/c1", "refunded 12.5 on order 881")]

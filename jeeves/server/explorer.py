@@ -1,0 +1,85 @@
+"""The run explorer's reads besides the event stream: model requests and recorded runs.
+
+- `GET /runs/{id}/requests/{session_id}`: the requests of a session's live model calls, in
+  call order (`jeeves.server.requests`), for a run this server started.
+- `GET /journal`: the runs the server's journal holds (`create_app(journal=PATH)`, `jeeves
+  serve --journal`, `jeeves view`), as `jeeves runs --json` lists them; `{"journal": null,
+  "runs": []}` on a server without one.
+- `GET /journal/runs/{id}/events`: one recorded run's events, by strict replay
+  (`jeeves.server.recorded`), as `{"session_id", "events": [...], "error"}`.
+- `GET /journal/runs/{id}/requests/{session_id}`: a recorded session's model requests.
+
+Each answers 404 `{"error": ...}` for a run or session it does not hold.
+"""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from jeeves.server.recorded import JournalBrowser, NoSuchRun
+from jeeves.server.requests import RequestLog
+
+__all__ = ["explorer_routes"]
+
+
+def _session(request: Request) -> str:
+    return str(request.path_params["child"])
+
+
+def _not_found(exc: NoSuchRun) -> Response:
+    return JSONResponse({"error": str(exc)}, status_code=404)
+
+
+async def _live_requests(request: Request) -> Response:
+    sid = request.path_params["session_id"]
+    child = _session(request)
+    record = request.app.state.runs.get(sid)
+    if record is None:
+        return _not_found(NoSuchRun(f"No run {sid!r} here: it never ran on this server, or it was dropped."))
+    if child != sid and not child.startswith(sid + "__"):
+        return _not_found(
+            NoSuchRun(f"Session {child!r} is not part of run {sid!r}; its ids start with {sid!r}.")
+        )
+    log: RequestLog = record.requests
+    return JSONResponse({"session_id": child, "calls": log.calls(child), "dropped": log.dropped})
+
+
+def _browser(request: Request) -> JournalBrowser:
+    browser: JournalBrowser | None = getattr(request.app.state, "journal", None)
+    if browser is None:
+        raise NoSuchRun("This server browses no journal; start it with `jeeves serve --journal FILE`.")
+    return browser
+
+
+async def _journal_runs(request: Request) -> Response:
+    browser: JournalBrowser | None = getattr(request.app.state, "journal", None)
+    if browser is None:  # not an error: the page asks every server, and most browse no journal
+        return JSONResponse({"journal": None, "runs": []})
+    return JSONResponse({"journal": browser.name, "runs": await browser.runs()})
+
+
+async def _journal_events(request: Request) -> Response:
+    try:
+        return JSONResponse(await _browser(request).events(request.path_params["session_id"]))
+    except NoSuchRun as exc:
+        return _not_found(exc)
+
+
+async def _journal_requests(request: Request) -> Response:
+    try:
+        calls = await _browser(request).requests(_session(request))
+    except NoSuchRun as exc:
+        return _not_found(exc)
+    return JSONResponse({"session_id": _session(request), "calls": calls, "dropped": 0})
+
+
+def explorer_routes() -> list[Route]:
+    """The explorer's reads: live requests, and the journal's runs, events and requests."""
+    return [
+        Route("/runs/{session_id}/requests/{child}", _live_requests, methods=["GET"]),
+        Route("/journal", _journal_runs, methods=["GET"]),
+        Route("/journal/runs/{session_id}/events", _journal_events, methods=["GET"]),
+        Route("/journal/runs/{session_id}/requests/{child}", _journal_requests, methods=["GET"]),
+    ]

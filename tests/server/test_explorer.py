@@ -1,0 +1,203 @@
+"""The explorer's reads: live model requests, recorded runs (listed, replayed, their requests)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from jeeves import Agent, Router, ScriptedModel
+from jeeves.events import SessionStarted
+from jeeves.hooks import NullSpan, SpanHandle
+from jeeves.messages import Message, ModelRequest
+from jeeves.server import create_app
+from jeeves.server.recorded import view_target
+from jeeves.server.requests import RecordingTracer, RequestLog
+from tests.server import explorer_runs
+from tests.server.conftest import asgi_client
+
+pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def recorded(tmp_path: Path) -> Path:
+    path = tmp_path / "runs.jsonl"
+    anyio.run(explorer_runs.record, path)
+    return path
+
+
+def agent_app(**kwargs: Any) -> Any:
+    return create_app(
+        {"agent": lambda: Agent("You are terse.")},
+        router=lambda: Router({"default": ScriptedModel(["hello there"])}),
+        **kwargs,
+    )
+
+
+async def test_a_server_run_keeps_each_model_calls_request_for_the_node_detail() -> None:
+    async with asgi_client(agent_app()) as client:
+        await client.post("/runs", json={"architecture": "agent", "task": "Say hi.", "session_id": "r1"})
+        await client.get("/runs/r1/events")  # to the end of the run
+        calls = (await client.get("/runs/r1/requests/r1")).json()["calls"]
+        elsewhere = await client.get("/runs/r1/requests/other__x")
+        unknown = await client.get("/runs/nope/requests/nope")
+    assert len(calls) == 1 and calls[0]["ok"] is True and calls[0]["call"] == 0
+    messages = calls[0]["request"]["messages"]
+    assert [m["role"] for m in messages] == ["system", "user"]
+    assert messages[0]["content"] == "You are terse." and messages[1]["content"] == "Say hi."
+    assert elsewhere.status_code == 404 and "not part of run 'r1'" in elsewhere.json()["error"]
+    assert unknown.status_code == 404
+
+
+class CountingTracer:
+    def __init__(self) -> None:
+        self.model_calls = 0
+
+    def session(self, started: SessionStarted) -> AbstractContextManager[SpanHandle]:
+        return _span()
+
+    def model_call(
+        self, started: SessionStarted, request: ModelRequest
+    ) -> AbstractContextManager[SpanHandle]:
+        self.model_calls += 1
+        return _span()
+
+    def tool_call(
+        self, started: SessionStarted, name: str, call_id: str, arguments: str
+    ) -> AbstractContextManager[SpanHandle]:
+        return _span()
+
+
+@contextmanager
+def _span() -> Iterator[SpanHandle]:
+    yield NullSpan()
+
+
+def test_the_recording_tracer_defers_to_the_run_tracer_marks_failures_and_caps_its_log() -> None:
+    inner = CountingTracer()
+    log = RequestLog(max_calls=2)
+    tracer = RecordingTracer(log, inner)
+    started = SessionStarted(session_id="s", role="agent", architecture="agent")
+    request = ModelRequest(messages=[Message(role="user", content="hi")], params={"api_key": "sk-secret"})
+    with tracer.model_call(started, request):
+        pass
+    with pytest.raises(RuntimeError), tracer.model_call(started, request):
+        raise RuntimeError("provider down")
+    with tracer.model_call(started, request):
+        pass
+    calls = log.calls("s")
+    assert inner.model_calls == 3  # OpenTelemetry (or any tracer) still sees every call
+    assert [c["ok"] for c in calls] == [True, False] and log.dropped == 1
+    assert "sk-secret" not in str(calls)
+
+
+async def test_a_served_journal_lists_its_runs_and_replays_one_as_events(recorded: Path) -> None:
+    async with asgi_client(agent_app(journal=recorded)) as client:
+        listing = (await client.get("/journal")).json()
+        body = (await client.get("/journal/runs/rec-1/events")).json()
+        actor = (await client.get("/journal/runs/rec-1/requests/rec-1__actor_1")).json()["calls"]
+        missing = await client.get("/journal/runs/nope/events")
+    assert listing["journal"] == "runs.jsonl"
+    assert [(r["session_id"], r["status"]) for r in listing["runs"]] == [("rec-1", "completed")]
+    assert listing["runs"][0]["usage"]["cost_usd"] == pytest.approx(0.000065)
+    assert body["error"] is None
+    events = body["events"]
+    assert all(e["replayed"] for e in events)
+    critiques = [e for e in events if e["type"] == "critique"]
+    assert [(c["score"], c["threshold"]) for c in critiques] == [(0.4, 0.8), (0.9, 0.8)]
+    costs = [e["usage"]["cost_usd"] for e in events if e["type"] == "model.completed"]
+    assert costs == [0.000012, 0.000019, 0.000013, 0.000021]  # as recorded: a replay is not free to look at
+    assert len(actor) == 1 and actor[0]["step"] == 0 and actor[0]["ok"] is True
+    assert (
+        "wrong sign" in actor[0]["request"]["messages"][-1]["content"]
+    )  # the refine prompt quotes the critique
+    assert missing.status_code == 404 and "holds no run 'nope'" in missing.json()["error"]
+
+
+async def test_a_recorded_run_that_cannot_be_rebuilt_returns_the_reason_not_a_crash(tmp_path: Path) -> None:
+    path = tmp_path / "bare.jsonl"
+    import jeeves
+
+    await jeeves.run(
+        Agent("Hi."), "x", router=Router({"default": ScriptedModel(["ok"])}), journal=path, session_id="bare"
+    )
+    async with asgi_client(agent_app(journal=path)) as client:
+        body = (await client.get("/journal/runs/bare/events")).json()
+    assert body["events"] == [] and "does not say how to rebuild" in body["error"]["message"]
+    async with asgi_client(agent_app()) as client:
+        no_journal = await client.get("/journal")
+    assert no_journal.json() == {"journal": None, "runs": []}
+    async with asgi_client(agent_app()) as client:
+        elsewhere = await client.get("/journal/runs/bare/events")
+    assert elsewhere.status_code == 404 and "--journal" in elsewhere.json()["error"]
+
+
+async def test_view_opens_the_latest_run_or_the_one_named_and_refuses_others(recorded: Path) -> None:
+    assert await view_target(recorded, None) == "rec-1"
+    assert await view_target(recorded, "rec-1") == "rec-1"
+    with pytest.raises(Exception, match=r"holds no run 'rec-9'.*'rec-1'"):
+        await view_target(recorded, "rec-9")
+
+
+async def test_one_journal_records_the_servers_runs_and_the_page_browses_them(tmp_path: Path) -> None:
+    path = tmp_path / "new" / "served.jsonl"  # not there yet: the server creates it
+    async with asgi_client(agent_app(journal=path)) as client:
+        empty = (await client.get("/journal")).json()
+        none_yet = await client.get("/journal/runs/r1/events")
+        await client.post("/runs", json={"architecture": "agent", "task": "Say hi.", "session_id": "r1"})
+        live = [line for line in (await client.get("/runs/r1/events")).text.splitlines() if line]
+        listing = (await client.get("/journal")).json()
+        body = (await client.get("/journal/runs/r1/events")).json()
+        calls = (await client.get("/journal/runs/r1/requests/r1")).json()["calls"]
+    assert empty == {"journal": "served.jsonl", "runs": []}
+    assert none_yet.status_code == 404 and "holds no run 'r1'" in none_yet.json()["error"]
+    assert live and path.is_file()
+    assert [(r["session_id"], r["status"]) for r in listing["runs"]] == [("r1", "completed")]
+    assert body["error"] is None  # rebuilt from the catalog entry the run was recorded under
+    events = body["events"]
+    assert events and all(e["replayed"] for e in events)
+    assert events[0]["type"] == "session.started" and events[-1]["type"] == "session.completed"
+    assert len(calls) == 1 and calls[0]["request"]["messages"][-1]["content"] == "Say hi."
+
+
+def test_jeeves_view_serves_the_recorded_run_and_prints_its_address(recorded: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with subprocess.Popen(
+        [sys.executable, "-m", "jeeves", "view", str(recorded), "rec-1", "--no-browser"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    ) as proc:
+        try:
+            assert proc.stdout is not None
+            lines = [proc.stdout.readline(), proc.stdout.readline()]
+            assert lines[0].startswith("jeeves: serving the viewer at http://127.0.0.1:"), lines
+            url = lines[1].removeprefix("jeeves: open ").strip()
+            assert url.endswith("/#journal=rec-1")
+            base = url.split("#", 1)[0]
+            events = httpx.get(f"{base}journal/runs/rec-1/events", timeout=30).json()["events"]
+            page = httpx.get(base, timeout=30)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    assert events[0]["type"] == "session.started" and events[-1]["type"] == "session.completed"
+    assert "run explorer" in page.text
+
+
+def test_jeeves_view_of_a_run_the_journal_lacks_is_one_error_line(recorded: Path) -> None:
+    from jeeves.cli import main
+
+    assert main(["view", str(recorded), "rec-9", "--no-browser"]) == 2
+    assert main(["view", str(recorded.with_name("none.db"))]) == 2  # view browses: the file must exist
