@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 
 from jeeves.demo import DEFAULT_JOURNAL, run_demo
+from jeeves.durable import commands as durable_commands
 from jeeves.errors import JournalError, UserError
 from jeeves.history import replay_command, runs_command
 from jeeves.invocation import command_line
@@ -136,6 +137,7 @@ def _build_parser() -> argparse.ArgumentParser:
         help="the architecture (or a zero-argument factory), or a spec file, to replay with",
     )
     replay.add_argument("--json", action="store_true", help="print one JSON event per line")
+    durable_commands.add_commands(commands)
     return parser
 
 
@@ -271,7 +273,10 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "serve":
         return _serve(args)
     if args.command == "runs":
-        return anyio.run(runs_command, args.journal or _demo_journal(), bool(args.json))
+        journal = args.journal or os.environ.get(durable_commands.DATABASE_ENV) or _demo_journal()
+        return anyio.run(runs_command, journal, bool(args.json))
+    if args.command in durable_commands.COMMANDS:
+        return durable_commands.dispatch(args)
     if args.command == "replay":
         from jeeves.spec import build, load_spec  # registers the "spec" source: runs of specs rebuild
 
