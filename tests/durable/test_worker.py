@@ -11,7 +11,7 @@ import jeeves
 from jeeves.durable import submit, wait
 from tests.conftest import jeeves_cli
 from tests.durable import archs
-from tests.durable.conftest import TARGET, CountingServer, WorkerProcess, environ
+from tests.durable.conftest import TARGET, CountingServer, WorkerProcess
 
 pytestmark = [pytest.mark.postgres, pytest.mark.anyio]
 
