@@ -7,8 +7,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
+import threading
 from typing import Any
 
 import anyio
@@ -90,6 +92,12 @@ def _worker(args: argparse.Namespace) -> int:
             print(f"jeeves worker {worker.worker_id} ready: {', '.join(worker.targets)}", flush=True)
 
     anyio.run(main, backend="asyncio")
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        # A cancelled run left a blocking call in a worker thread (a sync tool, a socket read);
+        # its run is handed over and nothing will read its result, so do not wait for it.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     return 0
 
 

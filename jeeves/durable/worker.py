@@ -119,6 +119,8 @@ class Worker:
         self.worker_id = worker_id or (
             f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}" if postgres else "local"
         )
+        self._running: set[anyio.CancelScope] = set()
+        self._drained: anyio.Event | None = None
         self.heartbeat: Heartbeat | None = None
         if postgres:
             self.heartbeat = Heartbeat(
@@ -144,15 +146,28 @@ class Worker:
             return {"session_id": session_id, "status": "failed", "error": f"unknown target {target!r}"}
         arch, router = entry.build()
         store = open_journal(self.journal)
+        scope = anyio.CancelScope()
+        self._running.add(scope)
         try:
-            result = await run_architecture(
-                arch, task, router=router, session_id=session_id, journal=store, architecture_ref=entry.source
-            )
+            with scope:
+                result = await run_architecture(
+                    arch,
+                    task,
+                    router=router,
+                    session_id=session_id,
+                    journal=store,
+                    architecture_ref=entry.source,
+                )
         except JeevesError as exc:
             return {"session_id": session_id, "status": "failed", "error": f"{error_type_name(exc)}: {exc}"}
         finally:
+            self._running.discard(scope)
+            if not self._running and self._drained is not None:
+                self._drained.set()
             with anyio.CancelScope(shield=True):
                 await close_journal(store)
+        if scope.cancelled_caught:  # this worker is stopping: the run is handed over, unfinished
+            raise anyio.get_cancelled_exc_class()()
         return {
             "session_id": session_id,
             "status": "completed",
@@ -189,8 +204,19 @@ class Worker:
         finally:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(engine.shutdown)
+                await self._stop_runs()
                 if self.heartbeat is not None:
                     await anyio.to_thread.run_sync(functools.partial(self.heartbeat.stop, hand_over=True))
+
+    async def _stop_runs(self) -> None:
+        """Cancel the runs in flight and wait until each has closed its journal, so none
+        writes after this worker hands its runs over."""
+        if not self._running:
+            return
+        self._drained = anyio.Event()
+        for scope in list(self._running):
+            scope.cancel()
+        await self._drained.wait()  # set by the last run to leave (each unwinds in its own task)
 
     def _fenced(self, by: str) -> None:
         """This worker was taken over (it stalled past `takeover_after_s`): its runs belong to

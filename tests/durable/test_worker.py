@@ -3,6 +3,7 @@ is taken over by another, no completed model call is made twice, and the run rep
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 import pytest
@@ -11,7 +12,7 @@ import jeeves
 from jeeves.durable import submit, wait
 from tests.conftest import jeeves_cli
 from tests.durable import archs
-from tests.durable.conftest import TARGET, CountingServer, WorkerProcess
+from tests.durable.conftest import TARGET, CountingServer, WorkerProcess, environ
 
 pytestmark = [pytest.mark.postgres, pytest.mark.anyio]
 
@@ -72,3 +73,24 @@ async def test_a_worker_killed_mid_call_is_taken_over_and_no_completed_call_is_r
     assert replayed.returncode == 0, replayed.stderr
     result = await jeeves.replay(archs.actor_critic(), postgres_url, "job-2")
     assert result.text == "draft 2"
+
+
+async def test_a_stopped_worker_hands_its_run_over_and_submit_reads_the_database_from_the_environment(
+    postgres_url: str, counter: CountingServer, workers: Callable[..., WorkerProcess]
+) -> None:
+    first, second = workers(*FAST), workers(*FAST)
+    counter.hold(lambda call: call["session_id"] == "job-3__actor_1")
+    with environ(JEEVES_DATABASE=postgres_url):
+        submitted = jeeves_cli("submit", TARGET, "Write add", "--session-id", "job-3", env=os.environ.copy())
+    assert submitted.returncode == 0, submitted.stderr
+    assert submitted.stdout.strip() == "job-3"
+    assert counter.held.wait(120) and counter.held_call is not None
+    victim, survivor = (first, second) if counter.held_call["pid"] == first.pid else (second, first)
+    assert victim.stop() == 0, victim.text()  # SIGTERM: cancels its run, hands it over
+    counter.release()
+
+    outcome = await wait("job-3", database=postgres_url, timeout_s=120)
+
+    assert (outcome["status"], outcome.get("text")) == ("completed", "draft 2"), (outcome, survivor.text())
+    assert "runs in flight go to the other workers" in victim.text()
+    assert sum(counter.counts().values()) == 7  # six calls, the one in flight twice
