@@ -19,6 +19,7 @@ from typing import Any, Literal
 import anyio
 
 from jeeves.demo import DEFAULT_JOURNAL, run_demo
+from jeeves.durable import commands as durable_commands
 from jeeves.errors import JournalError, UserError
 from jeeves.history import replay_command, runs_command
 from jeeves.invocation import command_line
@@ -190,6 +191,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     rejudge.add_argument("--live", action="store_true", help="call LLM critics' models (default: skip them)")
     rejudge.add_argument("--json", action="store_true", help="print one JSON object per changed verdict")
+    durable_commands.add_commands(commands)
     return parser
 
 
@@ -381,11 +383,12 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "view":
         return _view(args)
     if args.command == "runs":
-        return anyio.run(
-            runs_command, args.journal or _demo_journal(), bool(args.json), args.status, bool(args.watch)
-        )
+        journal = args.journal or os.environ.get(durable_commands.DATABASE_ENV) or _demo_journal()
+        return anyio.run(runs_command, journal, bool(args.json), args.status, bool(args.watch))
     if args.command in ("approve", "deny", "resume"):
         return _gate_command(args)
+    if args.command in durable_commands.COMMANDS:
+        return durable_commands.dispatch(args)
     if args.command == "replay":
         from jeeves.spec import build, load_spec  # registers the "spec" source: runs of specs rebuild
 

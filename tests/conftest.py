@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.postgres import postgres_cluster, postgres_url  # noqa: F401  (fixtures for every folder)
+
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 REPO = Path(__file__).resolve().parent.parent

@@ -1,7 +1,9 @@
 """Record, replay and resume: journal stores and the helpers around them.
 
 - `MemoryJournal`, `JSONLJournal`, `SQLiteJournal`: where steps are recorded.
-- `open_journal(path)`: `.jsonl` opens a JSONLJournal, any other path a SQLiteJournal.
+- `PostgresJournal`: many writers on many machines (needs `jeeves[postgres]`).
+- `open_journal(target)`: a `postgresql://` URL opens a PostgresJournal, a `.jsonl` path a
+  JSONLJournal, any other path a SQLiteJournal.
 - `list_runs(journal)`: the recorded runs (root sessions) with status, rounds and cost.
 - `jeeves.replay(arch, journal, session_id)` (defined in `jeeves.runner`, exported from
   `jeeves`): a strict, offline replay.
@@ -19,9 +21,14 @@ from jeeves.replay.source import register_loader, resolve_ref
 
 if TYPE_CHECKING:
     from jeeves.replay.jsonl import JSONLJournal
+    from jeeves.replay.postgres import PostgresJournal
     from jeeves.replay.sqlite import SQLiteJournal
 
-_LAZY = {"JSONLJournal": "jeeves.replay.jsonl", "SQLiteJournal": "jeeves.replay.sqlite"}
+_LAZY = {
+    "JSONLJournal": "jeeves.replay.jsonl",
+    "PostgresJournal": "jeeves.replay.postgres",
+    "SQLiteJournal": "jeeves.replay.sqlite",
+}
 
 
 def __getattr__(name: str) -> Any:
@@ -36,6 +43,7 @@ __all__ = [
     "JournalStore",
     "JournalWarning",
     "MemoryJournal",
+    "PostgresJournal",
     "RunSummary",
     "SQLiteJournal",
     "list_runs",

@@ -59,16 +59,21 @@ def open_journal(target: str | os.PathLike[str], *, create: bool = True) -> Jour
 @overload
 def open_journal(target: J, *, create: bool = True) -> J: ...
 def open_journal(target: Any, *, create: bool = True) -> Any:
-    """A journal for `target`: a path ending in `.jsonl` opens a JSONLJournal, any other path a
-    SQLiteJournal (the default file store); a journal object is returned as it is.
+    """A journal for `target`: a `postgresql://` (or `postgres://`) URL opens a PostgresJournal,
+    a path ending in `.jsonl` a JSONLJournal, any other path a SQLiteJournal (the default file
+    store); a journal object is returned as it is.
 
-    `create=False` refuses a missing file. The caller closes what it opened (`aclose()`).
+    `create=False` refuses a missing file (a database without a journal). The caller closes
+    what it opened (`aclose()`).
     """
     from jeeves.replay.jsonl import (
         JSONLJournal,  # the file stores load on first use: import jeeves stays light
     )
+    from jeeves.replay.postgres import PostgresJournal, is_database_url
     from jeeves.replay.sqlite import SQLiteJournal
 
+    if is_database_url(target):
+        return PostgresJournal(target, create=create)
     if isinstance(target, str | os.PathLike):
         path = Path(target)
         return (
@@ -81,8 +86,8 @@ def open_journal(target: Any, *, create: bool = True) -> Any:
     ):
         return target
     raise UserError(
-        f"journal={target!r} is neither a path nor a journal; pass 'runs.db', 'run.jsonl' or a "
-        f"jeeves.MemoryJournal()."
+        f"journal={target!r} is neither a path nor a journal; pass 'runs.db', 'run.jsonl', "
+        f"'postgresql://user@host/db' or a jeeves.MemoryJournal()."
     )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from types import TracebackType
-from typing import Any, Protocol, Self, runtime_checkable
+from typing import Any, Protocol, Self, TypeVar, runtime_checkable
 
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
@@ -19,9 +19,18 @@ from pydantic_core import PydanticSerializationError
 from jeeves.errors import JournalError, UserError
 from jeeves.journal import DAMAGED, SCHEMA_VERSION, Journal, SessionRecord, StepRecord, excerpt, first_error
 
-__all__ = ["JournalStore", "JournalWarning", "StoreBase", "decode_record", "encode_record", "in_tree"]
+__all__ = [
+    "JournalStore",
+    "JournalWarning",
+    "StoreBase",
+    "decode_record",
+    "decode_text",
+    "encode_record",
+    "in_tree",
+]
 
 Record = StepRecord | SessionRecord
+R = TypeVar("R", StepRecord, SessionRecord)
 
 
 class JournalWarning(UserWarning):
@@ -84,6 +93,20 @@ def decode_record(data: Any, where: str) -> Record:
         raise JournalError(
             f"{where}: a malformed {data['type']} record ({first_error(exc)}). {DAMAGED}"
         ) from exc
+
+
+def decode_text(text: str, where: str, cls: type[R]) -> R:
+    """A stored row's JSON text back into a record of class `cls`; damage is a `JournalError`
+    naming `where` (the database and the record)."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        why = "it is nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise JournalError(f"{where}: the record is not JSON jeeves can read ({why}). {DAMAGED}") from exc
+    record = decode_record(data, where)
+    if not isinstance(record, cls):
+        raise JournalError(f"{where}: found a {excerpt(data.get('type'))} record. {DAMAGED}")
+    return record
 
 
 class StoreBase:

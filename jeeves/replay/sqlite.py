@@ -16,7 +16,6 @@ each session once instead of once per step.
 from __future__ import annotations
 
 import functools
-import json
 import os
 import sqlite3
 import threading
@@ -29,7 +28,7 @@ import anyio.to_thread
 
 from jeeves.errors import JournalError, UserError
 from jeeves.journal import DAMAGED, SCHEMA_VERSION, SessionRecord, StepRecord, excerpt
-from jeeves.replay.base import StoreBase, decode_record, encode_record
+from jeeves.replay.base import StoreBase, decode_text, encode_record
 
 __all__ = ["SQLiteJournal"]
 
@@ -201,16 +200,7 @@ class SQLiteJournal(StoreBase):
         return [self._decode(str(text), f"session {sid!r}", SessionRecord) for sid, text in rows]
 
     def _decode(self, text: str, what: str, cls: type[R]) -> R:
-        where = f"{self.path} ({what})"
-        try:
-            data = json.loads(text)
-        except (ValueError, RecursionError) as exc:
-            why = "it is nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-            raise JournalError(f"{where}: the record is not JSON jeeves can read ({why}). {DAMAGED}") from exc
-        record = decode_record(data, where)
-        if not isinstance(record, cls):
-            raise JournalError(f"{where}: found a {excerpt(data.get('type'))} record. {DAMAGED}")
-        return record
+        return decode_text(text, f"{self.path} ({what})", cls)
 
     # -- closing -------------------------------------------------------------------------
     def close(self) -> None:

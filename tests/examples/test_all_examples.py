@@ -57,6 +57,10 @@ LIVE = {
             "stop reason: approved; best round: 0",
         ),
     ),
+    "durable_workers.py": Live(
+        env=BY_ENV,
+        shows=("slug-1: completed, approved", "replayed slug-1 offline: approved, same output: True"),
+    ),
     "from_jeevesagent.py": Live(
         env=BY_ENV,
         shows=(

@@ -21,7 +21,7 @@ from jeeves.journal import SessionRecord, StepRecord
 from jeeves.replay import JournalStore, JournalWarning, list_runs
 from tests.conftest import REPO, offline_env
 from tests.replay import archs
-from tests.replay.conftest import Stores
+from tests.replay.conftest import KINDS_ON_DISK, Stores, rewrite_postgres, stores_of
 
 pytestmark = pytest.mark.anyio
 
@@ -104,13 +104,13 @@ async def test_a_damaged_step_is_a_journal_error_naming_file_and_record(stores: 
 
 
 @pytest.mark.parametrize("case", list(STEP_DAMAGE))
-@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
+@pytest.mark.parametrize("kind", KINDS_ON_DISK)
 def test_jeeves_replay_of_a_damaged_step_prints_one_line_and_exits_2(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, case: str
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, case: str, request: pytest.FixtureRequest
 ) -> None:
     import anyio
 
-    stores = Stores(kind, tmp_path)
+    stores = stores_of(kind, tmp_path, request)
     session_id, fields, says = STEP_DAMAGE[case]
 
     async def prepare() -> None:
@@ -139,15 +139,20 @@ def rewrite_sqlite(path: Path, session_id: str, text: str) -> None:
     conn.close()
 
 
-@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
-async def test_deeply_nested_json_is_a_journal_error_not_a_recursion_error(tmp_path: Path, kind: str) -> None:
-    stores = Stores(kind, tmp_path)
+@pytest.mark.parametrize("kind", KINDS_ON_DISK)
+async def test_deeply_nested_json_is_a_journal_error_not_a_recursion_error(
+    tmp_path: Path, kind: str, request: pytest.FixtureRequest
+) -> None:
+    stores = stores_of(kind, tmp_path, request)
     await record(stores.open())
     stores.close()
     deep = '{"type": "step", "v": 1, "result": ' + "[" * 100_000 + "]" * 100_000 + "}"
     if kind == "jsonl":
         rewrite_jsonl(stores.path, lambda r: r.get("session_id") == ACTOR and r["type"] == "step", deep)
         named = f"{stores.path}:3"
+    elif kind == "postgres":
+        rewrite_postgres(str(stores.path), ACTOR, deep)
+        named = f"{stores.path} (session '{ACTOR}' step 0)"
     else:
         rewrite_sqlite(stores.path, ACTOR, deep)
         named = f"{stores.path} (session '{ACTOR}' step 0)"

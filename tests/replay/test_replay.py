@@ -19,7 +19,7 @@ from jeeves.messages import ModelRequest
 from jeeves.replay import JournalStore, MemoryJournal
 from jeeves.testing import Reply
 from tests.replay import archs
-from tests.replay.conftest import Stores
+from tests.replay.conftest import Stores, postgres_rows
 
 pytestmark = pytest.mark.anyio
 
@@ -369,6 +369,8 @@ async def _journal_text(stores: Stores, journal: JournalStore) -> str:
         for i in await journal.step_indices(r.session_id)
     ]
     text = "\n".join(r.model_dump_json() for r in [*sessions, *steps] if r is not None)
+    if isinstance(stores.path, str):  # a database: every row's text as stored
+        return text + "\n".join(postgres_rows(stores.path))
     files = sorted(stores.path.parent.glob(stores.path.name + "*"))
     return text + "\n".join(f.read_bytes().decode("utf-8", "replace") for f in files)
 

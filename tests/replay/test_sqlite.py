@@ -56,6 +56,28 @@ async def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
         await SQLiteJournal(path).get_session("r1")
 
 
+async def test_a_v1_journal_reads_with_its_running_root_in_progress(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    async with SQLiteJournal(path) as journal:
+        await journal.put_session(session())
+        await journal.put_step(step())
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE jeeves_journal SET value = '1' WHERE key = 'schema_version'")
+        conn.execute("UPDATE steps SET record = replace(record, '\"v\": 2', '\"v\": 1')")
+        conn.execute(
+            "UPDATE sessions SET record = replace(replace(record, '\"v\": 2', '\"v\": 1'), "
+            '\'"status": "in_progress"\', \'"status": "running"\')'
+        )
+        (text,) = conn.execute("SELECT record FROM sessions").fetchone()
+    assert '"v": 1' in text and '"status": "running"' in text
+    async with SQLiteJournal(path, create=False) as journal:
+        record = await journal.get_session("r1")
+        assert record is not None and (record.v, record.status) == (1, "in_progress")
+        await journal.put_step(step(index=1))
+        assert await journal.step_indices("r1") == [0, 1]
+    assert [r.status for r in await list_runs(path)] == ["paused"]
+
+
 async def test_a_newer_record_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "runs.db"
     async with SQLiteJournal(path) as journal:

@@ -1,0 +1,126 @@
+"""`jeeves worker` and `jeeves submit`: the command-line side of durable runs.
+
+`jeeves.cli` registers these with `add_commands` and hands their parsed arguments to
+`dispatch`; everything else lives here, so the CLI module stays a list of commands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from typing import Any
+
+import anyio
+
+from jeeves.durable.submit import submit, wait
+from jeeves.durable.worker import DATABASE_ENV, Worker
+
+__all__ = ["COMMANDS", "DATABASE_ENV", "add_commands", "dispatch"]
+
+COMMANDS = ("worker", "submit")
+
+
+def add_commands(commands: Any) -> None:
+    """Add `worker` and `submit` to the `jeeves` subcommands."""
+    database = {"metavar": "URL", "help": f"the shared database (default: ${DATABASE_ENV})"}
+    worker = commands.add_parser(
+        "worker", help="execute submitted runs from the shared database (DBOS queues)"
+    )
+    worker.add_argument(
+        "targets", nargs="+", metavar="SPEC", help="spec files or module:attr references to serve"
+    )
+    worker.add_argument("--database", **database)
+    worker.add_argument("--journal", metavar="URL|PATH", help="where runs record (default: the database)")
+    worker.add_argument(
+        "--concurrency", type=int, default=10, metavar="N", help="runs at once here (default: 10)"
+    )
+    worker.add_argument(
+        "--global-concurrency",
+        type=int,
+        default=None,
+        metavar="N",
+        help="runs at once per target, all workers",
+    )
+    worker.add_argument("--worker-id", default=None, metavar="ID", help="this worker's id (default: unique)")
+    worker.add_argument(
+        "--heartbeat", type=float, default=5.0, metavar="S", help="seconds between heartbeats"
+    )
+    worker.add_argument(
+        "--takeover-after", type=float, default=30.0, metavar="S", help="take over workers silent this long"
+    )
+    worker.add_argument("--poll", type=float, default=1.0, metavar="S", help="seconds between queue polls")
+    worker.add_argument("--offline", action="store_true", help="answer from each spec's [demo] script")
+    sub = commands.add_parser("submit", help="queue a run for the workers; prints its session id")
+    sub.add_argument(
+        "target", metavar="SPEC", help="the spec file or module:attr reference, as workers name it"
+    )
+    sub.add_argument("task", help="the task")
+    sub.add_argument("--session-id", default=None, metavar="ID", help="the run's root session id")
+    sub.add_argument("--database", **database)
+    sub.add_argument("--wait", action="store_true", help="wait for the run to end and print its output")
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    if args.command == "worker":
+        return _worker(args)
+    return anyio.run(_submit, args)
+
+
+def _worker(args: argparse.Namespace) -> int:
+    worker = Worker(
+        args.targets,
+        database=args.database,
+        journal=args.journal,
+        concurrency=args.concurrency,
+        global_concurrency=args.global_concurrency,
+        worker_id=args.worker_id,
+        heartbeat_s=args.heartbeat,
+        takeover_after_s=args.takeover_after,
+        polling_interval_s=args.poll,
+        offline=bool(args.offline),
+    )
+
+    async def main() -> None:
+        ready = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_stop_on_signal, tg.cancel_scope)
+            tg.start_soon(lambda: worker.run(ready=ready))
+            await ready.wait()
+            print(f"jeeves worker {worker.worker_id} ready: {', '.join(worker.targets)}", flush=True)
+
+    anyio.run(main, backend="asyncio")
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        # A cancelled run left a blocking call in a worker thread (a sync tool, a socket read);
+        # its run is handed over and nothing will read its result, so do not wait for it.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+    return 0
+
+
+async def _stop_on_signal(scope: anyio.CancelScope) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for _ in signals:
+            sys.stderr.write("jeeves worker: stopping; runs in flight go to the other workers\n")
+            scope.cancel()
+            return
+
+
+async def _submit(args: argparse.Namespace) -> int:
+    session_id = await submit(args.target, args.task, session_id=args.session_id, database=args.database)
+    print(session_id, flush=True)
+    if not args.wait:
+        return 0
+    outcome = await wait(session_id, database=args.database)
+    if outcome.get("status") == "awaiting_approval":  # as `jeeves resume` reports a suspended run
+        gates = ", ".join(outcome.get("pending", []))
+        sys.stderr.write(f"the run is awaiting approval of gate(s) {gates}; see `jeeves approve`\n")
+        return 3
+    if outcome.get("status") != "completed":
+        sys.stderr.write(f"error: the run failed: {outcome.get('error')}\n")
+        return 1
+    print(outcome.get("text", ""), flush=True)
+    return 0

@@ -1,0 +1,113 @@
+"""The one place jeeves talks to DBOS: configuration, the workflow, recovery, the client.
+
+A jeeves run on DBOS is one workflow, `jeeves.run`, whose id is the root session id and
+whose arguments are the target's name and the task. Its body is an ordinary `jeeves.run`
+recording into the shared journal; the workflow records no DBOS steps. The journal is the
+one store of step results (model calls, tools, function critics, with their fingerprints
+and events), and DBOS keeps what the journal cannot: that the run exists and must finish,
+on which queue it waits, which worker holds it. When DBOS runs the workflow again (a
+restarted worker, a takeover), the body resumes from the journal: every completed step is
+served, none is made twice. DBOS stores the workflow's arguments and result as JSON
+(`DBOSPortableJSONSerializer`), never pickled.
+
+DBOS is imported only here, lazily: `import jeeves` and `import jeeves.durable` work
+without it, and using it without the extra says which to install.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from jeeves.errors import UserError
+
+__all__ = [
+    "APP_VERSION",
+    "WORKFLOW_NAME",
+    "dbos",
+    "launch",
+    "recover",
+    "register_queues",
+    "serializer",
+    "shutdown",
+]
+
+WORKFLOW_NAME = "jeeves.run"
+APP_VERSION = "jeeves-1"
+"""One application version for every worker: DBOS recovers and dequeues a workflow only on
+executors of the version that enqueued it, and jeeves' journal, not DBOS, checks that the
+code still fits a run (a changed request raises `ReplayDivergence`)."""
+
+
+def dbos() -> Any:
+    """The `dbos` module, or a UserError naming the extra to install."""
+    try:
+        import dbos as module
+    except ImportError as exc:
+        raise UserError(
+            "Durable runs need DBOS, which is not installed; install it with `pip install 'jeeves[dbos]'`."
+        ) from exc
+    return module
+
+
+def serializer() -> Any:
+    return dbos().DBOSPortableJSONSerializer()
+
+
+def launch(
+    database: str,
+    *,
+    worker_id: str,
+    queues: list[str],
+    body: Callable[[str, str], Awaitable[dict[str, Any]]],
+) -> None:
+    """Configure DBOS on `database`, register the workflow, listen to `queues` and launch.
+    Call from the event loop that will run the workflows (DBOS runs them on it)."""
+    module = dbos()
+    config = {
+        "name": "jeeves",
+        "system_database_url": database,
+        "executor_id": worker_id,
+        "application_version": APP_VERSION,
+        "serializer": serializer(),
+        "log_level": "WARNING",
+    }
+    module.DBOS(config=config)
+    module.DBOS.listen_queues(list(queues))
+
+    async def workflow(target: str, task: str) -> dict[str, Any]:
+        return await body(target, task)
+
+    module.DBOS.workflow(name=WORKFLOW_NAME)(workflow)
+    module.DBOS.launch()
+
+
+def register_queues(
+    queues: dict[str, int | None], *, worker_concurrency: int, polling_interval_s: float
+) -> None:
+    """Write each queue's limits (name -> global limit) to the database; blocking, so call
+    it from a thread (DBOS refuses it on the event loop)."""
+    module = dbos()
+    for name, global_limit in queues.items():
+        module.DBOS.register_queue(
+            name,
+            worker_concurrency=worker_concurrency,
+            global_concurrency=global_limit,
+            polling_interval_sec=polling_interval_s,
+            on_conflict="always_update",
+        )
+
+
+def workflow_id() -> str:
+    """The id of the workflow running now (the root session id)."""
+    return str(dbos().DBOS.workflow_id)
+
+
+def recover(worker_ids: list[str]) -> None:
+    """Hand the pending workflows of `worker_ids` back to their queues (DBOS's recovery, the
+    call its admin endpoint makes for dead executors)."""
+    dbos().DBOS._recover_pending_workflows(worker_ids)
+
+
+def shutdown() -> None:
+    dbos().DBOS.destroy(destroy_registry=True)

@@ -1,0 +1,103 @@
+"""`submit` and `wait`: put a run on a queue from any process, and wait for its end.
+
+Submitting needs no worker code and no DBOS launch: a DBOS client writes the workflow row
+(id = the root session id) on the target's queue, and any worker serving the target picks
+it up. Submitting an id that exists already returns that run instead of starting another,
+so a retried `jeeves submit` is safe.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import anyio.to_thread
+
+from jeeves.durable import engine
+from jeeves.durable.targets import queue_name, target_name
+from jeeves.durable.worker import database_from_env
+from jeeves.errors import UserError
+from jeeves.ids import new_root_id, validate_root_id
+
+__all__ = ["submit", "wait"]
+
+
+def _client(database: str) -> Any:
+    module = engine.dbos()
+    try:
+        return module.DBOSClient(system_database_url=database, serializer=engine.serializer())
+    except Exception as exc:  # DBOS raises its own and SQLAlchemy's errors here
+        raise UserError(
+            f"Cannot reach the DBOS database ({type(exc).__name__}: {' '.join(str(exc).split())[:300]}); "
+            f"start a worker on it first (`jeeves worker SPEC`), which creates DBOS's tables."
+        ) from exc
+
+
+def _enqueue(database: str, target: str, task: str, session_id: str) -> str:
+    client = _client(database)
+    try:
+        options = {
+            "queue_name": queue_name(target),
+            "workflow_name": engine.WORKFLOW_NAME,
+            "workflow_id": session_id,
+            "app_version": engine.APP_VERSION,
+        }
+        handle = client.enqueue(options, target_name(target), task)
+        return str(handle.get_workflow_id())
+    finally:
+        client.destroy()
+
+
+async def submit(
+    target: str, task: str, *, session_id: str | None = None, database: str | None = None
+) -> str:
+    """Queue a run of `target` (a spec file or 'module:attr', as the workers name it) on
+    `task`; returns its root session id (generated when not given).
+
+    `database` defaults to `$JEEVES_DATABASE`. Follow the run with `wait`, `jeeves runs`
+    or `jeeves replay` on the journal the workers record into.
+    """
+    if not isinstance(task, str) or not task.strip():
+        raise UserError(f"task={task!r} is empty; give the run something to do.")
+    target_name(target)
+    root = validate_root_id(session_id) if session_id is not None else new_root_id()
+    url = database_from_env(database)
+    return await anyio.to_thread.run_sync(functools.partial(_enqueue, url, target, task, root))
+
+
+_ENDED = ("SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED")
+
+
+async def wait(
+    session_id: str, *, database: str | None = None, timeout_s: float | None = None, poll_s: float = 0.2
+) -> dict[str, Any]:
+    """Wait until the submitted run `session_id` ends; returns its outcome: `session_id`,
+    `status` (a `RunResult.status`: "completed", "awaiting_approval" with the gate ids in
+    `pending`, or "failed", "expired", "rejected", "cancelled" with `error`), `text` and
+    `stop_reason`.
+
+    Polls the workflow's status every `poll_s`; past `timeout_s`, raises TimeoutError."""
+    url = database_from_env(database)
+    root = validate_root_id(session_id)
+    client = await anyio.to_thread.run_sync(_client, url)
+    try:
+        with anyio.fail_after(timeout_s):
+            while True:
+                status = await anyio.to_thread.run_sync(_status, client, root)
+                if status.status in _ENDED:
+                    break
+                await anyio.sleep(poll_s)
+    finally:
+        await anyio.to_thread.run_sync(client.destroy)
+    if status.status != "SUCCESS" or not isinstance(status.output, dict):
+        error = f"{type(status.error).__name__}: {status.error}" if status.error else status.status
+        return {"session_id": root, "status": "failed", "error": f"the workflow ended {error}"}
+    return dict(status.output)
+
+
+def _status(client: Any, session_id: str) -> Any:
+    module = engine.dbos()
+    try:
+        return client.retrieve_workflow(session_id).get_status()
+    except module.error.DBOSNonExistentWorkflowError as exc:
+        raise UserError(f"No run {session_id!r} was submitted to this database; check the id.") from exc

@@ -1,0 +1,231 @@
+"""`Worker`: executes submitted runs from DBOS queues, with heartbeats and takeover.
+
+One worker per process (DBOS is a process-wide singleton). It serves targets (spec files or
+`module:attr` references), each on its own queue, at most `concurrency` runs at once in
+this process and `global_concurrency` across all workers (per target). Every run records
+into the shared journal under its root session id, which is the DBOS workflow id.
+
+Asyncio only: DBOS runs workflows on the event loop that launched it and has no trio
+support, so `Worker.run` refuses trio with a UserError. Submitting works anywhere.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import socket
+import sys
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+import sniffio
+
+from jeeves.checks import check_int, check_number
+from jeeves.durable import engine
+from jeeves.durable.heartbeat import Heartbeat
+from jeeves.durable.targets import Target, load_targets, queue_name
+from jeeves.errors import JeevesError, UserError
+from jeeves.journal import error_type_name
+from jeeves.replay.api import close_journal, open_journal
+from jeeves.replay.postgres import display_url, is_database_url
+from jeeves.runner import run as run_architecture
+
+__all__ = ["DATABASE_ENV", "Worker", "database_from_env", "journal_for"]
+
+DATABASE_ENV = "JEEVES_DATABASE"
+
+
+def database_from_env(database: str | None) -> str:
+    """`database`, or `$JEEVES_DATABASE`; a UserError saying how to give one when neither is set."""
+    value = database or os.environ.get(DATABASE_ENV, "")
+    if not value:
+        raise UserError(
+            f"No database: pass --database postgresql://user@host/db or set {DATABASE_ENV} "
+            f"(sqlite:///runs.sqlite for one machine)."
+        )
+    if not (is_database_url(value) or value.startswith("sqlite:///")):
+        raise UserError(
+            f"database={value!r} is not a database URL DBOS can use; give postgresql://user@host:5432/db "
+            f"(many machines) or sqlite:///path/to/runs.sqlite (one machine)."
+        )
+    return value
+
+
+def journal_for(database: str, journal: str | None) -> str:
+    """Where runs record: `journal`, or the database itself when it is PostgreSQL."""
+    if journal:
+        return journal
+    if is_database_url(database):
+        return database
+    raise UserError(
+        f"database={database!r} is SQLite: give the runs a journal of their own (journal='runs.db'); "
+        f"DBOS's tables and jeeves' journal do not share a SQLite file."
+    )
+
+
+class Worker:
+    """Runs submitted jeeves runs from DBOS queues until stopped.
+
+    Args:
+        targets: Spec files (`architectures/codegen.toml`) and `module:attr` references this
+            worker serves; each is a queue.
+        database: The DBOS system database: `postgresql://...` (many workers, takeover) or
+            `sqlite:///file` (one machine). Defaults to `$JEEVES_DATABASE`.
+        journal: Where runs record (default: `database` when it is PostgreSQL).
+        concurrency: Runs at once in this worker.
+        global_concurrency: Runs at once per target across all workers (None: no limit).
+        worker_id: This worker's DBOS executor id. Default: unique per process on
+            PostgreSQL; "local" on SQLite, so a restarted worker recovers its own runs.
+        heartbeat_s, takeover_after_s: How often this worker beats, and how long a silent
+            worker keeps its runs before another takes them (PostgreSQL only).
+        polling_interval_s: How often the queues are polled for new runs.
+        offline: Build specs with their `[demo]` scripts instead of live models.
+    """
+
+    def __init__(
+        self,
+        targets: Sequence[str],
+        *,
+        database: str | None = None,
+        journal: str | None = None,
+        concurrency: int = 10,
+        global_concurrency: int | None = None,
+        worker_id: str | None = None,
+        heartbeat_s: float = 5.0,
+        takeover_after_s: float = 30.0,
+        polling_interval_s: float = 1.0,
+        offline: bool = False,
+    ) -> None:
+        self.database = database_from_env(database)
+        self.journal = journal_for(self.database, journal)
+        self.concurrency = check_int(concurrency, name="concurrency", minimum=1)
+        if global_concurrency is not None:
+            check_int(global_concurrency, name="global_concurrency", minimum=1)
+        self.global_concurrency = global_concurrency
+        self.heartbeat_s = check_number(heartbeat_s, name="heartbeat_s", minimum=0, above=True)
+        self.takeover_after_s = check_number(takeover_after_s, name="takeover_after_s", minimum=0, above=True)
+        if self.takeover_after_s <= self.heartbeat_s:
+            raise UserError(
+                f"takeover_after_s={takeover_after_s!r} must exceed heartbeat_s={heartbeat_s!r}, or live "
+                f"workers would be taken over; use e.g. 30 and 5."
+            )
+        self.polling_interval_s = check_number(
+            polling_interval_s, name="polling_interval_s", minimum=0, above=True
+        )
+        self.targets: dict[str, Target] = load_targets(targets, offline=offline)
+        postgres = is_database_url(self.database)
+        self.worker_id = worker_id or (
+            f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}" if postgres else "local"
+        )
+        self._running: set[anyio.CancelScope] = set()
+        self._drained: anyio.Event | None = None
+        self.heartbeat: Heartbeat | None = None
+        if postgres:
+            self.heartbeat = Heartbeat(
+                self.database,
+                self.worker_id,
+                recover=engine.recover,
+                fenced=self._fenced,
+                heartbeat_s=self.heartbeat_s,
+                takeover_after_s=self.takeover_after_s,
+            )
+
+    def __repr__(self) -> str:
+        return f"Worker({sorted(self.targets)!r}, database={display_url(self.database)!r}, id={self.worker_id!r})"
+
+    async def execute(self, target: str, task: str) -> dict[str, Any]:
+        """The workflow body: one jeeves run of `target`, recorded (and resumed) in the journal.
+
+        A run that fails is an outcome the journal holds, not a workflow error: the workflow
+        returns it, so DBOS does not retry a run that failed for a reason a retry repeats."""
+        session_id = engine.workflow_id()
+        entry = self.targets.get(target)
+        if entry is None:  # a queue routes only this worker's targets; this is a mismatch
+            return {"session_id": session_id, "status": "failed", "error": f"unknown target {target!r}"}
+        arch, router = entry.build()
+        store = open_journal(self.journal)
+        scope = anyio.CancelScope()
+        self._running.add(scope)
+        try:
+            with scope:
+                result = await run_architecture(
+                    arch,
+                    task,
+                    router=router,
+                    session_id=session_id,
+                    journal=store,
+                    architecture_ref=entry.source,
+                )
+        except JeevesError as exc:
+            return {"session_id": session_id, "status": "failed", "error": f"{error_type_name(exc)}: {exc}"}
+        finally:
+            self._running.discard(scope)
+            if not self._running and self._drained is not None:
+                self._drained.set()
+            with anyio.CancelScope(shield=True):
+                await close_journal(store)
+        if scope.cancelled_caught:  # this worker is stopping: the run is handed over, unfinished
+            raise anyio.get_cancelled_exc_class()()
+        outcome: dict[str, Any] = {
+            "session_id": session_id,
+            "status": result.status,
+            "text": result.text,
+            "stop_reason": result.stop_reason,
+        }
+        if result.status == "awaiting_approval":  # suspended: decide its gates, then resume it
+            outcome["pending"] = [gate.gate_id for gate in result.pending]
+        elif result.status != "completed":  # expired, rejected, cancelled: the reason is its text
+            outcome["error"] = f"the run ended {result.status}: {result.text or result.stop_reason}"
+        return outcome
+
+    async def run(self, *, ready: anyio.Event | None = None) -> None:
+        """Launch DBOS, serve the queues and beat until cancelled (Ctrl-C, SIGTERM, a cancel
+        scope); then stop taking runs, cancel the ones in flight and hand them over."""
+        if sniffio.current_async_library() != "asyncio":
+            raise UserError(
+                "A jeeves worker runs on asyncio only (DBOS runs workflows on an asyncio loop); start it "
+                "with anyio.run(..., backend='asyncio') or `jeeves worker`."
+            )
+        if self.heartbeat is not None:
+            await anyio.to_thread.run_sync(self.heartbeat.register)
+        queues = {queue_name(name): self.global_concurrency for name in self.targets}
+        engine.launch(self.database, worker_id=self.worker_id, queues=list(queues), body=self.execute)
+        try:
+            await anyio.to_thread.run_sync(
+                functools.partial(
+                    engine.register_queues,
+                    queues,
+                    worker_concurrency=self.concurrency,
+                    polling_interval_s=self.polling_interval_s,
+                )
+            )
+            if self.heartbeat is not None:
+                self.heartbeat.start()
+            if ready is not None:
+                ready.set()
+            await anyio.sleep_forever()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(engine.shutdown)
+                await self._stop_runs()
+                if self.heartbeat is not None:
+                    await anyio.to_thread.run_sync(functools.partial(self.heartbeat.stop, hand_over=True))
+
+    async def _stop_runs(self) -> None:
+        """Cancel the runs in flight and wait until each has closed its journal, so none
+        writes after this worker hands its runs over."""
+        if not self._running:
+            return
+        self._drained = anyio.Event()
+        for scope in list(self._running):
+            scope.cancel()
+        await self._drained.wait()  # set by the last run to leave (each unwinds in its own task)
+
+    def _fenced(self, by: str) -> None:
+        """This worker was taken over (it stalled past `takeover_after_s`): its runs belong to
+        another worker now, so it must not touch them again. Stop the process at once."""
+        sys.stderr.write(f"jeeves worker {self.worker_id}: taken over by {by}; stopping now.\n")
+        sys.stderr.flush()
+        os._exit(75)

@@ -1,0 +1,49 @@
+"""Architectures the durable tests submit to real worker processes.
+
+The model is a FunctionModel that asks a counting server on 127.0.0.1 (`COUNTER_URL`) for
+each reply: the server counts every request by its (session, request hash) key and can
+hold a request open, so a test can kill the worker while a model call is in flight and
+then check that no completed call was made twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import urllib.request
+
+import anyio.to_thread
+
+from jeeves import ActorCritic, Agent, FunctionModel
+from jeeves.messages import ModelRequest
+
+
+def _ask(request: ModelRequest) -> str:
+    body = json.dumps(
+        {
+            "session_id": request.session_id,
+            "key": hashlib.sha256(
+                json.dumps([m.model_dump(mode="json") for m in request.messages], sort_keys=True).encode()
+            ).hexdigest()[:16],
+            "critic": request.output_schema is not None,
+            "pid": os.getpid(),
+        }
+    ).encode()
+    http = urllib.request.Request(
+        os.environ["COUNTER_URL"], data=body, headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(http, timeout=300) as reply:
+        return str(json.loads(reply.read())["text"])
+
+
+async def _reply(request: ModelRequest) -> str:
+    return await anyio.to_thread.run_sync(_ask, request, abandon_on_cancel=True)
+
+
+def actor_critic() -> ActorCritic:
+    """An ActorCritic whose actor and critic both answer from the counting server."""
+    model = FunctionModel(_reply, model_name="counted")
+    return ActorCritic(
+        actor=Agent("Write it.", model=model), critic=Agent("Judge it.", model=model), max_rounds=3
+    )

@@ -1,0 +1,96 @@
+"""Workers on a real PostgreSQL: submitted runs execute on DBOS queues, a killed worker's run
+is taken over by another, no completed model call is made twice, and the run replays offline."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+import pytest
+
+import jeeves
+from jeeves.durable import submit, wait
+from tests.conftest import jeeves_cli
+from tests.durable import archs
+from tests.durable.conftest import TARGET, CountingServer, WorkerProcess, environ
+
+pytestmark = [pytest.mark.postgres, pytest.mark.anyio]
+
+FAST = ("--heartbeat", "0.2", "--takeover-after", "2", "--poll", "0.1")
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+async def test_a_submitted_run_executes_on_a_worker_and_replays_from_the_database(
+    postgres_url: str, counter: CountingServer, workers: Callable[..., WorkerProcess]
+) -> None:
+    workers(*FAST)
+    assert await submit(TARGET, "Write add", session_id="job-1", database=postgres_url) == "job-1"
+    outcome = await wait("job-1", database=postgres_url, timeout_s=120)
+    assert outcome == {
+        "session_id": "job-1",
+        "status": "completed",
+        "text": "draft 2",
+        "stop_reason": "approved",
+    }
+    assert sum(counter.counts().values()) == 6  # three rounds, actor and critic each
+    runs = jeeves_cli("runs", postgres_url)
+    assert runs.returncode == 0 and "job-1" in runs.stdout and "completed" in runs.stdout
+    replayed = jeeves_cli("replay", postgres_url, "job-1")  # offline: no COUNTER_URL in its environment
+    assert replayed.returncode == 0, replayed.stderr
+    assert sum(counter.counts().values()) == 6
+
+
+async def test_a_worker_killed_mid_call_is_taken_over_and_no_completed_call_is_repeated(
+    postgres_url: str, counter: CountingServer, workers: Callable[..., WorkerProcess]
+) -> None:
+    first, second = workers(*FAST), workers(*FAST)
+    # Hold the critic's round-1 call open: the actor's drafts 0 and 1 and the round-0 critic
+    # call are complete and journaled; the held call is in flight when its worker dies.
+    counter.hold(lambda call: call["session_id"] == "job-2__critic_1")
+    await submit(TARGET, "Write add", session_id="job-2", database=postgres_url)
+    assert counter.held.wait(120), "the run never reached the held call"
+    assert counter.held_call is not None
+    victim, survivor = (first, second) if counter.held_call["pid"] == first.pid else (second, first)
+    before = counter.counts()
+    victim.kill()
+    counter.release()
+
+    outcome = await wait("job-2", database=postgres_url, timeout_s=120)
+
+    assert outcome["status"] == "completed", (outcome, survivor.text())
+    assert (outcome["text"], outcome["stop_reason"]) == ("draft 2", "approved")  # as uninterrupted
+    after = counter.counts()
+    in_flight = ("job-2__critic_1", counter.held_call["key"])
+    assert after[in_flight] == 2  # the call in flight was made again, with the same request
+    assert all(after[key] == 1 for key in before if key != in_flight)  # completed calls were not
+    assert sum(after.values()) == 7  # six calls, one of them twice
+    assert {c["pid"] for c in counter.calls[len(before) :]} == {survivor.pid}
+    replayed = jeeves_cli("replay", postgres_url, "job-2")  # offline, from the shared database
+    assert replayed.returncode == 0, replayed.stderr
+    result = await jeeves.replay(archs.actor_critic(), postgres_url, "job-2")
+    assert result.text == "draft 2"
+
+
+async def test_a_stopped_worker_hands_its_run_over_and_submit_reads_the_database_from_the_environment(
+    postgres_url: str, counter: CountingServer, workers: Callable[..., WorkerProcess]
+) -> None:
+    first, second = workers(*FAST), workers(*FAST)
+    counter.hold(lambda call: call["session_id"] == "job-3__actor_1")
+    with environ(JEEVES_DATABASE=postgres_url):
+        submitted = jeeves_cli("submit", TARGET, "Write add", "--session-id", "job-3", env=os.environ.copy())
+    assert submitted.returncode == 0, submitted.stderr
+    assert submitted.stdout.strip() == "job-3"
+    assert counter.held.wait(120) and counter.held_call is not None
+    victim, survivor = (first, second) if counter.held_call["pid"] == first.pid else (second, first)
+    assert victim.stop() == 0, victim.text()  # SIGTERM: cancels its run, hands it over
+    counter.release()
+
+    outcome = await wait("job-3", database=postgres_url, timeout_s=120)
+
+    assert (outcome["status"], outcome.get("text")) == ("completed", "draft 2"), (outcome, survivor.text())
+    assert "runs in flight go to the other workers" in victim.text()
+    assert sum(counter.counts().values()) == 7  # six calls, the one in flight twice

@@ -1,0 +1,173 @@
+"""PostgresJournal: a real server (tests/postgres.py), many writers, versioned, opened by URL."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import anyio
+import pytest
+
+import jeeves
+from jeeves.errors import JournalError, UserError
+from jeeves.replay import PostgresJournal, list_runs, open_journal
+from jeeves.replay.postgres import display_url
+from tests.conftest import REPO, jeeves_cli, subprocess_env
+from tests.replay import archs
+from tests.replay.test_base import session, step
+
+psycopg = pytest.importorskip("psycopg")
+
+pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
+
+
+async def test_one_database_holds_many_runs_and_replays_them(postgres_url: str) -> None:
+    async with PostgresJournal(postgres_url) as journal:
+        for sid in ("job-1", "job-2", "job-3"):
+            await jeeves.run(
+                archs.build_agent(), f"task {sid}", model=archs.model(), journal=journal, session_id=sid
+            )
+    assert [r.session_id for r in await list_runs(postgres_url)] == ["job-1", "job-2", "job-3"]
+    for sid in ("job-1", "job-3"):  # jeeves.run and jeeves.replay take the URL as a journal
+        assert (await jeeves.replay(archs.build_agent(), postgres_url, sid)).text.startswith(f"task {sid}")
+
+
+async def test_many_writers_at_once_lose_nothing_and_the_last_write_wins(postgres_url: str) -> None:
+    writers = [PostgresJournal(postgres_url) for _ in range(8)]  # eight connections, one table
+    try:
+        async with anyio.create_task_group() as tg:
+            for w, journal in enumerate(writers):
+                for i in range(10):
+                    tg.start_soon(journal.put_step, step(f"r{w}", i))
+                    tg.start_soon(journal.put_session, session(f"r{w}", task=f"w{w}"))
+                    tg.start_soon(journal.put_step, step("shared", i, result={"by": w}))
+        async with PostgresJournal(postgres_url) as reader:  # a new object: nothing cached
+            for w in range(8):
+                assert await reader.step_indices(f"r{w}") == list(range(10))
+            assert await reader.step_indices("shared") == list(range(10))
+            assert len(await reader.sessions()) == 8
+    finally:
+        for journal in writers:
+            await journal.aclose()
+
+
+def test_processes_starting_together_on_an_empty_database_all_create_the_journal(postgres_url: str) -> None:
+    code = (
+        "import sys, anyio\n"
+        "from jeeves.replay import PostgresJournal\n"
+        "from jeeves.journal import SessionRecord\n"
+        "async def main():\n"
+        "    async with PostgresJournal(sys.argv[1]) as j:\n"
+        "        await j.put_session(SessionRecord(session_id=sys.argv[2], role='agent', architecture='agent'))\n"
+        "anyio.run(main)\n"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, postgres_url, f"p{i}"], env=subprocess_env(), cwd=REPO)
+        for i in range(4)
+    ]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
+    with psycopg.connect(postgres_url) as conn:
+        rows = conn.execute("SELECT session_id FROM jeeves_sessions ORDER BY session_id").fetchall()
+    assert [r[0] for r in rows] == ["p0", "p1", "p2", "p3"]
+
+
+async def test_a_newer_schema_is_refused(postgres_url: str) -> None:
+    async with PostgresJournal(postgres_url) as journal:
+        await journal.put_session(session())
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("UPDATE jeeves_journal SET value = '7' WHERE key = 'schema_version'")
+    with pytest.raises(JournalError, match=r"was written by a newer jeeves \(journal schema v7; .*Upgrade"):
+        await PostgresJournal(postgres_url).get_session("r1")
+
+
+async def test_a_v1_journal_reads_as_the_sqlite_store_reads_one(postgres_url: str) -> None:
+    """As SQLiteJournal: a journal from before the approvals schema (v1, `running`) reads, its
+    running root as in_progress (listed paused: it holds no lease), and takes v2 records."""
+    async with PostgresJournal(postgres_url) as journal:
+        await journal.put_session(session())
+        await journal.put_step(step())
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("UPDATE jeeves_journal SET value = '1' WHERE key = 'schema_version'")
+        conn.execute("UPDATE jeeves_steps SET record = replace(record, '\"v\": 2', '\"v\": 1')")
+        conn.execute(
+            "UPDATE jeeves_sessions SET record = replace(replace(record, '\"v\": 2', '\"v\": 1'), "
+            '\'"status": "in_progress"\', \'"status": "running"\')'
+        )
+        (text,) = conn.execute("SELECT record FROM jeeves_sessions").fetchone()
+    assert '"v": 1' in text and '"status": "running"' in text
+    async with PostgresJournal(postgres_url, create=False) as journal:
+        record = await journal.get_session("r1")
+        assert record is not None and (record.v, record.status) == (1, "in_progress")
+        old = await journal.get_step("r1", 0)
+        assert old is not None and old.v == 1
+        await journal.put_step(step(index=1))
+        assert await journal.step_indices("r1") == [0, 1]
+    assert [r.status for r in await list_runs(postgres_url)] == ["paused"]
+
+
+async def test_a_database_without_a_journal_is_created_only_when_recording(postgres_url: str) -> None:
+    with pytest.raises(UserError, match=r"holds no jeeves journal \(no table jeeves_journal\)"):
+        await PostgresJournal(postgres_url, create=False).sessions()
+    with pytest.raises(UserError, match="holds no jeeves journal"):
+        await list_runs(postgres_url)
+    async with PostgresJournal(postgres_url) as journal:
+        assert await journal.sessions() == []
+    assert await list_runs(postgres_url) == []
+
+
+async def test_an_unreachable_server_is_one_journal_error_naming_the_url_without_its_password() -> None:
+    url = "postgresql://jeeves:s3cret@127.0.0.1:1/nowhere"
+    with pytest.raises(
+        JournalError, match=r"postgresql://jeeves:\*\*\*@127.0.0.1:1/nowhere: cannot connect"
+    ) as info:
+        await PostgresJournal(url).sessions()
+    assert "s3cret" not in str(info.value) and "\n" not in str(info.value)
+    assert (
+        display_url("postgres://u@h/db?password=x&sslmode=require")
+        == "postgres://u@h/db?password=***&sslmode=require"
+    )
+
+
+def test_a_url_that_is_not_postgres_is_refused() -> None:
+    with pytest.raises(UserError, match=r"url='mysql://x' is not a PostgreSQL URL"):
+        PostgresJournal("mysql://x")
+
+
+def test_open_journal_opens_a_url_as_a_postgres_journal(postgres_url: str) -> None:
+    store = open_journal(postgres_url, create=False)
+    assert isinstance(store, PostgresJournal) and store.url == postgres_url
+    legacy = open_journal(postgres_url.replace("postgresql://", "postgres://"))
+    assert isinstance(legacy, PostgresJournal)
+
+
+def test_jeeves_runs_and_replay_take_a_database_url(postgres_url: str) -> None:
+    async def record() -> None:
+        async with PostgresJournal(postgres_url) as journal:
+            await jeeves.run(
+                archs.build_agent(),
+                "Write add",
+                model=archs.model(),
+                journal=journal,
+                session_id="job-17",
+                architecture_ref="tests.replay.archs:build_agent",
+            )
+
+    anyio.run(record)
+    runs = jeeves_cli("runs", postgres_url)
+    assert runs.returncode == 0, runs.stderr
+    assert "job-17" in runs.stdout and "completed" in runs.stdout
+    replayed = jeeves_cli("replay", postgres_url, "job-17")
+    assert replayed.returncode == 0, replayed.stderr
+    assert "job-17" in replayed.stdout
+
+
+def test_import_jeeves_imports_neither_psycopg_nor_dbos() -> None:
+    code = (
+        "import sys, jeeves, jeeves.replay\n"
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('psycopg', 'dbos', 'sqlalchemy')]\n"
+        "assert not bad, bad\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=subprocess_env(), cwd=REPO, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
