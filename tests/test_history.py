@@ -199,3 +199,65 @@ def test_a_failed_run_that_replays_into_another_failure_is_a_divergence_with_exi
     err = capsys.readouterr().err
     assert "failed the same way" not in err
     assert "error: Session 'job-1' replayed every recorded step but ended otherwise than recorded" in err
+
+
+CHILD = '''
+import sys
+
+import anyio
+
+import jeeves
+from jeeves import Agent, FunctionModel
+from jeeves.testing import Reply, call
+
+
+@jeeves.tool
+async def wait_for_operator() -> str:
+    """Wait until the operator says go (a line on stdin)."""
+    print("waiting", flush=True)
+    return await anyio.to_thread.run_sync(sys.stdin.readline)
+
+
+def act(request):
+    done = any(m.role == "tool" for m in request.messages)
+    return Reply(text="done") if done else Reply(tool_calls=[call("wait_for_operator")])
+
+
+async def main():
+    agent = Agent("You wait for the operator.", tools=[wait_for_operator])
+    await jeeves.run(agent, "Wait.", model=FunctionModel(act), session_id="op", journal=sys.argv[1])
+
+
+anyio.run(main)
+'''
+
+
+def test_runs_watch_follows_a_run_another_process_is_running(tmp_path: Path) -> None:
+    journal = tmp_path / "runs.jsonl"
+    env = subprocess_env()
+    child_args = [sys.executable, "-c", CHILD, str(journal)]
+    watch_args = [sys.executable, "-m", "jeeves", "runs", str(journal), "--watch"]
+    with subprocess.Popen(
+        child_args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+    ) as child:
+        try:
+            assert child.stdout is not None and child.stdin is not None
+            assert child.stdout.readline() == "waiting\n"  # its tool is running: the run is in progress
+            with subprocess.Popen(watch_args, stdout=subprocess.PIPE, text=True, env=env) as watch:
+                try:
+                    assert watch.stdout is not None
+                    first = watch.stdout.readline()
+                    assert first.startswith("op in_progress step="), first
+                    child.stdin.write("go\n")
+                    child.stdin.flush()
+                    assert child.wait(timeout=120) == 0
+                    rest = watch.stdout.read().splitlines()  # --watch ends once no run is in progress
+                    assert watch.wait(timeout=120) == 0
+                finally:
+                    if watch.poll() is None:
+                        watch.kill()
+        finally:
+            if child.poll() is None:
+                child.kill()
+    assert rest and rest[-1].startswith("op completed step="), rest
+    assert all(line.startswith("op ") for line in rest), rest

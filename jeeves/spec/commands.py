@@ -21,6 +21,7 @@ from jeeves.approvals import Approvals
 from jeeves.architecture import Architecture
 from jeeves.budget import Budget
 from jeeves.errors import JeevesError, JournalError, MissingCredentials, UserError
+from jeeves.gate_commands import describe_gate
 from jeeves.invocation import command_line
 from jeeves.journal import error_type_name
 from jeeves.models.router import Router
@@ -157,8 +158,27 @@ def _summary(result: RunResult, options: RunOptions) -> str:
     lines = ["", result.text.strip(), "", f"stop reason: {result.stop_reason} · {total}", *per_path]
     if options.journal:
         lines.append(f"journal: {options.journal}")
+    if result.status == "awaiting_approval":
+        lines += _gates_hint(result, options.journal, offline=options.offline)
+    elif options.journal:
         lines.append(f"replay it: {command_line('replay', options.journal, result.session_id)}")
     return "\n".join(lines) + "\n"
+
+
+def _gates_hint(result: RunResult, journal: str | None, *, offline: bool) -> list[str]:
+    """A run suspended at gates: the gates, and how to decide them and go on (a replay would
+    only stop at the same gates again)."""
+    lines = [f"pending: {describe_gate(gate)}" for gate in result.pending]
+    if journal:  # a run without a journal cannot be resumed: its gates are not on record
+        root = result.session_id
+        which = [["--gate", g.gate_id] for g in result.pending] if len(result.pending) > 1 else [[]]
+        for gate in which:
+            lines.append(f"decide with: {command_line('approve', journal, root, '--by', 'NAME', *gate)}")
+        lines.append("  (or `deny` instead of `approve`)")
+        lines.append(f"then resume: {command_line('resume', journal, root)}")
+        if offline:
+            lines.append("  (the resume runs the rest on the spec's model routes, not its [demo] script)")
+    return lines
 
 
 async def validate_command(path: str, out: TextIO | None = None, err: TextIO | None = None) -> int:

@@ -71,6 +71,16 @@ LIVE = {
             "def slugify(text: str) -> str:",
         ),
     ),
+    "human_message.py": Live(
+        env={"JEEVES_MODEL": f"openai/{MODEL}"},
+        critics=False,
+        shows=(
+            "2. steering.injected (human) → ops",
+            "3. the agent's next model request ends with: ['tool', 'user']",
+            "   the agent answered: From look_around: web: running, 503 on /health",
+            "   identical events: True, same answer: True, model requests: 0",
+        ),
+    ),
     "nested_supervisor.py": Live(
         env=BY_ENV,
         shows=(

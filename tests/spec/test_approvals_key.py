@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -9,7 +11,7 @@ import pytest
 from jeeves.approvals import Allow, Approvals
 from jeeves.errors import UserError
 from jeeves.spec import load_spec, parse_spec
-from tests.conftest import REPO, jeeves_cli
+from tests.conftest import REPO, jeeves_cli, offline_env
 
 SPEC = REPO / "architectures" / "refund_desk.toml"
 
@@ -35,3 +37,27 @@ def test_jeeves_run_of_the_spec_suspends_at_the_refund(tmp_path: Path) -> None:
     assert "stop reason: awaiting_approval" in done.stdout
     listed = jeeves_cli("runs", str(journal), "--status", "awaiting_gate")
     assert listed.stdout.splitlines()[1].split()[:2] == ["t-881", "awaiting_gate"]
+
+
+def test_jeeves_run_that_suspends_prints_its_gates_and_how_to_decide_and_resume(tmp_path: Path) -> None:
+    journal = tmp_path / "runs.db"
+    done = jeeves_cli("run", str(SPEC), "--offline", "--journal", str(journal), "--session-id", "t-881")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert "replay it:" not in done.stdout  # a replay would only stop at the same gate again
+    pending = [line for line in lines if line.startswith("pending: ")]
+    assert len(pending) == 1 and pending[0].startswith("pending: t-881#3  issue_refund(")
+    assert "mode=destructive" in pending[0]
+    (decide,) = [line.removeprefix("decide with: ") for line in lines if line.startswith("decide with: ")]
+    (resume,) = [line.removeprefix("then resume: ") for line in lines if line.startswith("then resume: ")]
+    assert shlex.split(decide)[-5:] == ["approve", str(journal), "t-881", "--by", "NAME"]
+    assert shlex.split(resume)[-3:] == ["resume", str(journal), "t-881"]
+
+    # The printed command, as a user pastes it (with their name), records the decision.
+    approve = [("ana" if word == "NAME" else word) for word in shlex.split(decide)]
+    approved = subprocess.run(
+        approve, capture_output=True, text=True, cwd=REPO, env=offline_env(), timeout=300
+    )
+    assert approved.returncode == 0, approved.stderr
+    assert approved.stdout.startswith("approved t-881#3  issue_refund(")
+    assert f"go on with: {resume}" in approved.stdout
