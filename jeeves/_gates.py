@@ -59,7 +59,8 @@ def _requested(gate: PendingGate) -> ApprovalRequested:
     )
 
 
-def _decided(gate: PendingGate, decision: Decision) -> ApprovalDecided:
+def decided_event(gate: PendingGate, decision: Decision) -> ApprovalDecided:
+    """The `approval.decided` event of `gate` decided as `decision`."""
     return ApprovalDecided(
         session_id=gate.session_id,
         step=gate.step,
@@ -167,7 +168,7 @@ class Gates(StepsCore):
             await self._write(gate, fp, request, pending=True, events=[requested], result=gate)
         decision = await self._decide(gate)
         decided = decision.model_copy(update={"at": decision.at or time.time()})
-        event = _decided(gate, decided)
+        event = decided_event(gate, decided)
         await self.emit(event)
         await self._write(gate, fp, request, pending=False, events=[_requested(gate), event], result=decided)
         return decided

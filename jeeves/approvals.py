@@ -20,8 +20,8 @@ from __future__ import annotations
 import os
 import time
 
+from jeeves._gates import decided_event
 from jeeves.errors import UserError
-from jeeves.events import ApprovalDecided
 from jeeves.gating import (
     APPROVAL_MODES,
     Allow,
@@ -64,20 +64,6 @@ class GateNotFound(UserError):
 class GateConflict(UserError):
     """The gate cannot take this decision: already decided, expired, or the decision approves
     other arguments than the gate holds (HTTP 409)."""
-
-
-def decided_event(gate: PendingGate, decision: Decision) -> ApprovalDecided:
-    """The `approval.decided` event of `gate` decided as `decision`."""
-    return ApprovalDecided(
-        session_id=gate.session_id,
-        step=gate.step,
-        gate_id=gate.gate_id,
-        decision=decision.decision,
-        by=decision.by,
-        at=decision.at,
-        note=decision.note,
-        arguments_hash=decision.arguments_hash,
-    )
 
 
 def _split(gid: str) -> tuple[str, int]:
