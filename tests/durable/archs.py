@@ -15,7 +15,7 @@ import urllib.request
 
 import anyio.to_thread
 
-from jeeves import ActorCritic, Agent, FunctionModel, tool
+from jeeves import ActorCritic, Agent, FunctionModel, Supervisor, tool
 from jeeves.messages import ModelRequest
 from jeeves.testing import Reply, call
 
@@ -88,4 +88,34 @@ def refund_agent() -> Agent:
         role="refund",
         tools=[issue_refund],
         model=FunctionModel(_refund_reply, model_name="counted"),
+    )
+
+
+def _supervisor_turn(request: ModelRequest) -> str | Reply:
+    """Delegate to both workers in one reply (they run in parallel), then combine their outputs."""
+    _ask(request)
+    results = sorted(m.content or "" for m in request.messages if m.role == "tool")
+    if not results:
+        return Reply(
+            tool_calls=[
+                call("delegate", {"worker": name, "instructions": f"Part {name}."}, id=f"d-{name}")
+                for name in ("left", "right")
+            ]
+        )
+    return "Combined: " + " | ".join(results)
+
+
+async def _supervisor_reply(request: ModelRequest) -> str | Reply:
+    return await anyio.to_thread.run_sync(_supervisor_turn, request, abandon_on_cancel=True)
+
+
+def fan_out() -> Supervisor:
+    """A Supervisor whose two workers run in parallel, every model call counted at the server."""
+    worker = FunctionModel(_reply, model_name="counted")
+    return Supervisor(
+        {
+            "left": Agent("Do the left part.", model=worker),
+            "right": Agent("Do the right part.", model=worker),
+        },
+        model=FunctionModel(_supervisor_reply, model_name="counted"),
     )
