@@ -11,6 +11,7 @@ support, so `Worker.run` refuses trio with a UserError. Submitting works anywher
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import socket
@@ -18,6 +19,7 @@ import sys
 import time
 import uuid
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import anyio
@@ -27,6 +29,7 @@ from jeeves.approvals import Approvals, PendingGate
 from jeeves.checks import check_int, check_number
 from jeeves.durable import engine
 from jeeves.durable.heartbeat import Heartbeat
+from jeeves.durable.runlock import run_lock
 from jeeves.durable.targets import Target, load_targets, queue_name
 from jeeves.errors import JeevesError, UserError
 from jeeves.journal import error_type_name
@@ -160,27 +163,28 @@ class Worker:
         self._running.add(scope)
         try:
             with scope:
-                while True:
-                    result = await run_architecture(
-                        arch,
-                        task,
-                        router=router,
-                        session_id=session_id,
-                        journal=store,
-                        architecture_ref=entry.source,
-                        approvals=entry.approvals,
-                    )
-                    if result.status != "awaiting_approval":
-                        break
-                    # Suspended at a gate: wait here, durably, for a decision, then resume
-                    # from the journal (a fresh build: an offline script serves one run).
-                    pending = [gate.gate_id for gate in result.pending]
-                    await engine.publish({"status": "awaiting_approval", "pending": pending})
-                    await engine.receive(_gate_wait(result.pending))
-                    await engine.publish({"status": "running"})
-                    arch, router = entry.build()
-                    await close_journal(store)  # a fresh store reads the decision recorded elsewhere
-                    store = open_journal(self.journal)
+                async with self._exclusive(session_id):
+                    while True:
+                        result = await run_architecture(
+                            arch,
+                            task,
+                            router=router,
+                            session_id=session_id,
+                            journal=store,
+                            architecture_ref=entry.source,
+                            approvals=entry.approvals,
+                        )
+                        if result.status != "awaiting_approval":
+                            break
+                        # Suspended at a gate: wait here, durably, for a decision, then resume
+                        # from the journal (a fresh build: an offline script serves one run).
+                        pending = [gate.gate_id for gate in result.pending]
+                        await engine.publish({"status": "awaiting_approval", "pending": pending})
+                        await engine.receive(_gate_wait(result.pending))
+                        await engine.publish({"status": "running"})
+                        arch, router = entry.build()
+                        await close_journal(store)  # a fresh store reads the decision recorded elsewhere
+                        store = open_journal(self.journal)
         except JeevesError as exc:
             return {"session_id": session_id, "status": "failed", "error": f"{error_type_name(exc)}: {exc}"}
         finally:
@@ -200,6 +204,13 @@ class Worker:
         if result.status != "completed":  # expired, rejected, cancelled: the reason is its text
             outcome["error"] = f"the run ended {result.status}: {result.text or result.stop_reason}"
         return outcome
+
+    def _exclusive(self, session_id: str) -> AbstractAsyncContextManager[None]:
+        """The run lock on PostgreSQL (no two workers execute one run at once); nothing on
+        SQLite, where one machine runs one worker."""
+        if self.heartbeat is None:
+            return contextlib.nullcontext()
+        return run_lock(self.database, session_id)
 
     async def run(self, *, ready: anyio.Event | None = None) -> None:
         """Launch DBOS, serve the queues and beat until cancelled (Ctrl-C, SIGTERM, a cancel
