@@ -157,7 +157,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     for verb in ("approve", "deny"):
         decide = commands.add_parser(verb, help=f"{verb} a suspended run's gate (then `jeeves resume`)")
-        decide.add_argument("journal", help="the run's journal file")
+        decide.add_argument("journal", help="the run's journal file or database URL")
         decide.add_argument("session", help="the run's root session id")
         decide.add_argument("--gate", metavar="ID", help="the gate (SESSION#STEP) when the run has several")
         decide.add_argument("--by", required=True, metavar="NAME", help="who decides (recorded)")
@@ -365,7 +365,13 @@ def _gate_command(args: argparse.Namespace) -> int:
 
     async def decide() -> int:
         return await decide_command(
-            args.journal, args.session, decision, by=args.by, note=args.note, gate=args.gate
+            args.journal,
+            args.session,
+            decision,
+            by=args.by,
+            note=args.note,
+            gate=args.gate,
+            wake=durable_commands.wake_after_decision,
         )
 
     return anyio.run(decide)

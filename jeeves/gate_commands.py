@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Awaitable, Callable
 from typing import Literal
 
 from jeeves.approvals import Decision, PendingGate, pending_gates, record_decision
@@ -40,8 +41,13 @@ async def decide_command(
     by: str,
     note: str | None = None,
     gate: str | None = None,
+    wake: Callable[[str, str], Awaitable[str | None]] | None = None,
 ) -> int:
-    """Record a decision for a gate of run `session_id` (its only pending gate unless `gate`)."""
+    """Record a decision for a gate of run `session_id` (its only pending gate unless `gate`).
+
+    `wake(journal, session_id)`, when given, is called after recording: it resumes a run
+    that waits for the decision elsewhere (a durable worker) and returns what to tell the
+    user, or None when no run waits (then the user is told to `jeeves resume`)."""
     if not by.strip():
         raise UserError("--by is empty; say who decides, e.g. --by alice.")
     gates = await pending_gates(journal, session_id)
@@ -62,7 +68,10 @@ async def decide_command(
     await record_decision(journal, target.gate_id, made)
     verb = "approved" if decision == "approve" else "denied"
     sys.stdout.write(f"{verb} {describe_gate(target)} by {by}\n")
-    sys.stdout.write(f"go on with: {command_line('resume', journal, session_id)}\n")
+    woken = await wake(journal, session_id) if wake is not None else None
+    sys.stdout.write(
+        f"{woken}\n" if woken else f"go on with: {command_line('resume', journal, session_id)}\n"
+    )
     return 0
 
 

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import signal
 import sys
@@ -15,10 +16,13 @@ from typing import Any
 
 import anyio
 
-from jeeves.durable.submit import submit, wait
+from jeeves.approvals import APPROVAL_MODES, Approvals
+from jeeves.durable.submit import submit, wait, wake
 from jeeves.durable.worker import DATABASE_ENV, Worker
+from jeeves.invocation import command_line
+from jeeves.replay.postgres import is_database_url
 
-__all__ = ["COMMANDS", "DATABASE_ENV", "add_commands", "dispatch"]
+__all__ = ["COMMANDS", "DATABASE_ENV", "add_commands", "dispatch", "wake_after_decision"]
 
 COMMANDS = ("worker", "submit")
 
@@ -53,6 +57,13 @@ def add_commands(commands: Any) -> None:
     )
     worker.add_argument("--poll", type=float, default=1.0, metavar="S", help="seconds between queue polls")
     worker.add_argument("--offline", action="store_true", help="answer from each spec's [demo] script")
+    worker.add_argument(
+        "--ask",
+        action="append",
+        choices=APPROVAL_MODES,
+        metavar="MODE",
+        help="gate tools of this approval mode (repeatable) in targets without [approvals]",
+    )
     sub = commands.add_parser("submit", help="queue a run for the workers; prints its session id")
     sub.add_argument(
         "target", metavar="SPEC", help="the spec file or module:attr reference, as workers name it"
@@ -81,6 +92,7 @@ def _worker(args: argparse.Namespace) -> int:
         takeover_after_s=args.takeover_after,
         polling_interval_s=args.poll,
         offline=bool(args.offline),
+        approvals=Approvals(ask=tuple(args.ask)) if args.ask else None,
     )
 
     async def main() -> None:
@@ -124,3 +136,13 @@ async def _submit(args: argparse.Namespace) -> int:
         return 1
     print(outcome.get("text", ""), flush=True)
     return 0
+
+
+async def wake_after_decision(journal: str, session_id: str) -> str | None:
+    """After `jeeves approve/deny` recorded a decision: when the journal is a database where
+    the run waits on a durable worker, wake it and say so; else None."""
+    if not is_database_url(journal) or importlib.util.find_spec("dbos") is None:
+        return None
+    if not await wake(session_id, database=journal):
+        return None
+    return f"the run resumes on a worker; follow it with: {command_line('runs', journal)}"

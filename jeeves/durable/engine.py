@@ -23,8 +23,12 @@ from jeeves.errors import UserError
 
 __all__ = [
     "APP_VERSION",
+    "GATE_TOPIC",
+    "STATUS_EVENT",
     "WORKFLOW_NAME",
     "dbos",
+    "publish",
+    "receive",
     "launch",
     "recover",
     "register_queues",
@@ -33,6 +37,11 @@ __all__ = [
 ]
 
 WORKFLOW_NAME = "jeeves.run"
+GATE_TOPIC = "jeeves.gate"
+"""The DBOS message topic a decided gate wakes its waiting run on (`jeeves.durable.wake`)."""
+STATUS_EVENT = "jeeves.status"
+"""The DBOS workflow event a run sets while it waits at a gate (`{"status": "awaiting_approval",
+"pending": [...]}`) and clears when it goes on (`{"status": "running"}`)."""
 APP_VERSION = "jeeves-1"
 """One application version for every worker: DBOS recovers and dequeues a workflow only on
 executors of the version that enqueued it, and jeeves' journal, not DBOS, checks that the
@@ -101,6 +110,18 @@ def register_queues(
 def workflow_id() -> str:
     """The id of the workflow running now (the root session id)."""
     return str(dbos().DBOS.workflow_id)
+
+
+async def publish(value: dict[str, Any]) -> None:
+    """Set the running workflow's status event (`wait` reads it)."""
+    await dbos().DBOS.set_event_async(STATUS_EVENT, value)
+
+
+async def receive(timeout_s: float) -> Any:
+    """Wait durably, inside the running workflow, for a gate's wake-up message (None when
+    `timeout_s` passes first). DBOS records the message, so a recovered run does not wait
+    again for one it already received."""
+    return await dbos().DBOS.recv_async(GATE_TOPIC, timeout_seconds=timeout_s)
 
 
 def recover(worker_ids: list[str]) -> None:

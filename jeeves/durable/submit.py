@@ -19,7 +19,7 @@ from jeeves.durable.worker import database_from_env
 from jeeves.errors import UserError
 from jeeves.ids import new_root_id, validate_root_id
 
-__all__ = ["submit", "wait"]
+__all__ = ["submit", "wait", "wake"]
 
 
 def _client(database: str) -> Any:
@@ -69,14 +69,22 @@ _ENDED = ("SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED")
 
 
 async def wait(
-    session_id: str, *, database: str | None = None, timeout_s: float | None = None, poll_s: float = 0.2
+    session_id: str,
+    *,
+    database: str | None = None,
+    timeout_s: float | None = None,
+    poll_s: float = 0.2,
+    stop_at_gates: bool = True,
 ) -> dict[str, Any]:
-    """Wait until the submitted run `session_id` ends; returns its outcome: `session_id`,
-    `status` (a `RunResult.status`: "completed", "awaiting_approval" with the gate ids in
-    `pending`, or "failed", "expired", "rejected", "cancelled" with `error`), `text` and
-    `stop_reason`.
+    """Wait until the submitted run `session_id` ends, or (with `stop_at_gates`) until it
+    waits at an approval gate; returns its outcome: `session_id`, `status` (a
+    `RunResult.status`: "completed", "awaiting_approval" with the gate ids in `pending`, or
+    "failed", "expired", "rejected", "cancelled" with `error`), `text` and `stop_reason`.
 
-    Polls the workflow's status every `poll_s`; past `timeout_s`, raises TimeoutError."""
+    A run waiting at a gate holds its place on a worker until a decision wakes it
+    (`wake`, or `jeeves approve DATABASE SESSION`); with `stop_at_gates=False` this waits
+    through gates until the run ends. Polls every `poll_s`; past `timeout_s`, raises
+    TimeoutError."""
     url = database_from_env(database)
     root = validate_root_id(session_id)
     client = await anyio.to_thread.run_sync(_client, url)
@@ -86,6 +94,10 @@ async def wait(
                 status = await anyio.to_thread.run_sync(_status, client, root)
                 if status.status in _ENDED:
                     break
+                if stop_at_gates:
+                    event = await anyio.to_thread.run_sync(_gate_event, client, root)
+                    if event is not None:
+                        return {"session_id": root, "text": "", "stop_reason": "awaiting_approval", **event}
                 await anyio.sleep(poll_s)
     finally:
         await anyio.to_thread.run_sync(client.destroy)
@@ -101,3 +113,41 @@ def _status(client: Any, session_id: str) -> Any:
         return client.retrieve_workflow(session_id).get_status()
     except module.error.DBOSNonExistentWorkflowError as exc:
         raise UserError(f"No run {session_id!r} was submitted to this database; check the id.") from exc
+
+
+def _gate_event(client: Any, session_id: str) -> dict[str, Any] | None:
+    """The run's status event when it says the run waits at a gate, else None."""
+    event = client.get_event(session_id, engine.STATUS_EVENT, timeout_seconds=0)
+    if isinstance(event, dict) and event.get("status") == "awaiting_approval":
+        return dict(event)
+    return None
+
+
+def _wake(database: str, session_id: str) -> bool:
+    module = engine.dbos()
+    import sqlalchemy.exc  # DBOS's dependency
+
+    client = _client(database)
+    try:
+        try:
+            status = client.retrieve_workflow(session_id).get_status()
+        except module.error.DBOSNonExistentWorkflowError:
+            return False
+        except sqlalchemy.exc.ProgrammingError:  # a journal database no worker ever used: no DBOS tables
+            return False
+        if status.status not in _ENDED:  # ended: a takeover already resumed it past the decision
+            client.send(session_id, {"decided": True}, topic=engine.GATE_TOPIC)
+        return True
+    finally:
+        client.destroy()
+
+
+async def wake(session_id: str, *, database: str | None = None) -> bool:
+    """Tell submitted run `session_id`, waiting at a gate on some worker, that a decision was
+    recorded: the worker holding it (or, if that one died, the one that took it over)
+    resumes it from the journal. Returns whether `database` holds submitted run
+    `session_id` (False: not a durable run; resume it yourself with `jeeves.resume`). `jeeves approve` and `jeeves deny` call it for you when
+    their journal is a database with DBOS workflows."""
+    root = validate_root_id(session_id)
+    url = database_from_env(database)
+    return await anyio.to_thread.run_sync(functools.partial(_wake, url, root))

@@ -11,12 +11,14 @@ from the database without the worker.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from jeeves.approvals import Approvals
 from jeeves.architecture import Architecture
 from jeeves.errors import UserError
 from jeeves.models.router import Router
@@ -48,11 +50,13 @@ def queue_name(target: str) -> str:
 
 @dataclass(frozen=True)
 class Target:
-    """One servable target: its name, a per-run builder, and the source a replay rebuilds it from."""
+    """One servable target: its name, a per-run builder, the source a replay rebuilds it
+    from, and its approval policy (a spec's `[approvals]`; None gates nothing)."""
 
     name: str
     build: Callable[[], tuple[Architecture, Router | None]]
     source: Mapping[str, Any] | str
+    approvals: Approvals | None = None
 
 
 def _spec_target(path: str, offline: bool) -> Target:
@@ -62,7 +66,9 @@ def _spec_target(path: str, offline: bool) -> Target:
 
     spec = load_spec(path)
     build(spec, offline=offline)  # a spec that cannot build stops the worker before it starts
-    return Target(target_name(path), functools.partial(build, spec, offline=offline), spec_source(spec))
+    return Target(
+        target_name(path), functools.partial(build, spec, offline=offline), spec_source(spec), spec.approvals
+    )
 
 
 def _ref_target(ref: str) -> Target:
@@ -75,8 +81,12 @@ def _ref_target(ref: str) -> Target:
     return Target(ref, fresh, ref)
 
 
-def load_targets(targets: Sequence[str], *, offline: bool = False) -> dict[str, Target]:
-    """Every target loaded and built once now, by name (two with one name are refused)."""
+def load_targets(
+    targets: Sequence[str], *, offline: bool = False, approvals: Approvals | None = None
+) -> dict[str, Target]:
+    """Every target loaded and built once now, by name (two with one name are refused).
+    `approvals` is the policy of targets that bring none (references, specs without
+    `[approvals]`)."""
     if isinstance(targets, str) or not targets:
         raise UserError(f"targets={targets!r}: give a list of spec files or 'module:attr' references.")
     loaded: dict[str, Target] = {}
@@ -84,5 +94,7 @@ def load_targets(targets: Sequence[str], *, offline: bool = False) -> dict[str, 
         item = _spec_target(target, offline) if target.endswith(".toml") else _ref_target(target_name(target))
         if item.name in loaded:
             raise UserError(f"Two targets are named {item.name!r} ({target!r} and another); rename one.")
+        if item.approvals is None and approvals is not None:
+            item = dataclasses.replace(item, approvals=approvals)
         loaded[item.name] = item
     return loaded

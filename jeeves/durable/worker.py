@@ -11,20 +11,25 @@ support, so `Worker.run` refuses trio with a UserError. Submitting works anywher
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import socket
 import sys
+import time
 import uuid
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import anyio
 import sniffio
 
+from jeeves.approvals import Approvals, PendingGate
 from jeeves.checks import check_int, check_number
 from jeeves.durable import engine
 from jeeves.durable.heartbeat import Heartbeat
+from jeeves.durable.runlock import run_lock
 from jeeves.durable.targets import Target, load_targets, queue_name
 from jeeves.errors import JeevesError, UserError
 from jeeves.journal import error_type_name
@@ -35,6 +40,9 @@ from jeeves.runner import run as run_architecture
 __all__ = ["DATABASE_ENV", "Worker", "database_from_env", "journal_for"]
 
 DATABASE_ENV = "JEEVES_DATABASE"
+GATE_RECHECK_S = 300.0
+"""A run waiting at a gate looks at its journal again at least this often, so a decision
+recorded without a wake-up message (`record_decision` in code) is acted on too."""
 
 
 def database_from_env(database: str | None) -> str:
@@ -82,6 +90,10 @@ class Worker:
             worker keeps its runs before another takes them (PostgreSQL only).
         polling_interval_s: How often the queues are polled for new runs.
         offline: Build specs with their `[demo]` scripts instead of live models.
+        approvals: The approval policy of targets that bring none (`module:attr`
+            references, specs without `[approvals]`). A run reaching a gate waits for its
+            decision on the worker (durably: a worker that dies hands it over), and a
+            decision recorded from anywhere (`jeeves approve DATABASE SESSION`) wakes it.
     """
 
     def __init__(
@@ -97,6 +109,7 @@ class Worker:
         takeover_after_s: float = 30.0,
         polling_interval_s: float = 1.0,
         offline: bool = False,
+        approvals: Approvals | None = None,
     ) -> None:
         self.database = database_from_env(database)
         self.journal = journal_for(self.database, journal)
@@ -114,7 +127,7 @@ class Worker:
         self.polling_interval_s = check_number(
             polling_interval_s, name="polling_interval_s", minimum=0, above=True
         )
-        self.targets: dict[str, Target] = load_targets(targets, offline=offline)
+        self.targets: dict[str, Target] = load_targets(targets, offline=offline, approvals=approvals)
         postgres = is_database_url(self.database)
         self.worker_id = worker_id or (
             f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}" if postgres else "local"
@@ -150,14 +163,28 @@ class Worker:
         self._running.add(scope)
         try:
             with scope:
-                result = await run_architecture(
-                    arch,
-                    task,
-                    router=router,
-                    session_id=session_id,
-                    journal=store,
-                    architecture_ref=entry.source,
-                )
+                async with self._exclusive(session_id):
+                    while True:
+                        result = await run_architecture(
+                            arch,
+                            task,
+                            router=router,
+                            session_id=session_id,
+                            journal=store,
+                            architecture_ref=entry.source,
+                            approvals=entry.approvals,
+                        )
+                        if result.status != "awaiting_approval":
+                            break
+                        # Suspended at a gate: wait here, durably, for a decision, then resume
+                        # from the journal (a fresh build: an offline script serves one run).
+                        pending = [gate.gate_id for gate in result.pending]
+                        await engine.publish({"status": "awaiting_approval", "pending": pending})
+                        await engine.receive(_gate_wait(result.pending))
+                        await engine.publish({"status": "running"})
+                        arch, router = entry.build()
+                        await close_journal(store)  # a fresh store reads the decision recorded elsewhere
+                        store = open_journal(self.journal)
         except JeevesError as exc:
             return {"session_id": session_id, "status": "failed", "error": f"{error_type_name(exc)}: {exc}"}
         finally:
@@ -174,11 +201,16 @@ class Worker:
             "text": result.text,
             "stop_reason": result.stop_reason,
         }
-        if result.status == "awaiting_approval":  # suspended: decide its gates, then resume it
-            outcome["pending"] = [gate.gate_id for gate in result.pending]
-        elif result.status != "completed":  # expired, rejected, cancelled: the reason is its text
+        if result.status != "completed":  # expired, rejected, cancelled: the reason is its text
             outcome["error"] = f"the run ended {result.status}: {result.text or result.stop_reason}"
         return outcome
+
+    def _exclusive(self, session_id: str) -> AbstractAsyncContextManager[None]:
+        """The run lock on PostgreSQL (no two workers execute one run at once); nothing on
+        SQLite, where one machine runs one worker."""
+        if self.heartbeat is None:
+            return contextlib.nullcontext()
+        return run_lock(self.database, session_id)
 
     async def run(self, *, ready: anyio.Event | None = None) -> None:
         """Launch DBOS, serve the queues and beat until cancelled (Ctrl-C, SIGTERM, a cancel
@@ -229,3 +261,12 @@ class Worker:
         sys.stderr.write(f"jeeves worker {self.worker_id}: taken over by {by}; stopping now.\n")
         sys.stderr.flush()
         os._exit(75)
+
+
+def _gate_wait(pending: Sequence[PendingGate]) -> float:
+    """How long a run waits at its gates before looking at the journal again: until the
+    first gate expires (the resumed run then decides it `expire`), at most GATE_RECHECK_S."""
+    expiries = [gate.expires_at for gate in pending if gate.expires_at is not None]
+    if not expiries:
+        return GATE_RECHECK_S
+    return max(1.0, min(GATE_RECHECK_S, min(expiries) - time.time() + 0.5))

@@ -15,8 +15,9 @@ import urllib.request
 
 import anyio.to_thread
 
-from jeeves import ActorCritic, Agent, FunctionModel
+from jeeves import ActorCritic, Agent, FunctionModel, Supervisor, tool
 from jeeves.messages import ModelRequest
+from jeeves.testing import Reply, call
 
 
 def _ask(request: ModelRequest) -> str:
@@ -46,4 +47,75 @@ def actor_critic() -> ActorCritic:
     model = FunctionModel(_reply, model_name="counted")
     return ActorCritic(
         actor=Agent("Write it.", model=model), critic=Agent("Judge it.", model=model), max_rounds=3
+    )
+
+
+def _count(session_id: str, key: str) -> None:
+    body = json.dumps({"session_id": session_id, "key": key, "critic": False, "pid": os.getpid()}).encode()
+    http = urllib.request.Request(
+        os.environ["COUNTER_URL"], data=body, headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(http, timeout=60) as reply:
+        reply.read()
+
+
+@tool(approval="destructive")
+def issue_refund(order_id: str, amount: float) -> str:
+    """Refund an order (cannot be undone); counted at the counting server."""
+    _count("tool", f"issue_refund:{order_id}")
+    return f"refunded {amount} on order {order_id}"
+
+
+def _refund_turn(request: ModelRequest) -> str | Reply:
+    """Call the refund tool, then report what it said; each call counted by its request."""
+    _ask(request)
+    results = [m for m in request.messages if m.role == "tool"]
+    if not results:
+        return Reply(
+            text="Refunding.", tool_calls=[call("issue_refund", {"order_id": "881", "amount": 12.5})]
+        )
+    return f"Done: {results[-1].content}"
+
+
+async def _refund_reply(request: ModelRequest) -> str | Reply:
+    return await anyio.to_thread.run_sync(_refund_turn, request, abandon_on_cancel=True)
+
+
+def refund_agent() -> Agent:
+    """An agent whose one tool is destructive: gated when the worker asks for destructive."""
+    return Agent(
+        "Handle refunds.",
+        role="refund",
+        tools=[issue_refund],
+        model=FunctionModel(_refund_reply, model_name="counted"),
+    )
+
+
+def _supervisor_turn(request: ModelRequest) -> str | Reply:
+    """Delegate to both workers in one reply (they run in parallel), then combine their outputs."""
+    _ask(request)
+    results = sorted(m.content or "" for m in request.messages if m.role == "tool")
+    if not results:
+        return Reply(
+            tool_calls=[
+                call("delegate", {"worker": name, "instructions": f"Part {name}."}, id=f"d-{name}")
+                for name in ("left", "right")
+            ]
+        )
+    return "Combined: " + " | ".join(results)
+
+
+async def _supervisor_reply(request: ModelRequest) -> str | Reply:
+    return await anyio.to_thread.run_sync(_supervisor_turn, request, abandon_on_cancel=True)
+
+
+def fan_out() -> Supervisor:
+    """A Supervisor whose two workers run in parallel, every model call counted at the server."""
+    worker = FunctionModel(_reply, model_name="counted")
+    return Supervisor(
+        {
+            "left": Agent("Do the left part.", model=worker),
+            "right": Agent("Do the right part.", model=worker),
+        },
+        model=FunctionModel(_supervisor_reply, model_name="counted"),
     )

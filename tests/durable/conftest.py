@@ -112,10 +112,10 @@ def counter() -> Iterator[CountingServer]:
 class WorkerProcess:
     """`python -m jeeves worker` in a subprocess; ready once it prints its ready line."""
 
-    def __init__(self, database: str, counter_url: str, *args: str) -> None:
+    def __init__(self, database: str, counter_url: str, *args: str, target: str = TARGET) -> None:
         env = {**subprocess_env(), "COUNTER_URL": counter_url}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "jeeves", "worker", TARGET, "--database", database, *args],
+            [sys.executable, "-m", "jeeves", "worker", target, "--database", database, *args],
             cwd=REPO,
             env=env,
             stdout=subprocess.PIPE,
@@ -170,8 +170,8 @@ def workers(postgres_url: str, counter: CountingServer) -> Iterator[Callable[...
     """Starts worker processes on a fresh database (stopped at the end)."""
     started: list[WorkerProcess] = []
 
-    def start(*args: str) -> WorkerProcess:
-        worker = WorkerProcess(postgres_url, counter.url, *args)
+    def start(*args: str, target: str = TARGET) -> WorkerProcess:
+        worker = WorkerProcess(postgres_url, counter.url, *args, target=target)
         started.append(worker)
         return worker
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import psycopg
 import pytest
 
 from jeeves.durable import Worker, queue_name, submit, target_name
 from jeeves.durable.heartbeat import Heartbeat
+from jeeves.durable.runlock import run_lock
 from jeeves.errors import UserError
 from tests.durable.conftest import TARGET, environ
 
@@ -83,3 +85,31 @@ def test_one_live_worker_claims_a_silent_one_once_and_the_silent_one_is_fenced(p
         assert silent.beat(conn) == [] and fenced == ["a"]  # the silent one learns who took over
         silent.register()  # restarted: alive again, and beating
         assert silent.beat(conn) == [] and fenced == ["a"]
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # a worker runs on asyncio (psycopg's async too)
+async def test_two_workers_never_execute_one_run_at_once(postgres_url: str) -> None:
+    """The run lock: a second executor of run `r-1` (a stalled worker's successor) waits until
+    the first is gone; another run is not held up."""
+    order: list[str] = []
+    first_in = anyio.Event()
+
+    async def execute(name: str, session: str, hold: anyio.Event | None) -> None:
+        async with run_lock(postgres_url, session, poll_s=0.05):
+            order.append(f"{name} in")
+            if name == "first":
+                first_in.set()
+            if hold is not None:
+                await hold.wait()
+            order.append(f"{name} out")
+
+    release = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(execute, "first", "r-1", release)
+        await first_in.wait()
+        tg.start_soon(execute, "second", "r-1", None)
+        await execute("other", "r-2", None)  # another run goes ahead meanwhile
+        assert order == ["first in", "other in", "other out"]  # the second is still waiting
+        release.set()
+    assert order[3:] == ["first out", "second in", "second out"]

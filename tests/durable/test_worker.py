@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
+import anyio
+import psycopg
 import pytest
 
 import jeeves
@@ -16,6 +18,7 @@ from tests.durable.conftest import TARGET, CountingServer, WorkerProcess, enviro
 
 pytestmark = [pytest.mark.postgres, pytest.mark.anyio]
 
+FAN_OUT = "tests.durable.archs:fan_out"
 FAST = ("--heartbeat", "0.2", "--takeover-after", "2", "--poll", "0.1")
 
 
@@ -94,3 +97,43 @@ async def test_a_stopped_worker_hands_its_run_over_and_submit_reads_the_database
     assert (outcome["status"], outcome.get("text")) == ("completed", "draft 2"), (outcome, survivor.text())
     assert "runs in flight go to the other workers" in victim.text()
     assert sum(counter.counts().values()) == 7  # six calls, the one in flight twice
+
+
+async def test_a_worker_killed_during_a_parallel_fan_out_is_taken_over_and_no_completed_call_is_repeated(
+    postgres_url: str, counter: CountingServer, workers: Callable[..., WorkerProcess]
+) -> None:
+    first, second = workers(*FAST, target=FAN_OUT), workers(*FAST, target=FAN_OUT)
+    # Hold the right worker's call; the left worker's runs beside it and completes first.
+    counter.hold(lambda call: "right" in call["session_id"])
+    await submit(FAN_OUT, "Do both parts", session_id="fan-1", database=postgres_url)
+    assert counter.held.wait(120), "the run never reached the held call"
+    assert counter.held_call is not None
+    await journaled(postgres_url, lambda session: "left" in session)  # the parallel sibling is done
+    victim, survivor = (first, second) if counter.held_call["pid"] == first.pid else (second, first)
+    before = counter.counts()
+    victim.kill()
+    counter.release()
+
+    outcome = await wait("fan-1", database=postgres_url, timeout_s=120)
+
+    assert outcome["status"] == "completed", (outcome, survivor.text())
+    left, right = sorted(key for key in before if key[0] != "fan-1")
+    assert outcome["text"] == f"Combined: draft {left[0]} | draft {right[0]}"  # as uninterrupted
+    after = counter.counts()
+    in_flight = (counter.held_call["session_id"], counter.held_call["key"])
+    assert after[in_flight] == 2  # the call in flight was made again, with the same request
+    assert all(after[key] == 1 for key in before if key != in_flight)  # completed calls were not
+    assert sum(after.values()) == 5  # supervisor twice, each worker once, the held call twice
+    replayed = jeeves_cli("replay", postgres_url, "fan-1")  # offline, from the shared database
+    assert replayed.returncode == 0, replayed.stderr
+
+
+async def journaled(url: str, session: Callable[[str], bool]) -> None:
+    """Until a model step of a session matching `session` is in the journal."""
+    with anyio.fail_after(60):
+        while True:
+            async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+                rows = await (await conn.execute("SELECT session_id FROM jeeves_steps")).fetchall()
+            if any(session(row[0]) for row in rows):
+                return
+            await anyio.sleep(0.1)
