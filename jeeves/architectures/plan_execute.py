@@ -457,6 +457,8 @@ class _Runs:
                 if exc.slice_id != child_id(ctx.session_id, "step", k):
                     raise  # the run's own budget (or another's slice): the run stops, as before
                 why = f"{exc.limit} spent {exc.spent:g} of {exc.allowed:g} allowed"
+                if exc.spent < exc.allowed:
+                    why += ", and its next call could cross it"
                 text = f"budget_exceeded: the step ran out of its budget slice ({why})"
                 return StepResult(text=text, step_id=step.id, failed=True, failure="budget_exceeded")
 
