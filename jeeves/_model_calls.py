@@ -53,7 +53,7 @@ class ModelCalls(StepsCore):
             "model", "", index, request.fingerprint_payload, live, _ModelStep, emitted
         )
         response = step.response
-        state.add_usage(self.session_id, response.usage, live=not replayed)
+        state.add_usage(self.session_id, response.usage, live=not replayed, meter=self._meter)
         await self.emit(
             ModelCompleted(
                 session_id=self.session_id,

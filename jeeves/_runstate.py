@@ -108,7 +108,6 @@ class RunState:
     role_paths: dict[str, tuple[str, ...]] = field(default_factory=dict)
     tool_calls: dict[str, list[str]] = field(default_factory=dict)
     """Per session: the names of the tools it called, in order (replayed calls included)."""
-    budget_announced: bool = False
     inbox: Inbox = field(default_factory=Inbox)
     """A human's messages waiting for an agent's turn boundary (`RunStream.inject`)."""
     spans: dict[str, SpanHandle] = field(default_factory=dict)
@@ -146,12 +145,19 @@ class RunState:
             adapter = self._adapters[tp] = TypeAdapter(tp)
         return adapter
 
-    def add_usage(self, session_id: str, usage: Usage, *, live: bool) -> None:
-        """Book one model call's usage; live calls also count against the budget."""
+    def add_usage(
+        self, session_id: str, usage: Usage, *, live: bool, meter: BudgetMeter | None = None
+    ) -> None:
+        """Book one model call's usage; live calls also count against the session's budget
+        (`meter`, the run's by default, which a slice forwards to); served calls count only
+        against slices (see `BudgetMeter.charge_served`)."""
         book(self.usage, self._tree, session_id, usage)
+        meter = meter or self.meter
         if live:
             book(self.live_usage, self._live_tree, session_id, usage)
-            self.meter.charge(usage)
+            meter.charge(usage)
+        else:
+            meter.charge_served(usage)
 
     def tree_usage(self, session_id: str, *, live: bool = False) -> Usage:
         """Usage of a session and everything below it (kept as calls are booked: O(1))."""

@@ -16,14 +16,18 @@ import anyio
 from jeeves._runstate import RunState
 from jeeves._steps import StepsCore
 from jeeves.architecture import Architecture, Output, describe_model
-from jeeves.errors import PROGRAM_ERRORS, ReplayDivergence, RunEnded, UserError, tag_session
-from jeeves.events import AuditStats, SessionCompleted, SessionFailed, SessionStarted
+from jeeves.budget import AXES, Budget, clamp
+from jeeves.errors import PROGRAM_ERRORS, BudgetExceeded, ReplayDivergence, RunEnded, UserError, tag_session
+from jeeves.events import AuditStats, BudgetSliced, SessionCompleted, SessionFailed, SessionStarted
 from jeeves.journal import SessionRecord, SessionStatus, error_type_name
 
 if TYPE_CHECKING:
     from jeeves.context import Context
 
-__all__ = ["Sessions", "root_fields"]
+__all__ = ["SLICE_STEP", "Sessions", "root_fields"]
+
+SLICE_STEP = "budget_slice"
+"""The name of the step that allots a session its budget slice."""
 
 
 def _rounds(output: Output | None) -> int | None:
@@ -66,6 +70,8 @@ class Sessions(StepsCore):
             try:
                 if setup_error is not None:
                     raise setup_error
+                if self._slice is not None:
+                    await self._allot(self._slice)
                 output = await arch.run(cast("Context", self), task)
                 if not isinstance(output, Output):
                     raise UserError(
@@ -110,6 +116,39 @@ class Sessions(StepsCore):
         )
         await self._record_session(started, "completed", output=output)
         return output
+
+    async def _allot(self, wanted: Budget) -> None:
+        """Put this session under its slice: `wanted` held to what remains above it, taken as
+        this session's first step (a `function` step named `budget_slice`), so a replay or a
+        resume runs under the slice the recording had, whatever remains when it runs."""
+
+        async def allot() -> Budget:
+            return clamp(wanted, self._meter.remaining())
+
+        allotted = (
+            await self.step("function", SLICE_STEP, wanted.model_dump(mode="json"), allot, Budget)
+        ).value
+        self._meter = self._meter.slice(allotted, owner=self.session_id)
+        await self.emit(
+            BudgetSliced(
+                session_id=self.session_id,
+                max_tokens=allotted.max_tokens,
+                max_usd=allotted.max_usd,
+                max_model_calls=allotted.max_model_calls,
+                deadline_s=allotted.deadline_s,
+                clamped=[
+                    axis
+                    for axis, field in AXES.items()
+                    if getattr(wanted, field) is not None
+                    and getattr(allotted, field) < getattr(wanted, field)
+                ],
+            )
+        )
+
+    def slice_stopped(self) -> BudgetExceeded | None:
+        """The error this session's own budget slice stopped a step with, if it did."""
+        meter = self._meter
+        return meter.stopped if meter.owner == self.session_id else None
 
     async def _session_model(self, arch: Architecture) -> str | None:
         if self._state.journal is not None and self._state.mode == "replay":

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import anyio
 
 from jeeves._runstate import RunState, StepResult
+from jeeves.budget import Budget, BudgetMeter
 from jeeves.errors import BudgetExceeded, MissingCredentials, ModelError, ReplayDivergence, UserError
 from jeeves.events import BudgetExceededEvent, Event, Progress, SessionStarted
 from jeeves.journal import (
@@ -52,13 +53,14 @@ def tried_again_on_resume(record: StepRecord) -> bool:
     stopped (refused before it started, or cancelled in flight at a breach or the deadline):
     resuming the run makes it again, so a run stopped by such a failure goes on from there
     once it is fixed (or with a fresh budget). Every other recorded failure (a tool's or a
-    function critic's exception) is an outcome the architecture acted on, and is served
-    like a result. A strict replay serves every failure as recorded."""
+    function critic's exception, a step a session's budget slice stopped: its allotment is
+    recorded, so it would stop the step again) is an outcome the architecture acted on, and
+    is served like a result. A strict replay serves every failure as recorded."""
     if record.error is None:
         return False
     error = decode_error(record.error, f"session {record.session_id!r} step {record.index}")
     if isinstance(error, BudgetExceeded):
-        return True
+        return error.slice_id is None
     return record.kind == "model" and isinstance(error, ModelError | MissingCredentials)
 
 
@@ -84,9 +86,11 @@ class StepsCore:
 
     __slots__ = (
         "_intervene",
+        "_meter",
         "_replayed",
         "_route",
         "_route_as",
+        "_slice",
         "_started",
         "_state",
         "_steps",
@@ -106,9 +110,15 @@ class StepsCore:
         parent_id: str | None,
         route_as: tuple[str, ...] | None = None,
         intervene: Intervener | None = None,
+        meter: BudgetMeter | None = None,
+        slice_budget: Budget | None = None,
     ) -> None:
         self._state = state
         self._intervene = intervene
+        self._meter = meter or state.meter
+        """The budget this session's steps run under: the run's, or a slice of it."""
+        self._slice = slice_budget
+        """The slice this session asked for (`Context.run(..., budget=)`), allotted when it starts."""
         self.session_id = session_id
         self.role = role
         self.role_path = role_path
@@ -209,7 +219,9 @@ class StepsCore:
                     event.replayed = True
                     await self.emit(event)
                 if record.error is not None:
-                    raise decode_error(record.error, where)
+                    recorded = decode_error(record.error, where)
+                    self._meter.restore(recorded)  # a slice that stopped this step stopped it again
+                    raise recorded
                 return StepResult(served_result(record, state.adapter(result_type), where), True)
         elif state.mode == "replay":
             raise ReplayDivergence(
@@ -248,7 +260,7 @@ class StepsCore:
         """Run a step live under the run's budget (see `BudgetMeter.live`): a step the budget
         refuses or stops raises BudgetExceeded, which the run's first such step announces."""
         try:
-            with self._state.meter.live(model_call=kind == "model"):
+            with self._meter.live(model_call=kind == "model"):
                 result = await run()
         except BudgetExceeded as exc:
             await self._announce(exc, emitted)
@@ -256,12 +268,17 @@ class StepsCore:
         return result
 
     async def _announce(self, exc: BudgetExceeded, emitted: list[Event]) -> None:
-        """Emit `budget.exceeded` once per run, from the first step the budget stopped."""
-        state = self._state
-        if not state.budget_announced:
-            state.budget_announced = True
+        """Emit `budget.exceeded` once per budget (the run's, each slice's), from the first step
+        it stopped."""
+        meter = self._meter.owning(exc)
+        if not meter.announced:
+            meter.announced = True
             event = BudgetExceededEvent(
-                session_id=self.session_id, limit=exc.limit, allowed=exc.allowed, spent=exc.spent
+                session_id=self.session_id,
+                limit=exc.limit,
+                allowed=exc.allowed,
+                spent=exc.spent,
+                slice_id=exc.slice_id,
             )
             emitted.append(event)
             await self.emit(event)

@@ -18,6 +18,14 @@ How the limits hold:
 
 A stopped step raises `BudgetExceeded` (the context emits `budget.exceeded` once), every
 later model call raises too, and architectures return their best complete output so far.
+
+Slices: a child session may run under a slice of its parent's budget (`BudgetMeter.slice`,
+`Context.run(..., budget=)`). A slice is a meter of its own whose every live step also runs
+under its parent's meter and whose every charge is forwarded to it, so the spend is counted
+once in the run's totals and the run's budget stays the hard outer limit: the parent is
+checked first, and a step the parent stops raises the parent's error (`slice_id` None). A
+slice's own breach raises `BudgetExceeded` with `slice_id` = the slice's session, stops only
+the calls inside the slice, and leaves the rest of the run going.
 """
 
 from __future__ import annotations
@@ -34,7 +42,10 @@ from jeeves.checks import ConfigModel
 from jeeves.errors import BudgetExceeded
 from jeeves.messages import Usage, UsageTally
 
-__all__ = ["Budget", "BudgetMeter"]
+__all__ = ["AXES", "Budget", "BudgetMeter", "clamp"]
+
+AXES = {"tokens": "max_tokens", "usd": "max_usd", "model_calls": "max_model_calls", "deadline": "deadline_s"}
+"""Each limit's name (as `BudgetExceeded.limit` says it) and its Budget field."""
 
 
 class Budget(ConfigModel):
@@ -56,10 +67,23 @@ class Budget(ConfigModel):
 
 
 class BudgetMeter:
-    """The running total of one run against its Budget, and the live steps it may stop."""
+    """The running total of one run (or one slice of it) against its Budget, and the live
+    steps it may stop."""
 
-    def __init__(self, budget: Budget | None = None) -> None:
+    def __init__(
+        self, budget: Budget | None = None, *, parent: BudgetMeter | None = None, owner: str | None = None
+    ) -> None:
         self.budget = budget or Budget()
+        self.parent = parent
+        """The meter this one is a slice of (None: the run's own meter)."""
+        self.owner = owner
+        """The session whose slice this is (None: the run's own meter)."""
+        self.announced = False
+        """Whether `budget.exceeded` was emitted for this meter (once per meter)."""
+        self.stopped: BudgetExceeded | None = None
+        """The first error this meter stopped a step with (a refusal or a cancellation; a
+        replay restores it from the served error), as opposed to `breached`, which a charge
+        may set without stopping anything."""
         self.spent = UsageTally()
         self._started = time.monotonic()
         self.breached: BudgetExceeded | None = None
@@ -99,21 +123,45 @@ class BudgetMeter:
         if reserved:
             why += f", and the calls in flight or starting may need {reserved:g} more (each as much as the costliest so far)"
         self.breached = BudgetExceeded(
-            f"Budget exceeded: {why}; the run stops and keeps its best output. "
-            f"Raise the limit in jeeves.Budget to go further.",
+            (
+                f"Budget exceeded: {why}; the run stops and keeps its best output. "
+                f"Raise the limit in jeeves.Budget to go further."
+            )
+            if self.owner is None
+            else (
+                f"Budget slice of session {self.owner!r} exceeded: {why}; that step stops, the run goes on. "
+                f"Give the step a larger slice to let it go further."
+            ),
             limit=limit,
             allowed=float(allowed),
             spent=float(spent),
+            slice_id=self.owner,
         )
         return self.breached
 
     def _again(self) -> BudgetExceeded:
         first = self.breached
         assert first is not None
-        return BudgetExceeded(str(first), limit=first.limit, allowed=first.allowed, spent=first.spent)
+        return BudgetExceeded(
+            str(first), limit=first.limit, allowed=first.allowed, spent=first.spent, slice_id=first.slice_id
+        )
 
     def charge(self, usage: Usage) -> None:
-        """Count one returned call; the charge that reaches a limit cancels the calls in flight."""
+        """Count one returned call, here and in every meter this one is a slice of; the charge
+        that reaches a limit cancels the calls in flight under that meter."""
+        self._charge(usage)
+        if self.parent is not None:
+            self.parent.charge(usage)
+
+    def charge_served(self, usage: Usage) -> None:
+        """Count a call a resume or replay served, in the slices only: a slice's allotment is
+        recorded, so what its recorded steps spent still counts against it, while the run's
+        own meter starts fresh on a resume (served calls are not spent again)."""
+        if self.parent is not None:
+            self._charge(usage)
+            self.parent.charge_served(usage)
+
+    def _charge(self, usage: Usage) -> None:
         self.spent.add(usage)
         c = self._costliest
         if usage.total_tokens > c.total_tokens:
@@ -140,9 +188,32 @@ class BudgetMeter:
         elsewhere; every step is cancelled at the deadline. A step stopped either way
         raises BudgetExceeded here, so the caller records it as stopped, not completed.
         """
+        if self.parent is not None:
+            with self.parent.live(model_call=model_call), self._sliced(model_call=model_call):
+                yield
+            return
         if self._unlimited:  # nothing can refuse or stop it
             yield
             return
+        with self._scope(model_call=model_call):
+            yield
+
+    @contextmanager
+    def _sliced(self, *, model_call: bool) -> Iterator[None]:
+        """A slice's own limits (its parent's are checked around it); notes what it stopped."""
+        if self._unlimited:
+            yield
+            return
+        try:
+            with self._scope(model_call=model_call):
+                yield
+        except BudgetExceeded as exc:
+            if exc.slice_id == self.owner and self.stopped is None:
+                self.stopped = exc
+            raise
+
+    @contextmanager
+    def _scope(self, *, model_call: bool) -> Iterator[None]:
         if model_call:
             self.check(calls_starting=1)
         else:
@@ -172,9 +243,69 @@ class BudgetMeter:
                 raise self._again()
             raise self._breach("deadline", allowed, max(elapsed, allowed))
 
+    def remaining(self) -> Budget:
+        """What is left on each limited axis, here and in every meter above (the least of them)."""
+        b, s = self.budget, self.spent
+
+        def left(allowed: float | None, used: float) -> float | None:
+            return None if allowed is None else max(0.0, allowed - used)
+
+        tokens, calls = left(b.max_tokens, s.total_tokens), left(b.max_model_calls, s.model_calls)
+        mine = Budget(
+            max_tokens=None if tokens is None else int(tokens),
+            max_usd=left(b.max_usd, s.cost_usd),
+            max_model_calls=None if calls is None else int(calls),
+            deadline_s=left(b.deadline_s, self.elapsed()),
+        )
+        return mine if self.parent is None else clamp(mine, self.parent.remaining())
+
+    def slice(self, budget: Budget, *, owner: str) -> BudgetMeter:
+        """A meter for session `owner` under `budget` (already allotted: see `clamp`), whose
+        steps also run under this meter and whose charges count here too."""
+        return BudgetMeter(budget, parent=self, owner=owner)
+
+    def restore(self, error: BaseException) -> None:
+        """A served step's recorded error: if a slice in this chain stopped it, mark that slice
+        stopped, so a replay or a resume knows what the recording knew."""
+        if not isinstance(error, BudgetExceeded) or error.slice_id is None:
+            return
+        meter: BudgetMeter | None = self
+        while meter is not None:
+            if meter.owner == error.slice_id:
+                meter.stopped = meter.stopped or error
+                meter.breached = meter.breached or error
+                return
+            meter = meter.parent
+
+    def owning(self, error: BudgetExceeded) -> BudgetMeter:
+        """The meter in this chain that raised `error` (the run's own when none matches)."""
+        meter = self
+        while meter.parent is not None and meter.owner != error.slice_id:
+            meter = meter.parent
+        return meter
+
     def _deadline(self) -> float:
         """The deadline as the event loop's clock reads it (the scope's own clock)."""
         allowed = self.budget.deadline_s
         if allowed is None:
             return math.inf
         return anyio.current_time() + (allowed - self.elapsed())
+
+
+def clamp(wanted: Budget, limit: Budget) -> Budget:
+    """`wanted`, with each axis it limits held to `limit`'s (an axis `wanted` leaves unlimited
+    stays unlimited: the parent's own limit still holds it)."""
+
+    def least(a: float | None, b: float | None) -> float | None:
+        return a if a is None or b is None else min(a, b)
+
+    return Budget(
+        max_tokens=None
+        if wanted.max_tokens is None
+        else int(least(wanted.max_tokens, limit.max_tokens) or 0),
+        max_usd=least(wanted.max_usd, limit.max_usd),
+        max_model_calls=None
+        if wanted.max_model_calls is None
+        else int(least(wanted.max_model_calls, limit.max_model_calls) or 0),
+        deadline_s=least(wanted.deadline_s, limit.deadline_s),
+    )

@@ -29,6 +29,9 @@ from jeeves._model_calls import ModelCalls
 from jeeves._runstate import RunState, StepResult
 from jeeves._sessions import Sessions
 from jeeves.architecture import Architecture, Output
+from jeeves.budget import Budget
+from jeeves.checks import short_repr
+from jeeves.errors import BudgetExceeded, UserTypeError
 from jeeves.events import SteeringInjected, WatchdogVerdictEvent
 from jeeves.hooks import Tracer
 from jeeves.ids import child_id, validate_name
@@ -36,6 +39,14 @@ from jeeves.messages import Usage
 from jeeves.steering import INJECT_STEP, Intervener, Intervention, Turn, span_event
 
 __all__ = ["Context", "RunState", "StepResult"]
+
+
+def check_budget(budget: object) -> Budget | None:
+    if budget is None or isinstance(budget, Budget):
+        return budget
+    raise UserTypeError(
+        f"ctx.run(budget=) must be a jeeves.Budget or None, got {short_repr(budget)}; e.g. Budget(max_tokens=2000)."
+    )
 
 
 class Context(Sessions, ModelCalls, Gates):
@@ -53,6 +64,7 @@ class Context(Sessions, ModelCalls, Gates):
         index: int = 0,
         share_route: bool = False,
         intervene: Intervener | None = None,
+        budget: Budget | None = None,
     ) -> Output:
         """Run `child` as session `{self.session_id}__{role}_{index}` and return its Output.
 
@@ -66,6 +78,13 @@ class Context(Sessions, ModelCalls, Gates):
 
         `intervene` is called between the child's model turns when the child is an Agent
         (see `jeeves.steering`): it may add messages to the agent's conversation or stop it.
+
+        With `budget=` the child runs under its own slice of this session's budget: each limit
+        held to what remains above when it starts (its first step, `budget_slice`, records
+        the allotment; `budget.sliced` announces it). Its spend counts once, in the slice and
+        in every budget above. When the slice stops one of the child's steps, this raises
+        `BudgetExceeded` with `slice_id` = the child's session id, even if the child kept a
+        partial output (it is on `error.output`); the run's own budget still stops the run.
         """
         validate_name(role)
         sid = child_id(self.session_id, role, index)
@@ -77,8 +96,22 @@ class Context(Sessions, ModelCalls, Gates):
             parent_id=self.session_id,
             route_as=(self._route_as or self.role_path) if share_route else None,
             intervene=intervene,
+            meter=self._meter,
+            slice_budget=check_budget(budget),
         )
-        return await ctx.execute(child, task, index=index)
+        output = await ctx.execute(child, task, index=index)
+        stopped = ctx.slice_stopped()
+        if stopped is not None:
+            error = BudgetExceeded(
+                str(stopped),
+                limit=stopped.limit,
+                allowed=stopped.allowed,
+                spent=stopped.spent,
+                slice_id=stopped.slice_id,
+            )
+            error.output = output
+            raise error
+        return output
 
     @property
     def steered(self) -> bool:

@@ -16,6 +16,7 @@ JeevesError                      root: `except jeeves.JeevesError` catches all o
 │   ├── OutputValidationError    the reply did not fit `output_type`, even after one repair turn
 │   └── CriticError              a critic failed and `on_critic_error="raise"`
 ├── BudgetExceeded               a shared budget ran out; the run stops, best output kept
+│                                (or a session's slice of it: that step stops, the run goes on)
 ├── RunEnded                     an approval gate or the session TTL ended the run (not a failure of a step)
 │   ├── GateExpired (TimeoutError)   a gate's decision did not come within its TTL: status `expired`
 │   ├── GateRejected             a gate was denied and the policy says `deny_ends_run`: status `rejected`
@@ -171,13 +172,21 @@ class CriticError(AgentError):
 
 
 class BudgetExceeded(JeevesError):
-    """A limit of the run's shared budget stopped a step: refused before it started, or cancelled in flight."""
+    """A limit of the run's shared budget, or of a session's slice of it (`slice_id`), stopped a
+    step: refused before it started, or cancelled in flight."""
 
-    def __init__(self, message: str, *, limit: str, allowed: float, spent: float) -> None:
+    def __init__(
+        self, message: str, *, limit: str, allowed: float, spent: float, slice_id: str | None = None
+    ) -> None:
         super().__init__(message)
         self.limit = limit
         self.allowed = allowed
         self.spent = spent
+        self.slice_id = slice_id
+        """The session whose budget slice ran out; None: the run's own budget."""
+
+    output: object = None
+    """A sliced session's partial output, when it kept one (`Context.run(..., budget=)`)."""
 
 
 class RunEnded(JeevesError):

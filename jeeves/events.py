@@ -25,6 +25,7 @@ __all__ = [
     "ApprovalRequested",
     "AuditStats",
     "BudgetExceededEvent",
+    "BudgetSliced",
     "CriticFailed",
     "Critique",
     "DelegationCompleted",
@@ -173,12 +174,31 @@ class OutputRetrying(BaseEvent):
 
 
 class BudgetExceededEvent(BaseEvent):
-    """The shared budget ran out; the run stops and keeps its best output."""
+    """The shared budget ran out (the run stops and keeps its best output), or a session's
+    slice of it did (`slice_id`: that session's step stops, the run goes on). Once per budget."""
 
     type: Literal["budget.exceeded"] = "budget.exceeded"
     limit: Literal["tokens", "usd", "model_calls", "deadline"]
     allowed: float
     spent: float
+    slice_id: str | None = None
+    """The session whose budget slice ran out; None: the run's own budget."""
+
+
+class BudgetSliced(BaseEvent):
+    """A session starts under its own slice of the run's budget (`Context.run(..., budget=)`).
+
+    Each limit is the one asked for, held to what remained of every budget above it when the
+    session started (None: no limit of the slice's own on that axis; the run's still holds).
+    """
+
+    type: Literal["budget.sliced"] = "budget.sliced"
+    max_tokens: int | None = None
+    max_usd: float | None = None
+    max_model_calls: int | None = None
+    deadline_s: float | None = None
+    clamped: list[str] = Field(default_factory=list)
+    """The axes on which less remained than was asked for (`tokens`, `usd`, ...)."""
 
 
 class RoundStarted(BaseEvent):
@@ -397,6 +417,7 @@ Event = Annotated[
     | ToolCompleted
     | OutputRetrying
     | BudgetExceededEvent
+    | BudgetSliced
     | RoundStarted
     | Critique
     | Refinement

@@ -198,6 +198,7 @@ _ERROR_ATTRS: dict[str, tuple[type[errors.JeevesError], type | tuple[type, ...]]
     "limit": (errors.BudgetExceeded, str),
     "allowed": (errors.BudgetExceeded, (int, float)),
     "spent": (errors.BudgetExceeded, (int, float)),
+    "slice_id": (errors.BudgetExceeded, str),
     "model": (errors.ModelError, str),
     "status_code": (errors.ModelError, int),
     "env_var": (errors.MissingCredentials, str),

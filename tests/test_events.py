@@ -39,7 +39,8 @@ SAMPLES: dict[str, dict[str, object]] = {
     "tool.started": {"tool_call_id": "c", "name": "t", "arguments": "{}"},
     "tool.completed": {"tool_call_id": "c", "name": "t", "result": "3", "is_error": True},
     "output.retrying": {"error": "bad"},
-    "budget.exceeded": {"limit": "usd", "allowed": 1.0, "spent": 1.5},
+    "budget.exceeded": {"limit": "usd", "allowed": 1.0, "spent": 1.5, "slice_id": "r__step_0"},
+    "budget.sliced": {"max_tokens": 700, "deadline_s": 3.5, "clamped": ["tokens"]},
     "round.started": {"round": 2},
     "critique": {
         "round": 1,

@@ -29,15 +29,17 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from jeeves.agent import Agent
 from jeeves.architecture import Architecture, Caller, Output, join_callers, model_callers
 from jeeves.architectures.actor_critic import CriticLike, build_critic
-from jeeves.checks import check_int, check_number
+from jeeves.budget import Budget
+from jeeves.checks import check_int, check_number, short_repr
 from jeeves.concurrency import run_all
 from jeeves.context import Context
 from jeeves.critics import CriticSession, Review, Verdict
@@ -55,10 +57,10 @@ from jeeves.critics.plan import (
     score,
     verify,
 )
-from jeeves.errors import PROGRAM_ERRORS, UserError
+from jeeves.errors import PROGRAM_ERRORS, BudgetExceeded, UserError, UserTypeError
 from jeeves.events import PlanDecided, PlanVerified
 from jeeves.gating import DEFAULT_MODE
-from jeeves.ids import validate_name
+from jeeves.ids import child_id, validate_name
 from jeeves.journal import fingerprint
 from jeeves.tools import ApprovalMode, Tool, ToolContext, ToolOutcome
 
@@ -81,10 +83,12 @@ required outputs: {outputs}; at most {max_steps} steps; plan tokens at most {max
 
 
 class StepResult(Output):
-    """One executed plan step: its text, and whether it failed."""
+    """One executed plan step: its text, and whether it failed and why."""
 
     step_id: str = ""
     failed: bool = False
+    failure: Literal["error", "budget_exceeded"] | None = None
+    """Why it failed: the tool or worker failed (`error`), or it ran out of its budget slice."""
 
 
 class AttemptRecord(BaseModel):
@@ -133,7 +137,11 @@ class _ToolStep:
     async def run(self, ctx: Context, task: str) -> Output:
         outcome = await self._outcome(ctx)
         return StepResult(
-            value=outcome.text, text=outcome.text, step_id=self.step.id, failed=outcome.is_error
+            value=outcome.text,
+            text=outcome.text,
+            step_id=self.step.id,
+            failed=outcome.is_error,
+            failure="error" if outcome.is_error else None,
         )
 
     async def _outcome(self, ctx: Context) -> ToolOutcome:
@@ -177,6 +185,11 @@ class PlanExecute:
         checks: Extra verify checks: functions `(plan, spec) -> VerifyVerdict | None`.
         replan_budget: New plans allowed after the first.
         retry_budget: Re-executions of a verified plan allowed after a partial score.
+        step_budget: Each executed step's own slice of the run's budget (see "Budget
+            slices" in the docs); None: steps share the run's budget.
+        estimate_headroom: When set, a step's `estimated_tokens` (if above 0) times this caps
+            its tokens too (the lesser of that and `step_budget.max_tokens`); None: estimates
+            bound only the plan (`max_plan_tokens`).
         threshold: The score each evaluator must reach.
         role: The role routing uses at the root of a run.
     """
@@ -195,6 +208,8 @@ class PlanExecute:
         checks: Sequence[PlanCheck] = (),
         replan_budget: int = 2,
         retry_budget: int = 1,
+        step_budget: Budget | None = None,
+        estimate_headroom: float | None = None,
         threshold: float = 0.8,
         role: str = "plan_execute",
         description: str = "",
@@ -211,6 +226,16 @@ class PlanExecute:
         replan_budget = check_int(replan_budget, name="PlanExecute(replan_budget=)", minimum=0)
         retry_budget = check_int(retry_budget, name="PlanExecute(retry_budget=)", minimum=0)
         threshold = check_number(threshold, name="PlanExecute(threshold=)", minimum=0, maximum=1)
+        if step_budget is not None and not isinstance(step_budget, Budget):
+            raise UserTypeError(
+                f"PlanExecute(step_budget=) must be a jeeves.Budget or None, got {short_repr(step_budget)}; "
+                f"e.g. Budget(max_tokens=4000)."
+            )
+        if estimate_headroom is not None:
+            estimate_headroom = float(
+                check_number(estimate_headroom, name="PlanExecute(estimate_headroom=)", minimum=1)
+            )
+        self.step_budget, self.estimate_headroom = step_budget, estimate_headroom
         self.spec = spec or DecisionSpec()
         self.evaluators = [build_critic(e) for e in evaluators]
         self.hard = set(hard)
@@ -253,6 +278,18 @@ class PlanExecute:
             max_tokens=s.max_plan_tokens if s.max_plan_tokens is not None else "unbounded",
             safety=s.safety_mode,
         )
+
+    def step_slice(self, step: PlanStep) -> Budget | None:
+        """The budget slice `step` asks for: `step_budget`, its tokens capped by the step's
+        estimate times `estimate_headroom` when both are set; None: the run's budget alone."""
+        cap = None
+        if self.estimate_headroom is not None and step.estimated_tokens > 0:
+            cap = math.ceil(step.estimated_tokens * self.estimate_headroom)
+        if cap is None:
+            return self.step_budget
+        base = self.step_budget or Budget()
+        tokens = cap if base.max_tokens is None else min(cap, base.max_tokens)
+        return base.model_copy(update={"max_tokens": tokens})
 
     def model_callers(self, path: tuple[str, ...], routed: tuple[str, ...]) -> list[Caller] | None:
         attempt = (*path, "plan")
@@ -411,26 +448,46 @@ class _Runs:
 
     def _runner(self, ctx: Context, step: PlanStep, k: int, done: Mapping[str, StepResult]) -> Any:
         arch = self.arch
+        budget = arch.step_slice(step)
 
         async def go() -> StepResult:
-            if step.tool is not None:
-                out = await ctx.run(_ToolStep(arch.tools[step.tool], step), step.id, role="step", index=k)
-                assert isinstance(out, StepResult)
-                return out
-            worker = arch.workers[step.worker or ""]
-            inputs = "\n".join(f"[{d}] {done[d].text}" for d in step.depends_on if d in done)
-            task = str(step.arguments.get("task", "")) + (
-                f"\n\n## Results so far\n{inputs}" if inputs else ""
-            )
             try:
-                out = await ctx.run(worker, task, role="step", index=k)
-            except PROGRAM_ERRORS:
-                raise
-            except Exception as exc:
-                return StepResult(text=f"{type(exc).__name__}: {exc}", step_id=step.id, failed=True)
-            return StepResult(value=out.value, text=out.text, step_id=step.id)
+                return await self._step(ctx, step, k, done, budget)
+            except BudgetExceeded as exc:
+                if exc.slice_id != child_id(ctx.session_id, "step", k):
+                    raise  # the run's own budget (or another's slice): the run stops, as before
+                why = f"{exc.limit} spent {exc.spent:g} of {exc.allowed:g} allowed"
+                if exc.spent < exc.allowed:
+                    why += ", and its next call could cross it"
+                text = f"budget_exceeded: the step ran out of its budget slice ({why})"
+                return StepResult(text=text, step_id=step.id, failed=True, failure="budget_exceeded")
 
         return go
+
+    async def _step(
+        self, ctx: Context, step: PlanStep, k: int, done: Mapping[str, StepResult], budget: Budget | None
+    ) -> StepResult:
+        arch = self.arch
+        if step.tool is not None:
+            out = await ctx.run(
+                _ToolStep(arch.tools[step.tool], step), step.id, role="step", index=k, budget=budget
+            )
+            assert isinstance(out, StepResult)
+            return out
+        worker = arch.workers[step.worker or ""]
+        inputs = "\n".join(f"[{d}] {done[d].text}" for d in step.depends_on if d in done)
+        task = str(step.arguments.get("task", "")) + (f"\n\n## Results so far\n{inputs}" if inputs else "")
+        try:
+            out = await ctx.run(worker, task, role="step", index=k, budget=budget)
+        except PROGRAM_ERRORS:
+            raise
+        except BudgetExceeded:
+            raise  # `go` tells this step's slice from the run's budget
+        except Exception as exc:
+            return StepResult(
+                text=f"{type(exc).__name__}: {exc}", step_id=step.id, failed=True, failure="error"
+            )
+        return StepResult(value=out.value, text=out.text, step_id=step.id)
 
     async def _evaluate(self, ctx: Context, steps: list[StepResult]) -> list[Evaluation]:
         result = self.result_text = "\n".join(f"[{s.step_id}] {s.text}" for s in steps)

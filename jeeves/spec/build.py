@@ -367,6 +367,8 @@ class _Builder:
                 checks=checks,
                 replan_budget=spec.replan_budget,
                 retry_budget=spec.retry_budget,
+                step_budget=spec.step_budget.build() if spec.step_budget else None,
+                estimate_headroom=spec.estimate_headroom or None,
                 threshold=spec.threshold,
                 role=spec.role,
                 description=spec.description,

@@ -39,6 +39,7 @@ from jeeves.spec.parts import (
     RouteKey,
     RouteSpec,
     SpecModel,
+    StepBudgetTable,
     ToolCallSpec,
     fill_type,
 )
@@ -64,6 +65,7 @@ __all__ = [
     "SelfRefineSpec",
     "Spec",
     "StopSpec",
+    "StepBudgetTable",
     "StopWhenSpec",
     "SupervisorSpec",
     "ToolCallSpec",
@@ -203,6 +205,10 @@ class PlanExecuteSpec(SpecModel):
     """New plans allowed after the first."""
     retry_budget: int = Field(default=1, ge=0)
     """Re-executions of a verified plan allowed after a partial score."""
+    step_budget: StepBudgetTable | None = None
+    """`[step_budget]`: each step's own slice of the run's budget; unset, steps share the run's."""
+    estimate_headroom: float = Field(default=0, ge=0)
+    """A step's `estimated_tokens` times this caps its tokens too (1 or more); 0 for no cap."""
     threshold: float = Field(default=0.8, ge=0, le=1)
     """The score each evaluator must reach."""
     role: Name = "plan_execute"

@@ -22,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 
+from jeeves.budget import Budget
 from jeeves.critics.citations import HEDGES
 from jeeves.critics.llm import REVIEW_INSTRUCTIONS
 from jeeves.critics.plan import DecisionSpec
@@ -43,6 +44,7 @@ __all__ = [
     "RouteKey",
     "RouteSpec",
     "SpecModel",
+    "StepBudgetTable",
     "ToolCallSpec",
     "fill_type",
 ]
@@ -259,6 +261,24 @@ class DecisionTable(SpecModel):
             max_plan_tokens=self.max_plan_tokens or None,
             safety_mode=self.safety_mode,
         )
+
+
+class StepBudgetTable(SpecModel):
+    """`[step_budget]` (plan_execute): each executed step's own slice of the run's budget; a
+    step its slice stops fails with `budget_exceeded` and the planner replans. Leave a key out
+    for no limit of the slice's own on that axis."""
+
+    max_tokens: int | None = Field(default=None, ge=0)
+    """Input plus output tokens a step may spend."""
+    max_usd: float | None = Field(default=None, ge=0)
+    """USD a step may spend."""
+    max_model_calls: int | None = Field(default=None, ge=0)
+    """Model calls a step may make."""
+    deadline_s: float | None = Field(default=None, ge=0)
+    """Seconds a step may run."""
+
+    def build(self) -> Budget:
+        return Budget(**self.model_dump())
 
 
 # -- offline script ----------------------------------------------------------------------

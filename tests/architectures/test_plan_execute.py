@@ -13,11 +13,13 @@ import anyio
 import pytest
 
 import jeeves
-from jeeves import Agent, PlanExecute, ScriptedModel, Verdict
+from jeeves import Agent, Budget, PlanExecute, ScriptedModel, Verdict
 from jeeves.architectures import PlanExecuteOutput
 from jeeves.critics.plan import DecisionSpec
 from jeeves.errors import UserError
 from jeeves.events import Event
+from jeeves.messages import Usage
+from jeeves.models.testing import Reply, call
 from tests.conftest import REPO, subprocess_env
 from tests.memory_journal import DictJournal
 
@@ -389,3 +391,247 @@ async def test_a_denied_step_fails_the_attempt_and_goes_back_to_the_planner() ->
     assert result.stop_reason == "escalated" and "issue_refund" not in shop.calls
     report = detail(result).report
     assert report is not None and "Denied by dana (over the limit)" in report.rationale
+
+
+# -- budget slices -----------------------------------------------------------------------------
+
+
+def _usage(tokens: int) -> Usage:
+    return Usage(input_tokens=tokens, model_calls=1)
+
+
+def _workers_plan(plan_id: str, *steps: dict[str, Any]) -> str:
+    return json.dumps({"plan_id": plan_id, "intent": "look into it", "steps": list(steps)})
+
+
+def _worker_step(id: str, **more: Any) -> dict[str, Any]:
+    return {"id": id, "worker": "analyst", "arguments": {"task": f"look into {id}"}, **more}
+
+
+def _analyst() -> Agent:
+    @jeeves.tool(approval="read_only")
+    def note(text: str) -> str:
+        """Write a note down."""
+        return "noted"
+
+    return Agent("You analyse.", tools=[note])
+
+
+def sliced(**kw: Any) -> PlanExecute:
+    options: dict[str, Any] = {
+        "workers": {"analyst": _analyst()},
+        "evaluators": [lambda t, o: "done" in o],
+        "step_budget": Budget(max_tokens=100),
+        **kw,
+    }
+    return PlanExecute(Agent("You plan."), **options)
+
+
+def slice_script() -> ScriptedModel:
+    """Attempt 0: steps `a` and `b` in parallel, `c` after both. `a` spends 80 tokens on a tool
+    call, so its next call (80 more, by the costliest call so far) could cross its 100-token slice
+    and is refused: `a` fails, `b` completes, `c` never runs. Attempt 1 replans without `a`."""
+    return ScriptedModel(
+        {
+            "planner": [
+                Reply(
+                    _workers_plan(
+                        "p0", _worker_step("a"), _worker_step("b"), _worker_step("c", depends_on=["a", "b"])
+                    ),
+                    usage=_usage(100),
+                ),
+                Reply(_workers_plan("p1", _worker_step("b")), usage=_usage(100)),
+            ],
+            "r__plan_0__step_0": [Reply(tool_calls=[call("note", {"text": "x"})], usage=_usage(80))],
+            "r__plan_0__step_1": [Reply("b done", usage=_usage(30))],
+            "r__plan_1__step_0": [Reply("b done", usage=_usage(30))],
+        }
+    )
+
+
+async def test_a_step_over_its_slice_fails_and_the_planner_replans_while_its_sibling_completes() -> None:
+    model = slice_script()
+    result, events = await run_stream(sliced(), model)
+    model.assert_consumed()
+    out = detail(result)
+    assert result.stop_reason == "completed"
+    first = out.reports[0]
+    assert first.status == "partial"
+    assert first.rationale.startswith(
+        "partial: hard-fail evaluator 'executor' failed: step 'a' failed: budget_exceeded"
+    )
+    decided = [(e.attempt, e.phase, e.decision) for e in events if e.type == "plan.decided"]
+    assert decided == [(0, "score", "replan"), (1, "score", "accept")]
+    # The slice's breach is announced for the step that ran out, and the run's budget is untouched.
+    (breach,) = [e for e in events if e.type == "budget.exceeded"]
+    assert (breach.session_id, breach.slice_id, breach.limit, breach.allowed) == (
+        "r__plan_0__step_0",
+        "r__plan_0__step_0",
+        "tokens",
+        100.0,
+    )
+    # The sibling in the same wave completed; the step after both never started.
+    completed = {e.session_id: e.output for e in events if e.type == "session.completed"}
+    assert completed["r__plan_0__step_1"] == "b done"
+    started = [e.session_id for e in events if e.type == "session.started"]
+    assert "r__plan_0__step_2" not in started
+    failed = [e.session_id for e in events if e.type == "session.failed"]
+    assert failed == ["r__plan_0__step_0"]
+    # The planner was told which step ran out.
+    assert "step 'a' failed: budget_exceeded" in (model_requests(events, "r__plan_1__planner_0") or "")
+
+
+async def test_the_attempts_step_results_say_which_step_ran_out() -> None:
+    model = slice_script()
+    recorded: list[list[tuple[str, bool, str | None]]] = []
+
+    result, _ = await run_stream(sliced(replan_budget=0), model)
+    out = detail(result)
+    recorded.append([(s.step_id, s.failed, s.failure) for s in out.steps])
+    assert result.stop_reason == "escalated"
+    assert recorded == [[("a", True, "budget_exceeded"), ("b", False, None)]]
+
+
+async def test_a_slices_spend_is_counted_once_in_the_runs_totals() -> None:
+    # 340 tokens are spent: 100 + 80 + 30 by attempt 0, 100 + 30 by attempt 1. A run budget of
+    # 460 admits that; counting the steps' 140 twice would refuse attempt 1's step (420 spent,
+    # plus the 100 a call in flight may cost).
+    model = slice_script()
+    result, events = await run_stream(sliced(), model, budget=Budget(max_tokens=460))
+    assert result.stop_reason == "completed"
+    assert result.usage.total_tokens == 340
+    assert [e.slice_id for e in events if e.type == "budget.exceeded"] == ["r__plan_0__step_0"]
+    assert result.usage_by_session["r__plan_0__step_0"].total_tokens == 80
+
+
+async def test_a_slice_is_clamped_to_what_remains_of_the_runs_budget() -> None:
+    model = ScriptedModel(
+        {
+            "planner": [
+                Reply(
+                    _workers_plan("p0", _worker_step("a"), _worker_step("b", depends_on=["a"])),
+                    usage=_usage(100),
+                )
+            ],
+            "step": [Reply("done", usage=_usage(10)), Reply("done", usage=_usage(10))],
+        }
+    )
+    arch_ = sliced(step_budget=Budget(max_tokens=1000, max_model_calls=3), estimate_headroom=None)
+    result, events = await run_stream(arch_, model, budget=Budget(max_tokens=400))
+    assert result.stop_reason == "completed"
+    sliced_events = {e.session_id: e for e in events if e.type == "budget.sliced"}
+    assert sorted(sliced_events) == ["r__plan_0__step_0", "r__plan_0__step_1"]
+    # What remained when each started: 400 - the planner's 100; then 10 fewer, after `a`.
+    a, b = sliced_events["r__plan_0__step_0"], sliced_events["r__plan_0__step_1"]
+    assert (a.max_tokens, a.max_model_calls, a.deadline_s, a.clamped) == (300, 3, None, ["tokens"])
+    assert (b.max_tokens, b.max_model_calls, b.clamped) == (290, 3, ["tokens"])
+    # Unclamped when enough remains.
+    model = ScriptedModel(
+        {"planner": [Reply(_workers_plan("p0", _worker_step("a")), usage=_usage(100))], "step": ["done"]}
+    )
+    _, events = await run_stream(arch_, model, budget=Budget(max_tokens=5000))
+    (e,) = [e for e in events if e.type == "budget.sliced"]
+    assert (e.max_tokens, e.clamped) == (1000, [])
+
+
+def test_a_steps_estimate_caps_its_tokens_with_headroom() -> None:
+    from jeeves.critics.plan import PlanStep
+
+    a = sliced(step_budget=Budget(max_tokens=500, max_model_calls=2), estimate_headroom=1.5)
+    assert a.step_slice(PlanStep(id="x", worker="analyst", estimated_tokens=100)) == Budget(
+        max_tokens=150, max_model_calls=2
+    )
+    assert a.step_slice(PlanStep(id="x", worker="analyst", estimated_tokens=1000)) == Budget(
+        max_tokens=500, max_model_calls=2
+    )
+    assert a.step_slice(PlanStep(id="x", worker="analyst")) == Budget(max_tokens=500, max_model_calls=2)
+    only_estimates = sliced(step_budget=None, estimate_headroom=2)
+    assert only_estimates.step_slice(PlanStep(id="x", worker="analyst", estimated_tokens=40)) == Budget(
+        max_tokens=80
+    )
+    assert only_estimates.step_slice(PlanStep(id="x", worker="analyst")) is None
+    with pytest.raises(UserError, match="estimate_headroom"):
+        sliced(estimate_headroom=0.5)
+    with pytest.raises(UserError, match=r"step_budget=\) must be a jeeves.Budget or None, got 100"):
+        sliced(step_budget=100)
+
+
+async def test_a_sliced_run_replays_exactly() -> None:
+    journal = DictJournal()
+    recorded, live = await run_stream(sliced(), slice_script(), journal=journal)
+    replayed, again = await run_stream(sliced(), ScriptedModel([]), journal=journal, mode="replay")
+
+    def per_session(events: list[Event]) -> dict[str, list[dict[str, object]]]:
+        out: dict[str, list[dict[str, object]]] = {}
+        for e in events:  # parallel steps interleave as they like; each session's events are exact
+            out.setdefault(e.session_id, []).append(e.model_dump(exclude={"seq", "ts", "replayed"}))
+        return out
+
+    assert per_session(again) == per_session(live)
+    assert replayed.detail == recorded.detail
+    assert [e.type for e in again].count("budget.sliced") == 3  # a and b; then b again
+    assert [e.slice_id for e in again if e.type == "budget.exceeded"] == ["r__plan_0__step_0"]
+
+
+async def test_a_resumed_sliced_run_serves_its_allotment_and_the_stopped_step() -> None:
+    """A resume starts the run's own meter afresh, but each step keeps the slice it was allotted
+    and a step its slice stopped stays stopped: the resumed run takes the recorded path."""
+    journal = DictJournal()
+    first = await jeeves.run(
+        sliced(),
+        "Look.",
+        model=slice_script(),
+        session_id="r",
+        journal=journal,
+        budget=Budget(max_tokens=460),
+    )
+    resumed = await jeeves.resume(sliced(), "r", journal=journal, model=ScriptedModel([]))
+    assert (resumed.stop_reason, resumed.text) == (first.stop_reason, first.text)
+    assert resumed.usage.model_calls == 0
+    out, theirs = detail(resumed), detail(first)
+    assert [s.failure for s in out.steps] == [s.failure for s in theirs.steps]
+    assert [r.rationale for r in out.reports] == [r.rationale for r in theirs.reports]
+
+
+async def test_a_gated_step_under_a_slice_suspends_and_resumes_with_its_allotment_served() -> None:
+    from jeeves.approvals import Approvals, Decision, record_decision
+
+    shop, journal = Shop(), DictJournal()
+    planner = {"planner": [refund_plan(pinned=True)]}
+    budget = Budget(deadline_s=600.0)
+    first = await jeeves.run(
+        arch(shop, step_budget=budget),
+        "Refund order 881.",
+        model=ScriptedModel(planner),
+        session_id="r",
+        journal=journal,
+        approvals=Approvals(),
+    )
+    (gate,) = first.pending
+    assert (gate.session_id, gate.step) == ("r__plan_0__step_2", 1)  # the slice's allotment is step 0
+    await record_decision(
+        journal, gate.gate_id, Decision(decision="approve", by="dana", arguments_hash=gate.arguments_hash)
+    )
+    resumed = await jeeves.resume(
+        arch(shop, step_budget=budget), "r", journal=journal, model=ScriptedModel([]), approvals=Approvals()
+    )
+    assert resumed.status == "completed"
+    assert shop.calls == ["lookup_order", "eval_policy", "issue_refund"]
+
+
+async def test_the_runs_own_budget_still_ends_the_run_from_inside_a_slice() -> None:
+    model = ScriptedModel(
+        {
+            "planner": [Reply(_workers_plan("p0", _worker_step("a")), usage=_usage(100))],
+            "step": [Reply(tool_calls=[call("note", {"text": "x"})], usage=_usage(60))],
+        }
+    )
+    # The slice (1000, clamped to the 150 left) is not what stops `a`: the run's budget is, when
+    # a second call could take it past 250. The run stops; no replan is tried.
+    result, events = await run_stream(
+        sliced(step_budget=Budget(max_tokens=1000)), model, budget=Budget(max_tokens=250)
+    )
+    assert result.stop_reason == "budget"
+    (breach,) = [e for e in events if e.type == "budget.exceeded"]
+    assert breach.slice_id is None
+    assert not [e for e in events if e.type == "plan.decided"]

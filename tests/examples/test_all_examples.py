@@ -148,6 +148,19 @@ LIVE = {
             "'RUN_FINISHED': 1",
         ),
     ),
+    "step_budgets.py": Live(
+        env={"JEEVES_MODEL": f"openai/{MODEL}"},
+        critics=False,
+        script=(
+            Text(load_example("step_budgets.py").WIDE),
+        ),  # the planner's plan; the workers are the responder's
+        shows=(
+            "plan wide (attempt 0)",
+            "  step_1: slice of 150 tokens, 4 model calls",
+            "step summary: done",
+            "stop reason: completed",
+        ),
+    ),
     "telemetry.py": Live(
         env=BY_ENV,
         shows=(

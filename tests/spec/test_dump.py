@@ -296,3 +296,37 @@ def test_a_stop_function_that_cannot_be_imported_is_refused() -> None:
     stop = MaxRounds(3) | StopWhen(lambda state: False)
     with pytest.raises(UserError, match=r"Cannot dump stop function"):
         dump(ActorCritic(Agent("x"), LLMCritic(), stop=stop))
+
+
+def test_a_plan_executes_step_budget_and_estimate_headroom_round_trip() -> None:
+    from jeeves import Budget, PlanExecute
+
+    arch = PlanExecute(
+        Agent("You plan.", role="planner"),
+        workers={"writer": Agent("You write.")},
+        step_budget=Budget(max_tokens=2000, max_model_calls=4, deadline_s=30.0),
+        estimate_headroom=1.5,
+    )
+    table = round_trip(arch)
+    assert (table["step_budget"], table["estimate_headroom"]) == (
+        {"max_tokens": 2000, "max_model_calls": 4, "deadline_s": 30.0},
+        1.5,
+    )
+    rebuilt, _ = build(parse_spec(table))
+    assert isinstance(rebuilt, PlanExecute)
+    assert (rebuilt.step_budget, rebuilt.estimate_headroom) == (arch.step_budget, 1.5)
+    unsliced, _ = build(parse_spec(round_trip(PlanExecute(Agent("p"), workers={"w": Agent("w")}))))
+    assert isinstance(unsliced, PlanExecute)
+    assert (unsliced.step_budget, unsliced.estimate_headroom) == (None, None)
+
+
+def test_a_step_budget_table_refuses_a_negative_limit() -> None:
+    with pytest.raises(UserError, match="step_budget"):
+        parse_spec(
+            {
+                "type": "plan_execute",
+                "planner": {"instructions": "p"},
+                "workers": {"w": {"type": "agent", "instructions": "w"}},
+                "step_budget": {"max_tokens": -1},
+            }
+        )

@@ -22,6 +22,7 @@ def test_every_spec_model_has_a_section_and_every_field_a_row_with_a_meaning() -
         *models.CRITIC_SPECS.values(),
         models.RouteSpec,
         models.DecisionTable,
+        models.StepBudgetTable,
         models.DemoSpec,
         models.ReplySpec,
         models.ToolCallSpec,

@@ -123,7 +123,10 @@ function apply(ev) {
     return;
   }
   if (ev.type === "approval.requested") view.gates.set(ev.gate_id, ev);
-  if (ev.type === "approval.decided") view.decided.set(ev.gate_id, { decision: ev.decision, by: ev.by });
+  if (ev.type === "approval.decided") { // a decision this page made stays shown as its own, whichever comes first
+    const mine = Boolean(view.decided.get(ev.gate_id)?.local);
+    view.decided.set(ev.gate_id, { decision: ev.decision, by: mine ? "you" : ev.by, local: mine });
+  }
   const node = view.nodes.get(ev.session_id);
   if (!node) return;
   touch(node);
