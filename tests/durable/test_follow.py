@@ -10,7 +10,7 @@ import re
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -62,20 +62,30 @@ def jeeves_serve(database: str) -> Iterator[str]:
         proc.communicate(timeout=30)
 
 
-def follow(client: httpx.Client, sid: str, *, last: str | None = None, until: str | None = None) -> list[Sse]:
+async def follow(
+    client: httpx.AsyncClient, sid: str, *, last: str | None = None, until: str | None = None
+) -> list[Sse]:
     """The SSE messages of run `sid` (keep-alives dropped), to the end or to the first whose
     data mentions `until` (then the connection is dropped)."""
     headers = {"Last-Event-ID": last} if last is not None else {}
     got: list[Sse] = []
-    with client.stream("GET", f"/runs/{sid}/events", headers=headers) as response:
-        assert response.status_code == 200, response.read()
-        for message in parse_sse(response.iter_lines()):
-            if message is None:
-                continue
-            got.append(message)
-            if until is not None and until in message.data:
-                return got
+    async with client.stream("GET", f"/runs/{sid}/events", headers=headers) as response:
+        assert response.status_code == 200, await response.aread()
+        for message in parse_sse([line async for line in _lines(response, until)]):
+            if message is not None:
+                got.append(message)
     return got
+
+
+async def _lines(response: httpx.Response, until: str | None) -> AsyncIterator[str]:
+    """The response's lines, stopping after the message whose data mentions `until`."""
+    stop = False
+    async for line in response.aiter_lines():
+        yield line
+        if until is not None and line.startswith("data:") and until in line:
+            stop = True
+        if stop and line == "":
+            return
 
 
 def comparable(data: str) -> dict[str, Any]:
@@ -99,19 +109,22 @@ async def test_serve_follows_a_workers_run_live_and_last_event_id_resumes_exactl
     counter.hold(lambda call: call["session_id"] == "job-f1__critic_1")  # the run stops half-way
     await submit(TARGET, "Write add", session_id="job-f1", database=postgres_url)
     assert counter.held.wait(120), "the run never reached the held call"
-    with jeeves_serve(postgres_url) as base, httpx.Client(base_url=base, timeout=60) as client:
-        listed = client.get("/runs").json()["runs"]
-        assert [(r["session_id"], r["status"], r["source"]) for r in listed] == [("job-f1", "running", "database")]
-        # Live, mid-run: the events up to the held call are there; the follower leaves.
-        before = follow(client, "job-f1", until='"session_id":"job-f1__critic_1"')
-        assert client.get("/runs/job-f1").json()["status"] == "running"
-        counter.release()
-        outcome = await wait("job-f1", database=postgres_url, timeout_s=120)
-        assert outcome["status"] == "completed"
-        after = follow(client, "job-f1", last=before[-1].id)  # re-attach where it left
-        full = follow(client, "job-f1")
-        bad = client.get("/runs/job-f1/events", headers={"Last-Event-ID": "x"})
-        missing = client.get("/runs/nope/events")
+    with jeeves_serve(postgres_url) as base:
+        async with httpx.AsyncClient(base_url=base, timeout=60) as client:
+            listed = (await client.get("/runs")).json()["runs"]
+            assert [(r["session_id"], r["status"], r["source"]) for r in listed] == [
+                ("job-f1", "running", "database")
+            ]
+            # Live, mid-run: the events up to the held call are there; the follower leaves.
+            before = await follow(client, "job-f1", until='"session_id":"job-f1__critic_1"')
+            assert (await client.get("/runs/job-f1")).json()["status"] == "running"
+            counter.release()
+            outcome = await wait("job-f1", database=postgres_url, timeout_s=120)
+            assert outcome["status"] == "completed"
+            after = await follow(client, "job-f1", last=before[-1].id)  # re-attach where it left
+            full = await follow(client, "job-f1")
+            bad = await client.get("/runs/job-f1/events", headers={"Last-Event-ID": "x"})
+            missing = await client.get("/runs/nope/events")
 
     assert after[-1].event == "end" and json.loads(after[-1].data)["status"] == "completed"
     assert [m.data for m in before + after] == [m.data for m in full]  # nothing missing, nothing twice
