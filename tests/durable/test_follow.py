@@ -28,6 +28,8 @@ from tests.server.conftest import Sse, parse_sse
 pytestmark = [pytest.mark.postgres, pytest.mark.anyio]
 
 FAST = ("--heartbeat", "0.2", "--takeover-after", "2", "--poll", "0.1")
+TAKEOVER = ("--heartbeat", "0.5", "--takeover-after", "5", "--poll", "0.1")
+"""For the kill test: slow enough that a survivor stalled by a loaded machine is not fenced."""
 
 
 @pytest.fixture
@@ -138,7 +140,7 @@ async def test_serve_follows_a_workers_run_live_and_last_event_id_resumes_exactl
 async def test_a_follower_sees_one_gap_free_sequence_across_a_takeover_after_kill_9(
     postgres_url: str, counter: CountingServer, workers: Callable[..., WorkerProcess]
 ) -> None:
-    first, second = workers(*FAST), workers(*FAST)
+    first, second = workers(*TAKEOVER), workers(*TAKEOVER)
     counter.hold(lambda call: call["session_id"] == "job-f2__critic_1")
     await submit(TARGET, "Write add", session_id="job-f2", database=postgres_url)
     assert counter.held.wait(120), "the run never reached the held call"
