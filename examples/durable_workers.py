@@ -7,7 +7,13 @@
 A worker (`jeeves.durable.Worker`) serves this file's `build()` as a target; the script
 submits two runs under their own session ids (`jeeves.durable.submit`), waits for each
 (`jeeves.durable.wait`), lists what the journal holds and replays one run offline. Each run
-is a DBOS workflow whose id is its root session id; the jeeves journal holds its steps.
+is a DBOS workflow whose id is its root session id; the jeeves journal holds its steps, and
+the worker persists the run's events beside it.
+
+It also follows the first run as a browser would, from another process: `jeeves serve
+--database JOURNAL` (the server started no run itself) streams the run's events over SSE
+(`GET /runs/slug-1/events`); the script drops the connection after the first critique and
+re-attaches with `Last-Event-ID`, getting exactly the events it missed.
 
 Without `--database` everything lives in a temporary folder: DBOS's tables in a SQLite file
 and the journal in another (one machine, no takeover). With a PostgreSQL URL both live in
@@ -24,8 +30,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import subprocess
 import sys
 import tempfile
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
@@ -70,6 +82,77 @@ def build() -> ActorCritic:
     )
 
 
+@contextmanager
+def jeeves_serve(database: str) -> Iterator[str]:
+    """`jeeves serve --database DATABASE` in another process; yields its address."""
+    command = [sys.executable, "-m", "jeeves", "serve", "--port", "0", "--database", database]
+    server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert server.stdout is not None
+        for line in server.stdout:
+            found = re.search(r"serving .* at (http://\S+?)/?$", line.strip())
+            if found:
+                yield found.group(1)
+                return
+        raise RuntimeError("jeeves serve stopped before it was ready")
+    finally:
+        server.terminate()
+        server.communicate(timeout=30)
+
+
+def read_events(url: str, *, last_event_id: int = 0, until: str | None = None) -> list[tuple[int, dict]]:
+    """(seq, event) from the run's SSE stream, to its `end` (then `(0, end)`) or to the first
+    event of type `until` (then the connection is dropped)."""
+    request = urllib.request.Request(url, headers={"Last-Event-ID": str(last_event_id)})
+    got: list[tuple[int, dict]] = []
+    fields: dict[str, str] = {}
+    with urllib.request.urlopen(request, timeout=60) as stream:
+        for raw in stream:
+            line = raw.decode().rstrip("\n")
+            if line and not line.startswith(":"):
+                name, _, value = line.partition(": ")
+                fields[name] = value
+                continue
+            if "data" not in fields:
+                continue
+            data = json.loads(fields["data"])
+            if fields.get("event") == "end":
+                return [*got, (0, data)]
+            got.append((int(fields["id"]), data))
+            fields = {}
+            if data["type"] == until:
+                return got
+    return got
+
+
+def wait_listed(base: str, session_id: str) -> None:
+    """Until the server lists the run: a worker has started it (readiness, bounded)."""
+    for _ in range(600):
+        try:
+            urllib.request.urlopen(f"{base}/runs/{session_id}", timeout=10).close()
+            return
+        except urllib.error.HTTPError as exc:
+            if exc.code != 404:
+                raise
+        anyio.from_thread.run(anyio.sleep, 0.05)
+    raise TimeoutError(f"no worker started {session_id} in 30 s")
+
+
+def follow(journal: str, session_id: str) -> None:
+    """Follow run `session_id` from `jeeves serve --database`, drop it mid-way, re-attach."""
+    with jeeves_serve(journal) as base:
+        wait_listed(base, session_id)
+        url = f"{base}/runs/{session_id}/events"
+        before = read_events(url, until="critique")
+        print(f"followed {session_id} from jeeves serve: {len(before)} events up to the first critique")
+        after = read_events(url, last_event_id=before[-1][0])
+        print(
+            f"re-attached with Last-Event-ID {before[-1][0]}: {len(after) - 1} more, then end: {after[-1][1]['status']}"
+        )
+        seqs = [seq for seq, _ in before + after[:-1]]
+        print(f"one sequence, no gap, no duplicate: {seqs == list(range(1, len(seqs) + 1))}")
+
+
 async def main(database: str | None, live: bool) -> int:
     if live:
         os.environ[LIVE] = "1"
@@ -90,6 +173,7 @@ async def main(database: str | None, live: bool) -> int:
             ]:
                 await submit(TARGET, task, session_id=session_id, database=database)
                 print(f"submitted {session_id}")
+            await anyio.to_thread.run_sync(follow, journal, "slug-1")
             outcomes = {
                 sid: await wait(sid, database=database, timeout_s=300) for sid in ("slug-1", "slug-2")
             }

@@ -126,6 +126,13 @@ def _build_parser() -> argparse.ArgumentParser:
         help="record every run here (created if missing) and list its recorded runs in the viewer; "
         "runs waiting at approval gates survive a restart on the same journal",
     )
+    serve.add_argument(
+        "--database",
+        metavar="URL",
+        default=None,
+        help="list and follow, live, the runs durable workers execute in this database: postgresql://... "
+        "or their SQLite journal file (default: $JEEVES_DATABASE when set)",
+    )
     view = commands.add_parser("view", help="open a recorded run in the viewer (a local server)")
     view.add_argument("journal", help="a journal file: *.jsonl, or a SQLite file")
     view.add_argument("session", nargs="?", help="the run's root session id (default: the latest run)")
@@ -259,6 +266,7 @@ def _serve(args: argparse.Namespace) -> int:
         max_runs=args.max_runs,
         shutdown_s=args.shutdown_timeout,
         journal=_served_journal(args.journal, must_exist=False),
+        database=args.database or os.environ.get(durable_commands.DATABASE_ENV) or None,
     )
 
 

@@ -26,6 +26,7 @@ import anyio
 import sniffio
 
 from jeeves.approvals import Approvals, PendingGate
+from jeeves.architecture import Architecture
 from jeeves.checks import check_int, check_number
 from jeeves.durable import engine
 from jeeves.durable.heartbeat import Heartbeat
@@ -33,9 +34,14 @@ from jeeves.durable.runlock import run_lock
 from jeeves.durable.targets import Target, load_targets, queue_name
 from jeeves.errors import JeevesError, UserError
 from jeeves.journal import error_type_name
+from jeeves.models.router import Router
 from jeeves.replay.api import close_journal, open_journal
+from jeeves.replay.base import JournalStore
+from jeeves.replay.eventlog import open_event_log
 from jeeves.replay.postgres import display_url, is_database_url
-from jeeves.runner import run as run_architecture
+from jeeves.replay.recorder import EventRecorder
+from jeeves.runner import RunResult
+from jeeves.runner import stream as stream_architecture
 
 __all__ = ["DATABASE_ENV", "Worker", "database_from_env", "journal_for"]
 
@@ -159,40 +165,52 @@ class Worker:
             return {"session_id": session_id, "status": "failed", "error": f"unknown target {target!r}"}
         arch, router = entry.build()
         store = open_journal(self.journal)
+        recorder = EventRecorder(open_event_log(self.journal), session_id, architecture=target, task=task)
         scope = anyio.CancelScope()
         self._running.add(scope)
+        status: str | None = None
+        failure: JeevesError | None = None
         try:
             with scope:
-                async with self._exclusive(session_id):
-                    while True:
-                        result = await run_architecture(
-                            arch,
-                            task,
-                            router=router,
-                            session_id=session_id,
-                            journal=store,
-                            architecture_ref=entry.source,
-                            approvals=entry.approvals,
-                        )
-                        if result.status != "awaiting_approval":
-                            break
-                        # Suspended at a gate: wait here, durably, for a decision, then resume
-                        # from the journal (a fresh build: an offline script serves one run).
-                        pending = [gate.gate_id for gate in result.pending]
-                        await engine.publish({"status": "awaiting_approval", "pending": pending})
-                        await engine.receive(_gate_wait(result.pending))
-                        await engine.publish({"status": "running"})
-                        arch, router = entry.build()
-                        await close_journal(store)  # a fresh store reads the decision recorded elsewhere
-                        store = open_journal(self.journal)
-        except JeevesError as exc:
-            return {"session_id": session_id, "status": "failed", "error": f"{error_type_name(exc)}: {exc}"}
+                async with self._exclusive(session_id), anyio.create_task_group() as flusher:
+                    await recorder.open()
+                    flusher.start_soon(recorder.run)
+                    try:
+                        while True:
+                            result = await self._attempt(
+                                entry, arch, router, task, session_id, store, recorder
+                            )
+                            if result.status != "awaiting_approval":
+                                break
+                            # Suspended at a gate: wait here, durably, for a decision, then resume
+                            # from the journal (a fresh build: an offline script serves one run).
+                            pending = [gate.gate_id for gate in result.pending]
+                            await recorder.set_status("awaiting_approval")
+                            await engine.publish({"status": "awaiting_approval", "pending": pending})
+                            await engine.receive(_gate_wait(result.pending))
+                            await engine.publish({"status": "running"})
+                            await recorder.set_status("running")
+                            arch, router = entry.build()
+                            await close_journal(store)  # a fresh store reads the decision recorded elsewhere
+                            store = open_journal(self.journal)
+                        status = result.status
+                    except JeevesError as exc:  # kept, not raised: the task group would wrap it
+                        status, failure = "failed", exc
+                    finally:
+                        await recorder.close(status)  # None: cancelled, the run goes on elsewhere
         finally:
             self._running.discard(scope)
             if not self._running and self._drained is not None:
                 self._drained.set()
             with anyio.CancelScope(shield=True):
                 await close_journal(store)
+                await recorder.log.aclose()
+        if failure is not None:
+            return {
+                "session_id": session_id,
+                "status": "failed",
+                "error": f"{error_type_name(failure)}: {failure}",
+            }
         if scope.cancelled_caught:  # this worker is stopping: the run is handed over, unfinished
             raise anyio.get_cancelled_exc_class()()
         outcome: dict[str, Any] = {
@@ -204,6 +222,31 @@ class Worker:
         if result.status != "completed":  # expired, rejected, cancelled: the reason is its text
             outcome["error"] = f"the run ended {result.status}: {result.text or result.stop_reason}"
         return outcome
+
+    async def _attempt(
+        self,
+        entry: Target,
+        arch: Architecture,
+        router: Router | None,
+        task: str,
+        session_id: str,
+        store: JournalStore,
+        recorder: EventRecorder,
+    ) -> RunResult:
+        """One execution of the run (from its seq 1), its events handed to `recorder`."""
+        async with stream_architecture(
+            arch,
+            task,
+            router=router,
+            session_id=session_id,
+            journal=store,
+            architecture_ref=entry.source,
+            approvals=entry.approvals,
+        ) as events:
+            recorder.new_attempt()
+            async for event in events:
+                recorder.add(event)
+            return await events.result()
 
     def _exclusive(self, session_id: str) -> AbstractAsyncContextManager[None]:
         """The run lock on PostgreSQL (no two workers execute one run at once); nothing on

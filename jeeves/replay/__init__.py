@@ -5,6 +5,8 @@
 - `open_journal(target)`: a `postgresql://` URL opens a PostgresJournal, a `.jsonl` path a
   JSONLJournal, any other path a SQLiteJournal.
 - `list_runs(journal)`: the recorded runs (root sessions) with status, rounds and cost.
+- `open_event_log(target)`: the `EventLog` of runs' persisted events in a journal database
+  (what `jeeves serve --database` follows); `EventRecorder` writes a run's events into it.
 - `jeeves.replay(arch, journal, session_id)` (defined in `jeeves.runner`, exported from
   `jeeves`): a strict, offline replay.
 
@@ -16,15 +18,18 @@ from typing import TYPE_CHECKING, Any
 
 from jeeves.replay.api import RunSummary, list_runs, open_journal
 from jeeves.replay.base import JournalStore, JournalWarning
+from jeeves.replay.eventlog import EventLog, LoggedRun, open_event_log
 from jeeves.replay.memory import MemoryJournal
 from jeeves.replay.source import register_loader, resolve_ref
 
 if TYPE_CHECKING:
     from jeeves.replay.jsonl import JSONLJournal
     from jeeves.replay.postgres import PostgresJournal
+    from jeeves.replay.recorder import EventRecorder
     from jeeves.replay.sqlite import SQLiteJournal
 
 _LAZY = {
+    "EventRecorder": "jeeves.replay.recorder",
     "JSONLJournal": "jeeves.replay.jsonl",
     "PostgresJournal": "jeeves.replay.postgres",
     "SQLiteJournal": "jeeves.replay.sqlite",
@@ -39,14 +44,18 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "EventLog",
+    "EventRecorder",
     "JSONLJournal",
     "JournalStore",
     "JournalWarning",
+    "LoggedRun",
     "MemoryJournal",
     "PostgresJournal",
     "RunSummary",
     "SQLiteJournal",
     "list_runs",
+    "open_event_log",
     "open_journal",
     "register_loader",
     "resolve_ref",

@@ -6,7 +6,8 @@ Routes (all JSON errors are `{"error": message}`):
 - `GET /architectures` the names runs can be started with.
 - `GET /runs`, `GET /runs/{id}` what the server holds: status, output, usage.
 - `POST /runs` `{architecture, task, session_id?}` → 201 `{session_id, events}`.
-- `GET /runs/{id}/events` the run's jeeves events as SSE (`Last-Event-ID` resumes).
+- `GET /runs/{id}/events` the run's jeeves events as SSE (`Last-Event-ID` resumes). With
+  `database=`, also the runs durable workers execute (jeeves.server.followed).
 - `DELETE /runs/{id}` cancel a run.
 - `POST /agui`, `POST /agui/{architecture}` an AG-UI RunAgentInput → AG-UI events (SSE); a
   gate ends the AG-UI run with an interrupt, and an input with `resume` decides it and
@@ -62,11 +63,13 @@ from jeeves.errors import UserError
 from jeeves.journal import Journal
 from jeeves.replay.api import close_journal, open_journal
 from jeeves.replay.base import JournalStore
+from jeeves.replay.eventlog import LoggedRun
 from jeeves.server.agui_resume import resume_entries
 from jeeves.server.agui_stream import AguiFormat, task_from_input
 from jeeves.server.catalog import ArchitectureLike, Catalog, RouterLike, UnknownArchitecture
 from jeeves.server.decisions import Decisions
 from jeeves.server.explorer import explorer_routes
+from jeeves.server.followed import DatabaseRuns
 from jeeves.server.gates import DecisionBody
 from jeeves.server.guard import RequestGuard, host_names
 from jeeves.server.recorded import JournalBrowser
@@ -132,11 +135,14 @@ class BearerAuth:
 
 
 class _Api:
-    def __init__(self, catalog: Catalog, decisions: Decisions, keepalive_s: float):
+    def __init__(
+        self, catalog: Catalog, decisions: Decisions, keepalive_s: float, database: DatabaseRuns | None
+    ):
         self.catalog = catalog
         self.runs = decisions.runs
         self.decisions = decisions
         self.keepalive_s = keepalive_s
+        self.database = database
 
     def start(self, name: str, task: str, session_id: str | None) -> RunRecord:
         """Start a named run (shared by `POST /runs` and the AG-UI endpoint)."""
@@ -148,7 +154,11 @@ class _Api:
         return JSONResponse({"architectures": list(self.catalog.names)})
 
     async def list_runs(self, request: Request) -> Response:
-        return JSONResponse({"runs": [r.summary() for r in self.runs.runs()]})
+        runs: list[dict[str, Any]] = [r.summary() for r in self.runs.runs()]
+        if self.database is not None:  # the workers' runs, but for any this server started itself
+            own = {run["session_id"] for run in runs}
+            runs += [run for run in await self.database.summaries() if run["session_id"] not in own]
+        return JSONResponse({"runs": runs})
 
     async def create_run(self, request: Request) -> Response:
         body = StartRun.model_validate(await _json(request))
@@ -163,7 +173,17 @@ class _Api:
             raise _NotFound(f"No run {sid!r} here: it never ran on this server, or it ended and was dropped.")
         return record
 
+    async def _logged(self, request: Request) -> LoggedRun | None:
+        """A run of the database's event log, when this server did not start it."""
+        sid = request.path_params["session_id"]
+        if self.database is None or self.runs.get(sid) is not None:
+            return None
+        return await self.database.get(sid)
+
     async def get_run(self, request: Request) -> Response:
+        logged = await self._logged(request)
+        if logged is not None:
+            return JSONResponse(logged.summary())
         return JSONResponse(self._record(request).summary())
 
     async def gates(self, request: Request) -> Response:
@@ -190,8 +210,12 @@ class _Api:
         )
 
     async def events(self, request: Request) -> Response:
-        record = self._record(request)
         after = last_event_id(request)
+        logged = await self._logged(request)
+        if logged is not None and self.database is not None:
+            body = self.database.follow(logged.session_id, after, keepalive_s=self.keepalive_s)
+            return EventStreamResponse(body)
+        record = self._record(request)
         return EventStreamResponse(
             follow_run(self.runs, record, after, JeevesFormat(), keepalive_s=self.keepalive_s)
         )
@@ -291,6 +315,7 @@ def create_app(
     budget: Budget | None = None,
     approvals: Approvals | None = None,
     journal: Journal | str | os.PathLike[str] | None = None,
+    database: str | None = None,
 ) -> Starlette:
     """The jeeves server as an ASGI app; serve it with uvicorn (or `jeeves serve`).
 
@@ -319,6 +344,11 @@ def create_app(
             has suspended at gates, so they survive a restart of the server. The viewer
             lists the runs it holds and opens them (replayed offline; a run this server
             recorded is rebuilt from its catalog entry). A missing file is created.
+        database: Where durable workers record (`postgresql://...`, or their SQLite
+            journal file): the run list adds the runs in its event log, executed by any
+            worker, and `GET /runs/{id}/events` follows such a run live from the log
+            (`Last-Event-ID` resumes), ending when the run ends (jeeves.server.followed).
+            Checked when the app starts: a wrong URL stops it.
 
     The app's `state.runs` is its `RunRegistry`; the registry's task group lives as long
     as the app's lifespan, and leaving it cancels every run still going. `state.token`
@@ -341,7 +371,8 @@ def create_app(
         retention_s=retention_s, cancel_on_disconnect=cancel_on_disconnect, max_running=max_runs
     )
     decisions = Decisions(registry, catalog, journal=None, approvals=approvals, budget=budget)
-    api = _Api(catalog, decisions, keepalive_s)
+    followed = DatabaseRuns(database) if database is not None else None
+    api = _Api(catalog, decisions, keepalive_s, followed)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -353,12 +384,16 @@ def create_app(
             browsed = journal if isinstance(journal, str | os.PathLike) else store
             app.state.journal = JournalBrowser(browsed, rebuild=_served_by(catalog))
         try:
+            if followed is not None:
+                await followed.open()
             async with registry:
                 await decisions.restore()
                 yield
         finally:
             if store is not None and store is not journal:
                 await close_journal(store)
+            if followed is not None:
+                await followed.aclose()
 
     routes = [
         *viewer_routes(),
@@ -401,4 +436,5 @@ def create_app(
     app.state.decisions = decisions
     app.state.token = token
     app.state.journal = None
+    app.state.database = followed
     return app

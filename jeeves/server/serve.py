@@ -21,13 +21,16 @@ import secrets
 import socket
 from collections.abc import Mapping, Sequence
 
+import anyio
 from starlette.applications import Starlette
 
 from jeeves.approvals import Approvals
 from jeeves.demo import demo_architecture, demo_router
 from jeeves.errors import UserError
+from jeeves.replay.postgres import display_url
 from jeeves.server.app import create_app
 from jeeves.server.catalog import ArchitectureLike
+from jeeves.server.followed import DatabaseRuns
 from jeeves.server.runs import RunRegistry
 
 __all__ = ["address", "bind", "demo_architectures", "is_loopback", "serve", "serve_demo"]
@@ -169,6 +172,7 @@ def serve_demo(
     max_runs: int = 8,
     shutdown_s: int = 5,
     journal: str | os.PathLike[str] | None = None,
+    database: str | None = None,
     approvals: Approvals | None = None,
     open_path: str = "",
     open_browser: bool = False,
@@ -182,11 +186,15 @@ def serve_demo(
     again at start; `approvals` is the policy of runs whose catalog entry brings none (a
     served spec's `[approvals]` comes with it). `open_path` (a fragment such as
     `#journal=ID`) is appended to the printed address, which `open_browser` opens.
+    With `database` (a `postgresql://` URL or a SQLite journal) the runs durable workers
+    execute there are listed and followed live; it is checked before the server starts.
     """
     if shutdown_s < 0:
         raise UserError(f"--shutdown-timeout must be >= 0 seconds, got {shutdown_s!r}.")
     token = token or os.environ.get("JEEVES_TOKEN") or None
     catalog = architectures if architectures is not None else demo_architectures()
+    if database is not None:
+        anyio.run(_check_database, database)
     sock = bind(host, port)
     try:
         generated = token is None and not is_loopback(sock)
@@ -204,6 +212,7 @@ def serve_demo(
             max_body_bytes=max_body_bytes,
             max_runs=max_runs,
             journal=journal,
+            database=database,
             approvals=approvals,
         )
         where = address(sock)
@@ -211,6 +220,8 @@ def serve_demo(
         print(f"jeeves: serving {serving} at {where}" + (" (token required)" if token else ""), flush=True)
         if generated:
             print(f"jeeves: generated a token for this server; open {where}#token={token}", flush=True)
+        if database is not None:
+            print(f"jeeves: following the runs in {display_url(database)}", flush=True)
         if open_path:
             print(f"jeeves: open {where}{open_path}", flush=True)
         if open_browser:
@@ -221,3 +232,13 @@ def serve_demo(
     finally:
         sock.close()
     return 0
+
+
+async def _check_database(database: str) -> None:
+    """Reach `database` and read its event log once (a JournalError or UserError naming it,
+    password masked, when it cannot)."""
+    runs = DatabaseRuns(database)
+    try:
+        await runs.open()
+    finally:
+        await runs.aclose()

@@ -1,0 +1,109 @@
+"""EventRecorder: a run's events land in the log with the run's own seqs, in fewer batches
+than events, and a second attempt (a takeover, a resume past a gate) keeps one gap-free
+sequence: what is already persisted is skipped, what is new goes on after it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+import pytest
+
+import jeeves
+from jeeves import ActorCritic, Agent, ScriptedModel
+from jeeves.events import Event, ModelDelta
+from jeeves.replay.eventlog import open_event_log, same_event
+from jeeves.replay.recorder import EventRecorder
+
+pytestmark = pytest.mark.anyio
+
+
+def arch() -> ActorCritic:
+    review = {"issues": ["more"], "score": 0.4, "summary": "no"}
+    approve = {"issues": [], "score": 0.95, "summary": "ok"}
+    return ActorCritic(
+        actor=Agent("Write.", model=ScriptedModel(["draft one", "draft two"])),
+        critic=Agent("Judge.", model=ScriptedModel([json.dumps(review), json.dumps(approve)])),
+        max_rounds=2,
+    )
+
+
+async def run_events() -> list[Event]:
+    async with jeeves.stream(arch(), "Write add", session_id="job") as events:
+        return [event async for event in events]
+
+
+async def record(path: Path, *attempts: Sequence[Event], status: str | None = "completed") -> EventRecorder:
+    """Record each attempt in turn, as one worker execution does (the flusher running)."""
+    log = open_event_log(path)
+    recorder = EventRecorder(log, "job", architecture="ac", task="Write add", flush_s=0.01)
+    await recorder.open()
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(recorder.run)
+            for attempt in attempts:
+                recorder.new_attempt()
+                for event in attempt:
+                    recorder.add(event)
+                    await anyio.lowlevel.checkpoint()
+            await recorder.close(status)
+    finally:
+        await log.aclose()
+    return recorder
+
+
+async def logged(path: Path) -> list[Event]:
+    log = open_event_log(path)
+    try:
+        return await log.after("job", 0, limit=10_000)
+    finally:
+        await log.aclose()
+
+
+def as_replayed(events: Sequence[Event]) -> list[Event]:
+    return [e.model_copy(update={"replayed": True, "ts": e.ts + 100}) for e in events]
+
+
+async def test_an_uninterrupted_run_is_logged_with_its_own_seqs_in_fewer_batches(tmp_path: Path) -> None:
+    events = await run_events()
+    recorder = await record(tmp_path / "runs.db", events)
+    got = await logged(tmp_path / "runs.db")
+    assert [e.model_dump() for e in got] == [e.model_dump() for e in events]
+    assert 0 < recorder.flushes < len(events)  # deltas wait for the timer or the step's end
+    log = open_event_log(tmp_path / "runs.db")
+    run = await log.run("job")
+    await log.aclose()
+    assert run is not None and (run.status, run.last_seq) == ("completed", len(events))
+
+
+async def test_a_takeover_that_replays_the_persisted_events_adds_only_what_is_new(tmp_path: Path) -> None:
+    events = await run_events()
+    cut = next(i for i, e in enumerate(events) if e.type == "critique") + 1  # the worker died here
+    await record(tmp_path / "runs.db", events[:cut], status=None)
+    resumed = [*as_replayed(events[:cut]), *events[cut:]]  # served from the journal, then live
+    await record(tmp_path / "runs.db", resumed)
+    got = await logged(tmp_path / "runs.db")
+    assert [e.seq for e in got] == list(range(1, len(events) + 1))
+    assert all(same_event(a, b) for a, b in zip(got, events, strict=True))
+    assert not any(e.replayed for e in got)  # the persisted originals stayed
+
+
+async def test_a_resume_past_a_gate_in_one_execution_is_aligned_too(tmp_path: Path) -> None:
+    events = await run_events()
+    cut = len(events) // 2
+    await record(tmp_path / "runs.db", events[:cut], [*as_replayed(events[:cut]), *events[cut:]])
+    assert [e.seq for e in await logged(tmp_path / "runs.db")] == list(range(1, len(events) + 1))
+
+
+async def test_an_attempt_that_goes_another_way_goes_on_after_the_log_without_a_gap(tmp_path: Path) -> None:
+    events = await run_events()
+    await record(tmp_path / "runs.db", events[:10], status=None)
+    # The step in flight streamed other text the second time: from there it is new.
+    other = [ModelDelta(session_id="job__actor_0", text="redone", seq=i) for i in (6, 7)]
+    await record(tmp_path / "runs.db", [*as_replayed(events[:5]), *other])
+    got = await logged(tmp_path / "runs.db")
+    assert [e.seq for e in got] == list(range(1, 13))
+    assert [e.text for e in got[10:]] == ["redone", "redone"]  # type: ignore[attr-defined]
+    assert all(same_event(a, b) for a, b in zip(got[:10], events[:10], strict=True))
