@@ -265,8 +265,15 @@ class Worker:
             )
         if self.heartbeat is not None:
             await anyio.to_thread.run_sync(self.heartbeat.register)
+            self.heartbeat.start()  # beating before the launch, which can outlast a takeover time
         queues = {queue_name(name): self.global_concurrency for name in self.targets}
-        engine.launch(self.database, worker_id=self.worker_id, queues=list(queues), body=self.execute)
+        try:
+            engine.launch(self.database, worker_id=self.worker_id, queues=list(queues), body=self.execute)
+        except BaseException:
+            if self.heartbeat is not None:  # never launched: nothing to hand over, stop beating
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(functools.partial(self.heartbeat.stop, hand_over=True))
+            raise
         try:
             await anyio.to_thread.run_sync(
                 functools.partial(
@@ -277,7 +284,7 @@ class Worker:
                 )
             )
             if self.heartbeat is not None:
-                self.heartbeat.start()
+                self.heartbeat.can_recover()
             if ready is not None:
                 ready.set()
             await anyio.sleep_forever()

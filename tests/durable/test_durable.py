@@ -3,13 +3,14 @@ atomic takeover claim on a real PostgreSQL."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import anyio
 import psycopg
 import pytest
 
-from jeeves.durable import Worker, queue_name, submit, target_name
+from jeeves.durable import Worker, engine, queue_name, submit, target_name
 from jeeves.durable.heartbeat import Heartbeat
 from jeeves.durable.runlock import run_lock
 from jeeves.errors import UserError
@@ -80,6 +81,9 @@ def test_one_live_worker_claims_a_silent_one_once_and_the_silent_one_is_fenced(p
         conn.execute(
             "UPDATE jeeves_workers SET heartbeat_at = now() - interval '1 minute' WHERE worker_id = 'silent'"
         )
+        assert a.beat(conn) == [] and recovered == []  # not launched yet: renews, claims nobody
+        a.can_recover()
+        b.can_recover()
         assert a.beat(conn) == ["silent"] and b.beat(conn) == []  # claimed exactly once
         assert recovered == [["silent"]]
         assert silent.beat(conn) == [] and fenced == ["a"]  # the silent one learns who took over
@@ -113,3 +117,40 @@ async def test_two_workers_never_execute_one_run_at_once(postgres_url: str) -> N
         assert order == ["first in", "other in", "other out"]  # the second is still waiting
         release.set()
     assert order[3:] == ["first out", "second in", "second out"]
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_worker_beats_while_dbos_launches_and_stops_beating_if_the_launch_fails(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A launch slower than the takeover time must not get a live worker taken for dead:
+    the beat starts at registration (claiming nobody until the worker can recover runs)."""
+    worker = Worker([TARGET], database=postgres_url, worker_id="slow", heartbeat_s=0.05, takeover_after_s=5)
+    seen: dict[str, object] = {}
+
+    def launch(*args: object, **kwargs: object) -> None:
+        assert worker.heartbeat is not None
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            first = conn.execute(
+                "SELECT heartbeat_at FROM jeeves_workers WHERE worker_id = 'slow'"
+            ).fetchone()
+            renewed = False
+            for _ in range(400):  # up to 20 s of the beat's own 0.05 s period
+                row = conn.execute(
+                    "SELECT heartbeat_at FROM jeeves_workers WHERE worker_id = 'slow'"
+                ).fetchone()
+                if row != first:
+                    renewed = True
+                    break
+                time.sleep(0.05)
+        seen["renewed during launch"] = renewed
+        seen["claiming"] = worker.heartbeat._claiming.is_set()
+        raise RuntimeError("launch failed")
+
+    monkeypatch.setattr(engine, "launch", launch)
+    with pytest.raises(RuntimeError, match="launch failed"):
+        await worker.run()
+    assert seen == {"renewed during launch": True, "claiming": False}
+    assert worker.heartbeat is not None and worker.heartbeat._thread is not None
+    assert not worker.heartbeat._thread.is_alive()  # a failed launch stops the beat

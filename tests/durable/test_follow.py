@@ -27,7 +27,7 @@ from tests.server.conftest import Sse, parse_sse
 
 pytestmark = [pytest.mark.postgres, pytest.mark.anyio]
 
-FAST = ("--heartbeat", "0.2", "--takeover-after", "2", "--poll", "0.1")
+FAST = ("--heartbeat", "0.2", "--takeover-after", "4", "--poll", "0.1")
 TAKEOVER = ("--heartbeat", "0.5", "--takeover-after", "5", "--poll", "0.1")
 """For the kill test: slow enough that a survivor stalled by a loaded machine is not fenced."""
 

@@ -17,7 +17,7 @@ from tests.durable.conftest import CountingServer, WorkerProcess
 pytestmark = [pytest.mark.postgres, pytest.mark.anyio]
 
 GATED = "tests.durable.archs:refund_agent"
-FAST = ("--heartbeat", "0.2", "--takeover-after", "2", "--poll", "0.1", "--ask", "destructive")
+FAST = ("--heartbeat", "0.2", "--takeover-after", "4", "--poll", "0.1", "--ask", "destructive")
 
 
 async def taken_over(url: str, worker_id: str) -> None:

@@ -19,7 +19,7 @@ from tests.durable.conftest import TARGET, CountingServer, WorkerProcess, enviro
 pytestmark = [pytest.mark.postgres, pytest.mark.anyio]
 
 FAN_OUT = "tests.durable.archs:fan_out"
-FAST = ("--heartbeat", "0.2", "--takeover-after", "2", "--poll", "0.1")
+FAST = ("--heartbeat", "0.2", "--takeover-after", "4", "--poll", "0.1")
 
 
 @pytest.fixture
