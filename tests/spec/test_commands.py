@@ -250,11 +250,17 @@ def test_ctrl_c_stops_a_run_at_once_and_says_how_to_resume_it(tmp_path: Path) ->
         text=True,
     )
     assert run.stdout is not None
-    for line in run.stdout:  # wait until the sync tool is running in its thread
-        if json.loads(line)["type"] == "tool.started":
-            break
-    run.send_signal(signal.SIGINT)
-    _, err = run.communicate(timeout=60)  # not the tool's 600 s: the thread is abandoned
+    try:
+        for line in run.stdout:  # wait until the sync tool is running in its thread
+            if json.loads(line)["type"] == "tool.started":
+                break
+        run.send_signal(signal.SIGINT)
+        # Not the tool's 600 s (the thread is abandoned); generous for a loaded machine.
+        _, err = run.communicate(timeout=240)
+    finally:  # never leave the process (and its pipes) to a later test
+        if run.poll() is None:
+            run.kill()
+            run.communicate()
     resume = shlex.join(["run", str(spec), "--journal", str(journal), "--session-id", "w1", "--offline"])
     assert run.returncode == 130
     said, command, stopped = err.splitlines()
