@@ -69,6 +69,11 @@ class Heartbeat:
         self._thread: threading.Thread | None = None
         self.taken_over: list[str] = []
         """Ids of the workers this one took over, in order."""
+        self.claiming = True
+        """Whether a beat also takes over silent workers. A starting worker beats with this
+        off, from its registration on, so a slow start-up (importing and launching DBOS can
+        outlast a short takeover time) is not taken for a death; it turns it on once it can
+        recover runs."""
 
     def _connect(self) -> Any:
         import psycopg
@@ -121,6 +126,8 @@ class Heartbeat:
                 "SELECT taken_over_by FROM jeeves_workers WHERE worker_id = %s", (self.worker_id,)
             ).fetchone()
             self._fenced(str(row[0]) if row else "nobody (the row is gone)")
+            return []
+        if not self.claiming:
             return []
         dead = [
             str(worker_id)

@@ -222,8 +222,15 @@ class Worker:
             )
         if self.heartbeat is not None:
             await anyio.to_thread.run_sync(self.heartbeat.register)
+            self.heartbeat.claiming = False  # beat while DBOS starts, take nobody over yet
+            self.heartbeat.start()
         queues = {queue_name(name): self.global_concurrency for name in self.targets}
-        engine.launch(self.database, worker_id=self.worker_id, queues=list(queues), body=self.execute)
+        try:
+            engine.launch(self.database, worker_id=self.worker_id, queues=list(queues), body=self.execute)
+        except BaseException:
+            if self.heartbeat is not None:
+                await anyio.to_thread.run_sync(functools.partial(self.heartbeat.stop, hand_over=False))
+            raise
         try:
             await anyio.to_thread.run_sync(
                 functools.partial(
@@ -234,7 +241,7 @@ class Worker:
                 )
             )
             if self.heartbeat is not None:
-                self.heartbeat.start()
+                self.heartbeat.claiming = True
             if ready is not None:
                 ready.set()
             await anyio.sleep_forever()

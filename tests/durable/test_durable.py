@@ -3,6 +3,7 @@ atomic takeover claim on a real PostgreSQL."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import anyio
@@ -113,3 +114,67 @@ async def test_two_workers_never_execute_one_run_at_once(postgres_url: str) -> N
         assert order == ["first in", "other in", "other out"]  # the second is still waiting
         release.set()
     assert order[3:] == ["first out", "second in", "second out"]
+
+
+@pytest.mark.postgres
+def test_a_heartbeat_that_is_not_claiming_renews_but_takes_nobody_over(postgres_url: str) -> None:
+    recovered: list[list[str]] = []
+    silent, starting = (
+        Heartbeat(
+            postgres_url,
+            name,
+            recover=recovered.append,
+            fenced=pytest.fail,
+            heartbeat_s=0.1,
+            takeover_after_s=5,
+        )
+        for name in ("silent", "starting")
+    )
+    silent.register()
+    starting.register()
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(
+            "UPDATE jeeves_workers SET heartbeat_at = now() - interval '1 minute' WHERE worker_id = 'silent'"
+        )
+        starting.claiming = False
+        assert starting.beat(conn) == [] and recovered == []  # renewed its own row only
+        starting.claiming = True
+        assert starting.beat(conn) == ["silent"] and recovered == [["silent"]]
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_worker_beats_while_dbos_launches_so_a_slow_start_is_not_taken_over(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Importing and launching DBOS can outlast a short --takeover-after on a loaded machine:
+    the worker's row is renewed meanwhile, and it claims nobody until it can recover runs."""
+    from jeeves.durable import engine
+
+    worker = Worker([TARGET], database=postgres_url, heartbeat_s=0.1, takeover_after_s=0.5)
+    during: list[object] = []
+
+    def slow_launch(*args: object, **kwargs: object) -> None:
+        assert worker.heartbeat is not None
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+
+            def beat_at() -> object:
+                row = conn.execute(
+                    "SELECT heartbeat_at FROM jeeves_workers WHERE worker_id = %s", (worker.worker_id,)
+                ).fetchone()
+                assert row is not None
+                return row[0]
+
+            first, deadline = beat_at(), time.monotonic() + 30  # a readiness wait, not a timing
+            while beat_at() == first:
+                assert time.monotonic() < deadline, "the worker did not beat while DBOS launched"
+                conn.execute("SELECT pg_sleep(0.05)")
+        during.append(worker.heartbeat.claiming)
+        raise RuntimeError("launch failed")
+
+    monkeypatch.setattr(engine, "launch", slow_launch)
+    with pytest.raises(RuntimeError, match="launch failed"):
+        await worker.run()
+    assert during == [False]  # beating, not claiming, while DBOS launched
+    assert worker.heartbeat is not None and worker.heartbeat._thread is not None
+    assert not worker.heartbeat._thread.is_alive()  # a failed launch stops the beat
