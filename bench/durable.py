@@ -71,6 +71,8 @@ class WorkerProcess:
         )
         self.output: list[str] = []
         self.worker_id = ""
+        self.cpu_ready: float | None = None
+        """CPU seconds used by the time every worker was ready (its start-up)."""
         self.ready = threading.Event()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -89,6 +91,10 @@ class WorkerProcess:
         if not self.ready.wait(timeout_s) or not self.worker_id:
             self.stop()
             raise RuntimeError(f"the worker did not start:\n{''.join(self.output)[-3000:]}")
+
+    def cpu_s(self) -> float | None:
+        """CPU seconds (user + system, all threads) the process has used, while it is alive."""
+        return process_cpu_s(self.process.pid, children=False)
 
     def peak_rss_mb(self) -> float | None:
         """The process's high-water resident set (VmHWM), while it is alive."""
@@ -113,6 +119,36 @@ class WorkerProcess:
         self._reader.join(timeout=10)
 
 
+def process_cpu_s(pid: int, *, children: bool) -> float | None:
+    """CPU seconds of process `pid` (user + system), with its exited children's if asked."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    ticks = sum(int(f) for f in fields[11 : 15 if children else 13])  # utime stime [cutime cstime]
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def server_cpu_s(pid: int | None) -> float | None:
+    """CPU seconds of a PostgreSQL server: the postmaster, its exited backends (reaped into
+    its children's times) and the processes running under it now. None without its pid."""
+    if pid is None:
+        return None
+    total = process_cpu_s(pid, children=True)
+    if total is None:
+        return None
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:  # ppid
+            total += process_cpu_s(int(entry.name), children=True) or 0.0
+    return total
+
+
 @contextmanager
 def workers(database: str, n: int, args: list[str], target: str = TARGET) -> Iterator[list[WorkerProcess]]:
     """`n` workers started together; all ready on entry, all stopped on exit."""
@@ -120,6 +156,8 @@ def workers(database: str, n: int, args: list[str], target: str = TARGET) -> Ite
     try:
         for worker in started:
             worker.wait_ready()
+        for worker in started:
+            worker.cpu_ready = worker.cpu_s()
         yield started
     finally:
         for worker in started:
@@ -254,6 +292,8 @@ def throughput(
         )
         ids, enqueue_s = enqueue(database, runs, "run")
         rss: list[float | None] = []
+        cpu: list[float | None] = []
+        server_before = server_cpu_s(server_pid(cluster))
         with workers(database, n_workers, flags) as started:
             idle_connections = other_connections(conn)
             peak_connections = idle_connections
@@ -271,6 +311,12 @@ def throughput(
 
             wait_until(finished, timeout_s=300 + runs * 2.0, what=f"{runs} runs on {n_workers} workers")
             rss = [worker.peak_rss_mb() for worker in started]
+            cpu = [worker.cpu_s() for worker in started]
+            cpu = [
+                c - w.cpu_ready if c is not None and w.cpu_ready is not None else None
+                for c, w in zip(cpu, started, strict=True)
+            ]
+            server_after = server_cpu_s(server_pid(cluster))
         check_outcomes(conn, ids)
         times = conn.execute(
             "SELECT started_at_epoch_ms, updated_at FROM dbos.workflow_status WHERE workflow_uuid = ANY(%s)",
@@ -317,6 +363,15 @@ def throughput(
         "connections_idle": idle_connections,
         "connections_peak": peak_connections,
         "worker_peak_rss_mb": rss,
+        "worker_cpu_s": cpu,
+        "worker_cpu_ms_per_run": sum(c or 0.0 for c in cpu) * 1e3 / runs
+        if all(c is not None for c in cpu)
+        else None,
+        "server_cpu_ms_per_run": (
+            (server_after - server_before) * 1e3 / runs
+            if server_after is not None and server_before is not None
+            else None
+        ),
         "steps": steps,
         "step_bytes_avg": float(step_bytes or 0),
         "sessions": sessions,
@@ -482,6 +537,27 @@ def takeover(
 # -- main -------------------------------------------------------------------------------------
 
 
+def connection_cost(cluster: Cluster | Server, count: int) -> dict[str, Any]:
+    """What opening a connection costs: `count` times connect, `SELECT 1`, close (as a worker
+    opens a journal and a run-lock connection for each run): wall and server CPU per connection."""
+    database = cluster.database("connections")
+    before = server_cpu_s(server_pid(cluster))
+    started = time.perf_counter()
+    for _ in range(count):
+        with connect(database) as conn:
+            conn.execute("SELECT 1")
+    wall = time.perf_counter() - started
+    after = server_cpu_s(server_pid(cluster))
+    server_ms = (after - before) * 1e3 / count if after is not None and before is not None else None
+    return {"count": count, "wall_ms": wall * 1e3 / count, "server_cpu_ms": server_ms}
+
+
+def server_pid(cluster: Cluster | Server) -> int | None:
+    """The postmaster's pid when this bench started the server (setpriv execs it)."""
+    process = getattr(cluster, "process", None)
+    return process.pid if process is not None else None
+
+
 class Server:
     """A PostgreSQL server already running (`--server URL`): databases are made in it with
     names of this process's own, and left there."""
@@ -584,6 +660,7 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
                 results["takeover"].append(takeover(server, reps, heartbeat, after, args))
+        results["connections"] = connection_cost(server, 50 if args.quick else 200)
         print("journal: per-step cost", file=sys.stderr, flush=True)
         with tempfile.TemporaryDirectory(prefix="jeeves-bench-") as tmp:
             results["journal"] = durable_journal.measure(

@@ -58,6 +58,7 @@ def test_durable_bench_measures_throughput_takeover_and_journal_cost(
     assert run["table_writes"]["dbos.workflow_status"]["inserted"] == 4
     assert "dbos.dbos_migrations" not in run["table_writes"]  # set-up is not counted against the runs
     assert run["connections_peak"] > run["connections_idle"] > 0
+    assert run["worker_cpu_ms_per_run"] is not None  # read from /proc for the worker process
     (plan,) = data["takeover"]
     (sample,) = plan["samples"]
     assert sample["runs_taken_over"] >= 1 and sample["steps_before_kill"] >= 1
