@@ -8,7 +8,8 @@ For each store (memory, SQLite in a temp file, PostgreSQL on the bench's cluster
   session loads its 4 steps in one query, the rest are served from that; µs per record;
 - read warm: the same reads again on that object (served from its cache);
 - loop: µs per `jeeves.run` of the bench ActorCritic with a zero-latency model, recording
-  into the store (4 model steps and 5 sessions a run), next to no journal at all.
+  into the store (4 model steps and 5 sessions a run), next to no journal at all; the
+  stores take turns run by run.
 
 Medians of per-call wall times; the event loop is anyio on asyncio, as a worker's.
 """
@@ -76,23 +77,27 @@ async def _store_steps(open_store: Any, records: list[Any]) -> dict[str, Any]:
     return {"write": _stats(writes), "read_cold": _stats(cold), "read_warm": _stats(warm)}
 
 
-async def _loops(open_store: Any, loops: int, tag: str) -> dict[str, float]:
+async def _loops(openers: dict[str, Any], loops: int) -> dict[str, dict[str, float]]:
+    """µs per ActorCritic run recording into each store (None: no journal). The stores take
+    turns run by run, so a change in the machine's load falls on all of them alike."""
     import jeeves
 
-    store = open_store() if open_store is not None else None
-    samples = []
+    stores = {name: opener() if opener is not None else None for name, opener in openers.items()}
+    samples: dict[str, list[float]] = {name: [] for name in stores}
     for i in range(loops + 3):
-        t = time.perf_counter()
-        result = await jeeves.run(
-            durable_model.actor_critic(), "Write add(a, b)", journal=store, session_id=f"{tag}-{i}"
-        )
-        if i >= 3:  # three warm-up runs
-            samples.append(time.perf_counter() - t)
-        if result.text != durable_model.TEXT:
-            raise RuntimeError(f"the loop returned {result.text!r}")
-    if store is not None:
-        await store.aclose()
-    return _stats(samples)
+        for name, store in stores.items():
+            t = time.perf_counter()
+            result = await jeeves.run(
+                durable_model.actor_critic(), "Write add(a, b)", journal=store, session_id=f"loop-{name}-{i}"
+            )
+            if i >= 3:  # three warm-up runs each
+                samples[name].append(time.perf_counter() - t)
+            if result.text != durable_model.TEXT:
+                raise RuntimeError(f"the loop returned {result.text!r}")
+    for store in stores.values():
+        if store is not None:
+            await store.aclose()
+    return {name: _stats(values) for name, values in samples.items()}
 
 
 async def _measure(postgres_url: str, sqlite_path: Path, steps: int, loops: int) -> dict[str, Any]:
@@ -117,10 +122,12 @@ async def _measure(postgres_url: str, sqlite_path: Path, steps: int, loops: int)
         "record_bytes": statistics.fmean(len(r.model_dump_json()) for r in records),
         "loops": loops,
     }
-    out["none"] = {"loop": await _loops(None, loops, "none")}
     for name, opener in stores.items():
         out[name] = await _store_steps(opener, records)
-        out[name]["loop"] = await _loops(opener, loops, f"loop-{name}")
+    timed = await _loops({"none": None, **stores}, loops)
+    out["none"] = {}
+    for name, stats in timed.items():
+        out[name]["loop"] = stats
     return out
 
 

@@ -171,7 +171,8 @@ def _journal(j: dict[str, Any] | None) -> list[str]:
         "127.0.0.1 with `fsync=off`, so a real server's commit adds its disk flush). Cold read: "
         "`get_step` on a new store object: a session's first read loads its 4 steps in one "
         "query. Warm: the same reads again. Loop: `jeeves.run` of the ActorCritic with a "
-        f"zero-latency model ({j['loops']} runs, median), recording into the store.",
+        f"zero-latency model ({j['loops']} runs each, median; the stores take turns run by run), "
+        "recording into the store.",
         "",
         "| store | write µs / step (median, p90) | cold read µs / step | warm read µs / step | "
         "ActorCritic loop µs | journal's cost per loop µs |",
