@@ -685,6 +685,9 @@ def main(argv: list[str] | None = None) -> int:
         "model_delay_s": float(os.environ.get(durable_model.DELAY_ENV, "0.05")),
         "calls_per_run": durable_model.CALLS_PER_RUN,
     }
+    notes = BENCH / "results" / "DURABLE_NOTES.md"
+    if notes.exists():  # hand-written analysis, kept across runs
+        results["notes"] = notes.read_text().split("\n", 2)[2].strip()
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "DURABLE.json").write_text(json.dumps(results, indent=2) + "\n")
     (args.out / "DURABLE.md").write_text(durable_report.render(results))
