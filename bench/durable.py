@@ -4,11 +4,14 @@ latency after `kill -9`, and the per-step cost of the PostgreSQL journal next to
     python bench/durable.py                 # 1,000 runs on 1, 2, 4 workers; 5 + 2 takeovers
     python bench/durable.py --quick         # 100 runs, 2 takeovers: a couple of minutes
     python bench/durable.py --runs 4 --workers 1 --takeover-reps 1 --default-takeover-reps 0 \
-        --steps 20 --loops 3 --out /tmp/d   # the smoke test's tiny mode
+        --steps 8 --loops 2 --out /tmp/d    # tiny, as tests/test_bench_durable.py runs it
 
-Writes DURABLE.md and DURABLE.json (bench/results/ by default). It starts a throwaway
-PostgreSQL cluster (bench/pgcluster.py, Debian's `postgresql` package) and stops it at the
-end; every worker is `python -m jeeves worker durable_model:actor_critic` in its own
+Writes DURABLE.md and DURABLE.json (bench/results/ by default), with the hand-written
+bench/results/DURABLE_NOTES.md under the figures. It starts a throwaway PostgreSQL cluster
+(bench/pgcluster.py, Debian's `postgresql` package) and stops it at the end, or uses a
+running server given by `--server URL` (then the server's CPU is not measured). Runs are
+queued through one DBOS client, as `jeeves.durable.submit` queues them (one client for all,
+not one per run). Every worker is `python -m jeeves worker durable_model:actor_critic` in its own
 process (bench/durable_model.py: an ActorCritic on a model that sleeps 50 ms a call, 4
 calls a run). Nothing here is asserted about time: the figures are measurements.
 """
