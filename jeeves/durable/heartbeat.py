@@ -18,10 +18,6 @@ A worker that stops cleanly marks its heartbeat expired after its runs are cance
 another worker takes them over at its next beat instead of after the timeout.
 
 The beat runs in a thread with its own connection: a busy event loop does not miss beats.
-It starts as soon as the worker registers, before DBOS is launched (a launch can take
-longer than `takeover_after_s` on a loaded machine, and a registered worker that is not yet
-beating would be taken for dead); it claims silent workers only once `can_recover()` says
-this worker can hand their runs back to the queues.
 """
 
 from __future__ import annotations
@@ -70,10 +66,14 @@ class Heartbeat:
         self._recover, self._fenced = recover, fenced
         self.heartbeat_s, self.takeover_after_s = heartbeat_s, takeover_after_s
         self._stop = threading.Event()
-        self._claiming = threading.Event()
         self._thread: threading.Thread | None = None
         self.taken_over: list[str] = []
         """Ids of the workers this one took over, in order."""
+        self.claiming = True
+        """Whether a beat also takes over silent workers. A starting worker beats with this
+        off, from its registration on, so a slow start-up (importing and launching DBOS can
+        outlast a short takeover time) is not taken for a death; it turns it on once it can
+        recover runs."""
 
     def _connect(self) -> Any:
         import psycopg
@@ -95,16 +95,10 @@ class Heartbeat:
             )
 
     def start(self) -> None:
-        """Beat from now on (renewing only, until `can_recover()`)."""
         self._thread = threading.Thread(
             target=self._loop, name=f"jeeves-heartbeat-{self.worker_id}", daemon=True
         )
         self._thread.start()
-
-    def can_recover(self) -> None:
-        """From the next beat on, also take over silent workers (this worker can now hand
-        their runs back to the queues)."""
-        self._claiming.set()
 
     def _loop(self) -> None:
         conn: Any = None
@@ -133,7 +127,7 @@ class Heartbeat:
             ).fetchone()
             self._fenced(str(row[0]) if row else "nobody (the row is gone)")
             return []
-        if not self._claiming.is_set():
+        if not self.claiming:
             return []
         dead = [
             str(worker_id)

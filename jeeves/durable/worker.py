@@ -265,14 +265,14 @@ class Worker:
             )
         if self.heartbeat is not None:
             await anyio.to_thread.run_sync(self.heartbeat.register)
-            self.heartbeat.start()  # beating before the launch, which can outlast a takeover time
+            self.heartbeat.claiming = False  # beat while DBOS starts, take nobody over yet
+            self.heartbeat.start()
         queues = {queue_name(name): self.global_concurrency for name in self.targets}
         try:
             engine.launch(self.database, worker_id=self.worker_id, queues=list(queues), body=self.execute)
         except BaseException:
-            if self.heartbeat is not None:  # never launched: nothing to hand over, stop beating
-                with anyio.CancelScope(shield=True):
-                    await anyio.to_thread.run_sync(functools.partial(self.heartbeat.stop, hand_over=True))
+            if self.heartbeat is not None:
+                await anyio.to_thread.run_sync(functools.partial(self.heartbeat.stop, hand_over=False))
             raise
         try:
             await anyio.to_thread.run_sync(
@@ -284,7 +284,7 @@ class Worker:
                 )
             )
             if self.heartbeat is not None:
-                self.heartbeat.can_recover()
+                self.heartbeat.claiming = True
             if ready is not None:
                 ready.set()
             await anyio.sleep_forever()
