@@ -23,9 +23,10 @@ Four figures:
 3. `reattach`: the finished `stream` run read again from `Last-Event-ID: 0`: what the
    server's SSE path delivers to one client (no run behind it).
 4. `fanout`: `--followers` clients follow one `fan` run from its start; events/s is
-   all events all clients read over the wall time, and `encodes` is how many times the
-   server's SSE encoder ran for that run (`jeeves.server.wire.encode_event`, counted in
-   the server process): one per event means the followers shared the bytes.
+   all events all clients read over the wall time, and `encodes` is how many times an
+   event was turned into JSON in the server process during that run (every
+   `model_dump_json` of a jeeves event, counted there): one per event means the
+   followers shared the bytes.
 
 Prints JSON; run by `jeeves_scenarios.py --mode sse`.
 """
@@ -47,9 +48,47 @@ from typing import Any
 import anyio
 
 BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH.parent))  # this checkout's jeeves, in the server process too
+
+from jeeves.messages import ModelRequest, ModelResponse, Usage  # noqa: E402
+from jeeves.models.base import DeltaSink  # noqa: E402
+
 ID_LINE = re.compile(rb"(?:^|\n)id: (\d+)\n")
 FAN_WORDS = 1_000
 """Deltas of the run the followers share (100 followers: ~100,000 events read in all)."""
+
+
+class WordsModel:
+    """A fake provider streaming `words` words, one delta each (a `jeeves.ModelClient`)."""
+
+    model_name = "words"
+
+    def __init__(self, words: int) -> None:
+        self.words = words
+
+    async def complete(self, request: ModelRequest, *, on_delta: DeltaSink | None = None) -> ModelResponse:
+        await asyncio.sleep(0)
+        for i in range(self.words):
+            if on_delta is not None:
+                await on_delta(f"w{i} ")
+        usage = Usage(input_tokens=10, output_tokens=self.words, model_calls=1)
+        return ModelResponse(text="done", usage=usage, model=request.model, finish_reason="stop")
+
+
+async def _in_process(words: int, runs: int) -> dict[str, Any]:
+    """The `stream` run read through `jeeves.stream` in this process: what SSE adds to."""
+    import jeeves
+
+    rates = []
+    events = 0
+    for _ in range(runs + 1):  # the first warms up
+        t = time.perf_counter()
+        events = 0
+        async with jeeves.stream(jeeves.Agent("You write."), "Write.", model=WordsModel(words)) as stream:
+            async for _ in stream:
+                events += 1
+        rates.append(events / (time.perf_counter() - t))
+    return {"events": events, "runs": runs, "events_per_s": statistics.median(rates[1:])}
 
 
 def _arg(name: str, default: int) -> int:
@@ -58,53 +97,32 @@ def _arg(name: str, default: int) -> int:
 
 def serve(port: int, words: int) -> None:
     """The server process: the bench's runs behind jeeves.server, on 127.0.0.1:port."""
-    sys.path.insert(0, str(BENCH.parent))
     import jeeves_scenarios as js
     from starlette.requests import Request
     from starlette.responses import JSONResponse
     from starlette.routing import Route
 
-    import jeeves.server.wire as wire
     from jeeves import Agent
-    from jeeves.messages import ModelRequest, ModelResponse, Usage
-    from jeeves.models.base import DeltaSink
+    from jeeves.events import BaseEvent
     from jeeves.models.router import Router
     from jeeves.server.app import create_app
     from jeeves.server.serve import serve as run_server
 
-    class WordsModel:
-        """A fake provider streaming `words` words, one delta each."""
-
-        model_name = "words"
-
-        def __init__(self, words: int) -> None:
-            self.words = words
-
-        async def complete(
-            self, request: ModelRequest, *, on_delta: DeltaSink | None = None
-        ) -> ModelResponse:
-            await asyncio.sleep(0)
-            for i in range(self.words):
-                if on_delta is not None:
-                    await on_delta(f"w{i} ")
-            usage = Usage(input_tokens=10, output_tokens=self.words, model_calls=1)
-            return ModelResponse(text="done", usage=usage, model=request.model, finish_reason="stop")
-
     encodes = 0
-    encode = wire.encode_event
+    dump = BaseEvent.model_dump_json
 
-    def counting(event: Any) -> bytes:
+    def counting(self: Any, **kwargs: Any) -> str:
         nonlocal encodes
         encodes += 1
-        return encode(event)
+        return dump(self, **kwargs)
 
-    wire.encode_event = counting  # the cache looks it up at each use
+    BaseEvent.model_dump_json = counting  # type: ignore[method-assign]  # every event's JSON, however made
 
     async def count(request: Request) -> JSONResponse:
         return JSONResponse({"encodes": encodes})
 
     js.build()
-    words_router = Router({"default": WordsModel(words)})
+    words_router = Router({"default": WordsModel(words)})  # one delta per word
     fan_router = Router({"default": WordsModel(FAN_WORDS)})
     app = create_app(
         {
@@ -251,22 +269,25 @@ async def _client(port: int, runs: int, followers: int) -> dict[str, Any]:
         _check(await _read_events(port, last), 0)
         reattach = await _reattach(port, last, max(3, runs // 5))
         fanout = await _fanout(client, port, followers)
+    local = await _in_process(stream["events_per_run"] - 3, 3)
     return {
         "events_per_s": reattach["events_per_s"],
         "live_nested": nested,
         "live_stream": stream,
         "reattach": reattach,
         "fanout": fanout,
+        "in_process_stream": local,
         "summary": (
             f"one client: **{reattach['events_per_s']:,.0f} events/s** re-reading a finished run of "
             f"{reattach['events']:,} events (the server's SSE path alone); "
             f"{stream['events_per_s']:,.0f} events/s following a run that streams "
-            f"{stream['events_per_run']:,} deltas live; {nested['events_per_s']:,.0f} events/s over "
+            f"{stream['events_per_run']:,} deltas live (the same run read in-process through "
+            f"`jeeves.stream`: {local['events_per_s']:,.0f} events/s); {nested['events_per_s']:,.0f} events/s over "
             f"{nested['runs']} nested runs one after another ({nested['events_per_run']} events, "
             f"{nested['median_run_ms']:.1f} ms per run median, run start and the run itself included; "
             f"in-process it is (e)). {fanout['followers']} followers of one run of "
             f"{fanout['events_per_follower']:,} events: {fanout['events_per_s']:,.0f} events/s in all, "
-            f"{fanout['encodes']:,} encodings (one per event), "
+            f"{fanout['encodes']:,} JSON encodings ({fanout['encodes'] / fanout['events_per_follower']:.2f} per event), "
             f"{'identical' if fanout['identical'] else 'DIFFERENT'} streams."
         ),
     }
