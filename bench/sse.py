@@ -272,6 +272,8 @@ async def _client(port: int, runs: int, followers: int) -> dict[str, Any]:
     local = await _in_process(stream["events_per_run"] - 3, 3)
     return {
         "events_per_s": reattach["events_per_s"],
+        "followers": fanout["followers"],
+        "encodes_per_event": fanout["encodes"] / fanout["events_per_follower"],
         "live_nested": nested,
         "live_stream": stream,
         "reattach": reattach,
