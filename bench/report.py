@@ -137,7 +137,8 @@ def _targets(fw: dict[str, Any]) -> list[str]:
         f"{_f(depth, 2)} | {_verdict(depth, 1.25)} |",
         f"| (h) cost per session, 1 → 50 workers: last / first marginal µs per session | ≤ 1.25 (constant) | "
         f"{_f(workers, 2)} | {_verdict(workers, 1.25)} |",
-        f"| (g) `jeeves serve` events/s to one SSE client | ≥ 50,000 | {_f(rate, 0)} | {_verdict(rate, 50_000, at_least=True)} |",
+        f"| (g) `jeeves serve` events/s to one SSE client (a finished run re-read: the SSE path; "
+        f"live figures under (g) below) | ≥ 50,000 | {_f(rate, 0)} | {_verdict(rate, 50_000, at_least=True)} |",
     ]
     if g and "encodes_per_event" in g:
         enc = g["encodes_per_event"]

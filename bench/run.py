@@ -70,10 +70,16 @@ class Settings:
     import_repeats: int
     timeout_s: float
     traced_budget_s: float = 30.0
+    sse_words: int = 10_000
+    """(g): deltas of the long run followed live and re-read."""
+    sse_followers: int = 100
+    """(g): clients following one run at once."""
 
 
 FULL = Settings(runs=500, budget_s=3.0, warmup=20, n=1000, import_repeats=7, timeout_s=300)
-QUICK = Settings(runs=20, budget_s=0.2, warmup=2, n=20, import_repeats=2, timeout_s=120)
+QUICK = Settings(
+    runs=20, budget_s=0.2, warmup=2, n=20, import_repeats=2, timeout_s=120, sse_words=500, sse_followers=5
+)
 
 
 class ScenarioFailed(RuntimeError):
@@ -105,16 +111,22 @@ def run_json(python: Path | str, args: list[str], timeout_s: float) -> dict[str,
 
 
 def import_ms(python: Path | str, module: str, repeats: int) -> dict[str, Any]:
-    """(d): median wall time of `import module` in fresh interpreters (startup excluded)."""
+    """(d): median wall time of `import module` in fresh interpreters (startup excluded).
+
+    As a user's installed package imports: bytecode caches written (one discarded import
+    first, with PYTHONDONTWRITEBYTECODE unset), else every run would compile the sources.
+    """
     code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
+    env = {k: v for k, v in _env().items() if k != "PYTHONDONTWRITEBYTECODE"}
     times = []
-    for _ in range(repeats):
+    for _ in range(repeats + 1):
         done = subprocess.run(
-            [str(python), "-c", code], capture_output=True, text=True, timeout=120, cwd="/", env=_env()
+            [str(python), "-c", code], capture_output=True, text=True, timeout=120, cwd="/", env=env
         )
         if done.returncode != 0:
             raise ScenarioFailed(f"import {module} failed:\n{done.stderr[-800:]}")
         times.append(float(done.stdout.strip().splitlines()[-1]) * 1e3)
+    times = times[1:]  # the first wrote the bytecode caches
     return {"median_ms": statistics.median(times), "samples_ms": times, "statement": f"import {module}"}
 
 
@@ -141,7 +153,13 @@ def bench_framework(fw: Framework, python: Path | str, s: Settings, log: Any) ->
         few = str(max(2, s.runs // 10))
         parts += [
             ("f", ["--mode", "replay", "--runs", few]),
-            ("g", ["--mode", "sse", "--runs", few]),
+            (
+                "g",
+                [
+                    *("--mode", "sse", "--runs", few),
+                    *("--words", str(s.sse_words), "--followers", str(s.sse_followers)),
+                ],
+            ),
             ("h", ["--mode", "scaling", "--runs", str(max(3, s.runs // 10))]),
             ("i", ["--mode", "features", "--runs", str(s.runs)]),
         ]

@@ -138,8 +138,19 @@ def wait_listed(base: str, session_id: str) -> None:
     raise TimeoutError(f"no worker started {session_id} in 30 s")
 
 
+def journal_created(journal: str) -> None:
+    """Until the worker has created the SQLite journal (with its first run): `jeeves serve`
+    refuses a path that holds no journal. A PostgreSQL journal is there already."""
+    for _ in range(1200):
+        if "://" in journal or Path(journal).exists():
+            return
+        anyio.from_thread.run(anyio.sleep, 0.05)
+    raise TimeoutError(f"no worker created the journal {journal} in 60 s")
+
+
 def follow(journal: str, session_id: str) -> None:
     """Follow run `session_id` from `jeeves serve --database`, drop it mid-way, re-attach."""
+    journal_created(journal)
     with jeeves_serve(journal) as base:
         wait_listed(base, session_id)
         url = f"{base}/runs/{session_id}/events"

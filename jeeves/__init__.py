@@ -36,18 +36,20 @@ from jeeves.ids import child_id
 from jeeves.messages import Message, ModelRequest, ModelResponse, ToolCall, Usage
 from jeeves.models.base import ModelClient, Route
 from jeeves.models.router import Router
-from jeeves.models.testing import FunctionModel, ScriptedModel
-from jeeves.replay import MemoryJournal
+from jeeves.replay import MemoryJournal  # before runner: `jeeves.replay` is the function below
 from jeeves.runner import RunResult, RunStream, replay, resume, run, stream
 from jeeves.tools import Tool, tool
 
 if TYPE_CHECKING:
     from jeeves.architectures import ActorCritic, Goal, PlanExecute, SelfRefine, Supervisor
     from jeeves.critics import CitationCritic, CodeCritic, LLMCritic, Verdict, Watchdog
+    from jeeves.models.testing import FunctionModel, ScriptedModel
     from jeeves.replay import JSONLJournal, SQLiteJournal
 
-# Imported on first use, so `import jeeves` pays for the kernel only.
+# Imported on first use, so `import jeeves` pays for the kernel only (tests/test_import_cost.py).
 _LAZY = {
+    "FunctionModel": "jeeves.models.testing",
+    "ScriptedModel": "jeeves.models.testing",
     "ActorCritic": "jeeves.architectures",
     "Goal": "jeeves.architectures",
     "PlanExecute": "jeeves.architectures",

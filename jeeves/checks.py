@@ -19,7 +19,11 @@ Two mechanisms share the messages:
 
 from __future__ import annotations
 
+import ast
+import functools
+import inspect
 import math
+import textwrap
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -128,13 +132,50 @@ class ConfigModel(BaseModel):
     wrapped; `model_validate` on data read back from a file keeps pydantic's error.
     """
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    """`defer_build`: the validator is built at the first construction, not at import (so
+    `import jeeves` builds none, and pydantic's plugin scan waits for the first use). The
+    fields' docstrings are read from the source only when an error needs one
+    (`field_doc`): pydantic's `use_attribute_docstrings` parses each class's source at
+    import, a tenth of `import jeeves`."""
 
     def __init__(self, /, **data: Any) -> None:
         try:
             super().__init__(**data)
         except ValidationError as exc:
             raise _config_error(type(self), exc) from None
+
+
+def field_doc(model: type, field: str) -> str:
+    """The docstring written under `field` in `model`'s class body (or a base's), or ""."""
+    for cls in model.__mro__:
+        if cls is BaseModel:
+            break
+        doc = _attribute_docs(cls).get(field)
+        if doc is not None:
+            return doc
+    return ""
+
+
+@functools.cache
+def _attribute_docs(cls: type) -> dict[str, str]:
+    try:
+        source = textwrap.dedent(inspect.getsource(cls))
+    except (OSError, TypeError):  # no source (built in a REPL, frozen): no docs
+        return {}
+    tree = ast.parse(source)
+    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+    docs: dict[str, str] = {}
+    for node, after in zip(body, body[1:], strict=False):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and isinstance(after, ast.Expr)
+            and isinstance(after.value, ast.Constant)
+            and isinstance(after.value.value, str)
+        ):
+            docs[node.target.id] = inspect.cleandoc(after.value.value)
+    return docs
 
 
 def _config_error(model: type[BaseModel], exc: ValidationError) -> UserError:
@@ -161,7 +202,8 @@ def _describe(model: type[BaseModel], error: ErrorDetails) -> str:
     for words, sign in (("greater than or equal to", ">="), ("less than or equal to", "<=")):
         problem = problem.replace(words, sign)
     info = model.model_fields.get(field)
-    summary = (info.description or "").strip().split("\n")[0].split(". ")[0].rstrip(".") if info else ""
+    text = (info.description or field_doc(model, field)) if info else ""
+    summary = text.strip().split("\n")[0].split(". ")[0].rstrip(".")
     doc = f" ({field}: {summary})" if summary else ""
     where = field + "".join(f"[{part!r}]" for part in loc[1:])
     return f"{where}={short_repr(error.get('input'))}: {problem}{doc}."

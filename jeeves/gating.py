@@ -76,7 +76,7 @@ class Allow(BaseModel):
     `where` matches its glob (`fnmatch`, case-sensitive; a non-string argument is matched as
     its JSON). `Allow("send_email", where={"to": "*@ourco.com"})`."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     tool: str
     where: dict[str, str] = Field(default_factory=dict)
@@ -119,7 +119,7 @@ class Approvals(BaseModel):
             undecided gate past it is decided `expire` and the run ends `expired`. None: no limit.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     auto: tuple[ApprovalMode, ...] = ("read_only", "local_write")
     ask: tuple[ApprovalMode, ...] | None = None

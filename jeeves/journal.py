@@ -10,7 +10,6 @@ SQLite) live in `jeeves.replay`; this module only says what they hold.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 from typing import Any, Literal, Protocol
@@ -156,6 +155,8 @@ def request_diff(recorded: Any, current: Any, *, max_lines: int = 24, width: int
     left out of requests may still hold one, and the diff ends up in an error message.
     """
     before, after = _diff_lines(recorded, width), _diff_lines(current, width)
+    import difflib  # only a divergence needs it: not paid by `import jeeves`
+
     lines = [ln for ln in difflib.unified_diff(before, after, "recorded", "now", lineterm="", n=1)]
     if len(lines) > max_lines:
         lines = [*lines[:max_lines], f"... ({len(lines) - max_lines} more diff lines)"]

@@ -18,7 +18,6 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from jeeves._lifecycle import prepare, set_root_status, supervise
-from jeeves.approvals import record_decision
 from jeeves.architecture import Architecture, Output
 from jeeves.budget import Budget, BudgetMeter
 from jeeves.channel import EventChannel
@@ -34,7 +33,6 @@ from jeeves.journal import Journal, JournalMode
 from jeeves.messages import Usage
 from jeeves.models.base import ModelClient, Route
 from jeeves.models.router import Router
-from jeeves.replay.api import attach, close_journal, offline_router, open_journal, plan_replay
 
 __all__ = ["RunResult", "RunStatus", "RunStream", "check_injection", "replay", "resume", "run", "stream"]
 
@@ -149,6 +147,8 @@ def _state(
     tracer: Tracer | None,
     channel: EventChannel,
 ) -> RunState:
+    from jeeves.replay.api import offline_router  # imported at the first run, not by `import jeeves`
+
     return RunState(
         router=offline_router() if mode == "replay" else build_router(router, model, models),
         channel=channel,
@@ -181,6 +181,8 @@ async def _execute(
     architecture_ref: ArchitectureRef | None,
     session_ttl_s: float | None = None,
 ) -> RunResult:
+    from jeeves.replay.api import attach
+
     async with attach(
         journal, mode=state.mode, root_id=root.session_id, architecture_ref=architecture_ref
     ) as attached:
@@ -470,6 +472,8 @@ async def replay(
         session_id: The run's root session id (`jeeves runs JOURNAL` lists them).
         tracer: Span hooks, as for `jeeves.run`.
     """
+    from jeeves.replay.api import close_journal, open_journal, plan_replay
+
     store = open_journal(journal, create=False)
     try:
         plan = await plan_replay(store, session_id, arch)
@@ -521,6 +525,9 @@ async def resume(
 
     The other arguments are those of `jeeves.run`.
     """
+    from jeeves.approvals import record_decision
+    from jeeves.replay.api import close_journal, open_journal, plan_replay
+
     store = open_journal(journal, create=False)
     try:
         plan = await plan_replay(store, session_id, arch)

@@ -42,7 +42,11 @@ def test_quick_bench_writes_a_report(tmp_path: Path) -> None:
     assert jeeves["a"]["events"] > 0 and jeeves["b"]["events"] > 0 and jeeves["e"]["events"] > 0
     assert jeeves["c"]["n"] == 20 and jeeves["c"]["events_per_run"] == jeeves["a"]["events"]
     assert jeeves["d"]["statement"] == "import jeeves"
-    assert jeeves["f"]["speedup"] > 0 and jeeves["g"]["events_per_run"] == jeeves["e"]["events"]
+    g = jeeves["g"]
+    assert jeeves["f"]["speedup"] > 0 and g["live_nested"]["events_per_run"] == jeeves["e"]["events"]
+    assert g["live_stream"]["events_per_run"] == g["reattach"]["events"] == 503  # 500 deltas + 3
+    assert g["fanout"]["followers"] == 5 and g["fanout"]["identical"]
+    assert g["fanout"]["encodes"] == g["fanout"]["events_per_follower"]  # one JSON encoding per event
     report = (tmp_path / "LATEST.md").read_text()
     assert "## Targets" in report and "| jeeves |" in report and "--quick" in report
     assert not (tmp_path / "LATEST.png").exists()

@@ -16,20 +16,27 @@ See docs/replay.md for the id scheme and why a replay can be trusted.
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from jeeves.replay.api import RunSummary, list_runs, open_journal
 from jeeves.replay.base import JournalStore, JournalWarning
 from jeeves.replay.eventlog import EventLog, LoggedRun, open_event_log
 from jeeves.replay.memory import MemoryJournal
-from jeeves.replay.source import register_loader, resolve_ref
 
 if TYPE_CHECKING:
+    from jeeves.replay.api import RunSummary, list_runs, open_journal
     from jeeves.replay.jsonl import JSONLJournal
     from jeeves.replay.postgres import PostgresJournal
     from jeeves.replay.recorder import EventRecorder
+    from jeeves.replay.source import register_loader, resolve_ref
     from jeeves.replay.sqlite import SQLiteJournal
 
+# Imported on first use: `import jeeves` loads this package (for MemoryJournal) but not
+# the journal opening and architecture loading a run only needs when it has a journal.
 _LAZY = {
     "EventRecorder": "jeeves.replay.recorder",
+    "RunSummary": "jeeves.replay.api",
+    "list_runs": "jeeves.replay.api",
+    "open_journal": "jeeves.replay.api",
+    "register_loader": "jeeves.replay.source",
+    "resolve_ref": "jeeves.replay.source",
     "JSONLJournal": "jeeves.replay.jsonl",
     "PostgresJournal": "jeeves.replay.postgres",
     "SQLiteJournal": "jeeves.replay.sqlite",

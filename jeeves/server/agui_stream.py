@@ -21,6 +21,7 @@ from jeeves.errors import UserError
 from jeeves.events import ApprovalRequested, Event
 from jeeves.server.agui import AguiMapper
 from jeeves.server.runs import RunRecord
+from jeeves.server.sse import each_event
 
 __all__ = ["AguiFormat", "task_from_input"]
 
@@ -66,6 +67,9 @@ class AguiFormat:
             self._mapper.follow(before)
             out += self._mapper.reopen()
         return self._encode(out)
+
+    def chunk_after(self, record: RunRecord, seq: int) -> tuple[bytes, int]:
+        return each_event(record, seq, self.event)
 
     def event(self, event: Event) -> list[str]:
         self._seen = event.seq

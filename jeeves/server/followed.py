@@ -20,9 +20,9 @@ from collections.abc import AsyncGenerator
 
 import anyio
 
-from jeeves.events import event_to_json
 from jeeves.replay.eventlog import EventLog, LoggedRun, open_event_log
 from jeeves.server.sse import KEEPALIVE, sse_message
+from jeeves.server.wire import encode_event
 
 __all__ = ["DatabaseRuns"]
 
@@ -64,25 +64,25 @@ class DatabaseRuns:
     async def get(self, root: str) -> LoggedRun | None:
         return await self.log.run(root)
 
-    async def follow(self, root: str, after: int, *, keepalive_s: float) -> AsyncGenerator[str, None]:
-        """SSE text for a follower of run `root` that has seen events up to seq `after`."""
+    async def follow(self, root: str, after: int, *, keepalive_s: float) -> AsyncGenerator[bytes, None]:
+        """SSE bytes for a follower of run `root` that has seen events up to seq `after`: each
+        read's events in one chunk."""
         seen, wait, idle = after, self.poll_s, 0.0
         while True:
             run = await self.log.run(root)  # read before the events: if it had ended, all are in
             events = await self.log.after(root, seen)
-            for event in events:
-                seen = event.seq
-                yield sse_message(event_to_json(event), id=event.seq)
             if events:
+                seen = events[-1].seq
+                yield b"".join(encode_event(event) for event in events)
                 wait, idle = self.poll_s, 0.0
                 continue
             if run is None or (run.ended and run.last_seq <= seen):
                 end = {"session_id": root, "status": run.status if run else "unknown", "last_seq": seen}
-                yield sse_message(json.dumps(end), event="end")
+                yield sse_message(json.dumps(end), event="end").encode()
                 return
             await anyio.sleep(wait)
             idle += wait
             wait = min(wait * 2, self.max_poll_s)
             if idle >= keepalive_s:
                 idle = 0.0
-                yield KEEPALIVE
+                yield KEEPALIVE.encode()

@@ -5,6 +5,10 @@ tracer (the default one, so OpenTelemetry keeps working) and stores each live mo
 call's request (its fingerprint payload: messages, tools, output schema, params, with
 credentials stripped, and masked again) in the run's `RequestLog`, in call order per
 session. The k-th `model.completed` of a session answered its k-th call that ended well.
+
+The payload is copied when the call starts (the request may change afterwards), but
+masked when it is first read: masking walks every string of every message, and most
+requests of a run are never looked at. Nothing leaves the log unmasked.
 """
 
 from __future__ import annotations
@@ -22,6 +26,9 @@ __all__ = ["MAX_LOGGED_CALLS", "RecordingTracer", "RequestLog"]
 
 MAX_LOGGED_CALLS = 2000
 """Model calls a run's `RequestLog` keeps; later calls are counted but not stored."""
+
+_UNMASKED = "_unmasked"
+"""Marks a stored entry whose request has not been masked yet (removed when it is)."""
 
 
 class RequestLog:
@@ -41,13 +48,18 @@ class RequestLog:
             self.dropped += 1
             return entry
         self._count += 1
-        entry["request"] = mask_credentials(request.fingerprint_payload())
+        entry["request"] = request.fingerprint_payload()
+        entry[_UNMASKED] = True
         self._calls.setdefault(session_id, []).append(entry)
         return entry
 
     def calls(self, session_id: str) -> list[dict[str, Any]]:
         """The calls of `session_id` (an entry's `ok` is None while it runs, then True or False)."""
-        return [{"call": i, **entry} for i, entry in enumerate(self._calls.get(session_id, []))]
+        entries = self._calls.get(session_id, [])
+        for entry in entries:
+            if entry.pop(_UNMASKED, False):
+                entry["request"] = mask_credentials(entry["request"])
+        return [{"call": i, **entry} for i, entry in enumerate(entries)]
 
 
 class RecordingTracer:

@@ -48,6 +48,7 @@ from jeeves.replay.source import register_loader
 from jeeves.runner import RunResult, RunStream, check_injection, stream
 from jeeves.server.gates import GateDesk
 from jeeves.server.requests import RecordingTracer, RequestLog
+from jeeves.server.wire import WireCache
 
 __all__ = ["RunNotRunning", "RunRecord", "RunRegistry", "RunStatus", "TooManyRuns"]
 
@@ -130,6 +131,8 @@ class RunRecord:
         self._events: list[Event] = []
         self._seqs: list[int] = []
         self._changed = anyio.Event()
+        self._watched = False
+        """Whether someone holds `_changed` (a new one is made at a change only then)."""
         self._done = anyio.Event()
         self._scope: anyio.CancelScope | None = None
         self._cancel_requested = False
@@ -145,6 +148,8 @@ class RunRecord:
         """Messages sent before the run's stream existed, handed to it when it does."""
         self.requests = RequestLog()
         """The requests of the run's live model calls (what the viewer's node detail shows)."""
+        self.wire = WireCache(self._events, self._seqs)
+        """The events as jeeves SSE messages, encoded once for all followers."""
 
     @property
     def finished(self) -> bool:
@@ -163,16 +168,17 @@ class RunRecord:
         """Wait until an event after `seq` exists or the run ended; False after `within_s` without."""
         with anyio.move_on_after(within_s):
             while not self.finished and self.last_seq <= seq:
-                await self._changed.wait()
+                await self.change_token().wait()
             return True
         return False
 
     async def changed(self) -> None:
         """Wait for the next change: an event, a gate arriving or leaving, the end."""
-        await self._changed.wait()
+        await self.change_token().wait()
 
     def change_token(self) -> anyio.Event:
         """An event set at the next change after this call (take it before looking at the record)."""
+        self._watched = True
         return self._changed
 
     async def wait(self) -> None:
@@ -261,6 +267,9 @@ class RunRecord:
 
     # -- written by the registry's driving task only ------------------------------------
     def _notify(self) -> None:
+        if not self._watched:  # nobody waits: the current token still means "the next change"
+            return
+        self._watched = False
         changed, self._changed = self._changed, anyio.Event()
         changed.set()
 

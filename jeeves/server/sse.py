@@ -13,12 +13,16 @@ receives every event with a seq above N, exactly once. Comments (`: keep-alive`)
 while nothing happens, so proxies keep the connection open. When the run has ended and
 the client has everything, one last message `event: end` carries the run's status; an
 `EventSource` should close on it (it would reconnect otherwise).
+
+Throughput: a follower writes every event that is ready in one chunk (one send to the
+connection for a burst, not one per event), and the jeeves stream's bytes for an event
+are made once per run and shared by all its followers (`jeeves.server.wire`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from typing import Protocol
 
 import anyio
@@ -27,7 +31,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from jeeves.errors import UserError
-from jeeves.events import Event, event_to_json
+from jeeves.events import Event
 from jeeves.server.runs import RunRecord, RunRegistry
 
 __all__ = [
@@ -36,6 +40,7 @@ __all__ = [
     "EventStreamResponse",
     "JeevesFormat",
     "StreamFormat",
+    "each_event",
     "follow_run",
     "last_event_id",
     "sse_message",
@@ -43,6 +48,10 @@ __all__ = [
 
 KEEPALIVE = ": keep-alive\n\n"
 """An SSE comment: ignored by clients, keeps idle connections open."""
+_KEEPALIVE = KEEPALIVE.encode()
+
+MAX_BATCH_EVENTS = 256
+"""A format that maps events one by one (AG-UI) writes at most this many per chunk."""
 
 
 def sse_message(data: str, *, id: int | None = None, event: str | None = None) -> str:
@@ -72,11 +81,11 @@ def last_event_id(request: Request) -> int:
 
 
 class EventStreamResponse(Response):
-    """A `text/event-stream` response over an async iterator of SSE text."""
+    """A `text/event-stream` response over an async iterator of SSE bytes (one send per chunk)."""
 
     media_type = "text/event-stream"
 
-    def __init__(self, body: AsyncGenerator[str, None], *, headers: dict[str, str] | None = None) -> None:
+    def __init__(self, body: AsyncGenerator[bytes, None], *, headers: dict[str, str] | None = None) -> None:
         self.body_iterator = body
         self.status_code = 200
         self.background = None
@@ -95,7 +104,7 @@ class EventStreamResponse(Response):
                 group.start_soon(watch_disconnect)
                 try:
                     async for chunk in self.body_iterator:
-                        await send({"type": "http.response.body", "body": chunk.encode(), "more_body": True})
+                        await send({"type": "http.response.body", "body": chunk, "more_body": True})
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
                 except OSError:  # the client went away while we were sending (ASGI 2.4 servers)
                     pass
@@ -106,7 +115,12 @@ class EventStreamResponse(Response):
 
 
 class StreamFormat(Protocol):
-    """How a followed run is written: the opening, each event, the closing (as SSE text).
+    """How a followed run is written: the opening, its events, the closing.
+
+    `chunk_after` writes the events of the record after `seq` that are ready (all of
+    them, or a bounded batch) and returns the bytes with the seq of the last event it
+    took; it returns `seq` itself when there is none. A format may write nothing for an
+    event it takes (the bytes are then empty but the seq moves on).
 
     `interrupt` is asked after every change of the run (an event, a gate arriving or
     leaving): text to end the stream with while the run goes on (the AG-UI stream ends
@@ -115,7 +129,7 @@ class StreamFormat(Protocol):
 
     def opening(self) -> list[str]: ...
 
-    def event(self, event: Event) -> list[str]: ...
+    def chunk_after(self, record: RunRecord, seq: int) -> tuple[bytes, int]: ...
 
     def interrupt(self, record: RunRecord) -> list[str] | None: ...
 
@@ -123,13 +137,16 @@ class StreamFormat(Protocol):
 
 
 class JeevesFormat:
-    """jeeves' own stream: `id:` = seq, `data:` = the event's JSON; `event: end` last."""
+    """jeeves' own stream: `id:` = seq, `data:` = the event's JSON; `event: end` last.
+
+    The bytes come from the record's `WireCache`: encoded once, shared by every follower.
+    """
 
     def opening(self) -> list[str]:
         return []
 
-    def event(self, event: Event) -> list[str]:
-        return [sse_message(event_to_json(event), id=event.seq)]
+    def chunk_after(self, record: RunRecord, seq: int) -> tuple[bytes, int]:
+        return record.wire.chunk_after(seq)
 
     def interrupt(self, record: RunRecord) -> list[str] | None:
         return None  # jeeves' own stream follows a run through its gates
@@ -140,35 +157,46 @@ class JeevesFormat:
         return [sse_message(json.dumps({k: summary[k] for k in keep if k in summary}), event="end")]
 
 
+def each_event(record: RunRecord, seq: int, write: Callable[[Event], list[str]]) -> tuple[bytes, int]:
+    """`chunk_after` for a format that writes events one at a time (`write(event)`)."""
+    events = record.events_after(seq)[:MAX_BATCH_EVENTS]
+    if not events:
+        return b"", seq
+    return "".join(text for event in events for text in write(event)).encode(), events[-1].seq
+
+
 async def follow_run(
     registry: RunRegistry, record: RunRecord, after: int, fmt: StreamFormat, *, keepalive_s: float
-) -> AsyncGenerator[str, None]:
-    """SSE text for a follower of `record` that has seen events up to `after`.
+) -> AsyncGenerator[bytes, None]:
+    """SSE bytes for a follower of `record` that has seen events up to `after`.
 
-    Counted as a follower while it runs (see `RunRegistry.following`); yields a keep-alive
-    comment whenever `keepalive_s` pass without an event; ends after the run's last event
-    and `fmt.closing`.
+    Counted as a follower while it runs (see `RunRegistry.following`); every event that
+    is ready goes out in one chunk (a behind follower catches up in few writes); yields a
+    keep-alive comment whenever `keepalive_s` pass without an event; ends after the
+    run's last event and `fmt.closing`.
     """
     with registry.following(record):
-        for chunk in fmt.opening():
-            yield chunk
+        opening = fmt.opening()
+        if opening:
+            yield "".join(opening).encode()
         seen = after
         while True:
             change = record.change_token()  # taken before looking: a change while we yield is not lost
-            for event in record.events_after(seen):
-                seen = event.seq
-                for chunk in fmt.event(event):
+            while True:
+                chunk, upto = fmt.chunk_after(record, seen)
+                if upto == seen:
+                    break
+                seen = upto
+                if chunk:
                     yield chunk
             ending = fmt.interrupt(record)
             if ending is not None:
-                for chunk in ending:
-                    yield chunk
+                yield "".join(ending).encode()
                 return
             if record.finished and record.last_seq <= seen:
-                for chunk in fmt.closing(record):
-                    yield chunk
+                yield "".join(fmt.closing(record)).encode()
                 return
             with anyio.move_on_after(keepalive_s) as idle:
                 await change.wait()
             if idle.cancelled_caught:
-                yield KEEPALIVE
+                yield _KEEPALIVE

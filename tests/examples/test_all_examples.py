@@ -57,6 +57,12 @@ LIVE = {
             "stop reason: approved; best round: 0",
         ),
     ),
+    "many_followers.py": Live(
+        env=BY_ENV,
+        args=("--followers", "5"),
+        shows=("5 followers read them all; identical streams: True", "one per event: True", "exact: True"),
+        critics=False,
+    ),
     "durable_workers.py": Live(
         env=BY_ENV,
         shows=("slug-1: completed, approved", "replayed slug-1 offline: approved, same output: True"),

@@ -17,7 +17,8 @@ import pytest
 from jeeves import Agent, Router, ScriptedModel
 from jeeves.events import SessionStarted
 from jeeves.hooks import NullSpan, SpanHandle
-from jeeves.messages import Message, ModelRequest
+from jeeves.messages import Message, ModelRequest, ToolSpec
+from jeeves.redact import REDACTED
 from jeeves.server import create_app
 from jeeves.server.recorded import view_target
 from jeeves.server.requests import RecordingTracer, RequestLog
@@ -99,6 +100,25 @@ def test_the_recording_tracer_defers_to_the_run_tracer_marks_failures_and_caps_i
     assert inner.model_calls == 3  # OpenTelemetry (or any tracer) still sees every call
     assert [c["ok"] for c in calls] == [True, False] and log.dropped == 1
     assert "sk-secret" not in str(calls)
+
+
+def test_the_request_log_masks_what_it_stored_when_it_is_read_and_keeps_the_call_time_copy() -> None:
+    log = RequestLog()
+    tracer = RecordingTracer(log, CountingTracer())
+    started = SessionStarted(session_id="s", role="agent", architecture="agent")
+    schema = {"type": "object", "properties": {}, "examples": [{"api_key": "sk-in-schema"}]}
+    request = ModelRequest(
+        messages=[Message(role="user", content="hi")],
+        tools=[ToolSpec(name="lookup", description="", parameters=schema)],
+    )
+    with tracer.model_call(started, request):
+        pass
+    request.messages.append(Message(role="user", content="added after the call"))  # not what was asked
+    first, again = log.calls("s"), log.calls("s")
+    assert "sk-in-schema" not in str(first) and first == again
+    assert first[0]["request"]["tools"][0]["parameters"]["examples"] == [{"api_key": REDACTED}]
+    assert "added after the call" not in str(first)
+    assert set(first[0]) == {"call", "model", "request", "ok"}
 
 
 async def test_a_served_journal_lists_its_runs_and_replays_one_as_events(recorded: Path) -> None:

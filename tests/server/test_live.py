@@ -5,11 +5,26 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 
+import anyio
 import httpx
+import pytest
 
+import jeeves.server.wire as wire
 from jeeves import Router, event_from_json
+from jeeves.events import Event
 from jeeves.server import create_app
-from tests.server.conftest import Blocked, Gated, Sse, gated_model, live_server, parse_sse, wait_until
+from jeeves.server.wire import encode_event
+from tests.server.conftest import (
+    Blocked,
+    Gated,
+    LiveServer,
+    Sse,
+    gated_model,
+    live_server,
+    messages,
+    parse_sse,
+    wait_until,
+)
 
 
 def read_until(lines: Iterator[str], stop: str) -> list[Sse]:
@@ -83,3 +98,53 @@ def test_idle_streams_get_keepalive_comments() -> None:
                     break
         client.delete(f"/runs/{sid}")
     assert [m.json()["type"] for m in seen if m is not None] == ["session.started", "round.started"]
+
+
+def test_twenty_followers_over_http_read_the_same_stream_encoded_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    encodes: list[int] = []
+
+    def counting(event: Event) -> bytes:
+        encodes.append(event.seq)
+        return encode_event(event)
+
+    monkeypatch.setattr(wire, "encode_event", counting)
+    gate = threading.Event()
+    app = create_app({"gated": Gated(gate)}, router=lambda: Router({"default": gated_model()}))
+
+    async def follow(url: str, sid: str, last: int | None = None) -> bytes:
+        headers = {} if last is None else {"Last-Event-ID": str(last)}
+        async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+            async with client.stream("GET", f"/runs/{sid}/events", headers=headers) as response:
+                return b"".join([chunk async for chunk in response.aiter_raw()])
+
+    async def twenty(server: LiveServer, sid: str) -> list[bytes]:
+        bodies: list[bytes] = []
+
+        async def reader() -> None:
+            bodies.append(await follow(server.url, sid))
+
+        def following() -> int:
+            return server.call(lambda: app.state.runs.get(sid).followers)
+
+        async with anyio.create_task_group() as group:
+            for _ in range(20):
+                group.start_soon(reader)
+            await anyio.to_thread.run_sync(lambda: wait_until(lambda: following() == 20, "20 followers"))
+            gate.set()  # the run goes on only once all twenty are following
+        return bodies
+
+    with live_server(app) as server, httpx.Client(base_url=server.url, timeout=30) as client:
+        sid = client.post("/runs", json={"architecture": "gated", "task": "count"}).json()["session_id"]
+        bodies = anyio.run(twenty, server, sid)
+        record = server.call(lambda: app.state.runs.get(sid))
+        cut = server.call(lambda: record.last_seq) // 2
+        tail = anyio.run(follow, server.url, sid, cut)
+        events = server.call(lambda: record.events_after(0))
+    assert len(bodies) == 20 and len(set(bodies)) == 1
+    got = messages(bodies[0].decode())
+    assert [int(m.id or 0) for m in got[:-1]] == [e.seq for e in events] == list(range(1, len(events) + 1))
+    assert got[-1].event == "end" and got[-1].json()["status"] == "completed"
+    assert sorted(encodes) == [e.seq for e in events]  # once each, for twenty followers and a re-attach
+    assert [int(m.id or 0) for m in messages(tail.decode())[:-1]] == list(range(cut + 1, len(events) + 1))

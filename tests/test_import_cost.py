@@ -1,0 +1,93 @@
+"""What `import jeeves` loads: the kernel, and nothing that waits for first use.
+
+Each module listed here is made lazy on purpose (docs/design.md, "Import cost"); the test
+runs `import jeeves` in a fresh interpreter and fails naming any that came back, so the
+import cost (issue 14, bench (d)) cannot regress by a stray top-level import.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from tests.conftest import subprocess_env
+
+LAZY = (
+    # optional dependencies and the server
+    "litellm",
+    "opentelemetry.sdk",
+    "starlette",
+    "uvicorn",
+    "httpx",
+    "ag_ui",
+    "dbos",
+    "psycopg",
+    "sqlite3",
+    "trio",
+    "asyncio",
+    # jeeves' own modules that only some runs need
+    "jeeves.replay.api",
+    "jeeves.replay.source",
+    "jeeves.replay.sqlite",
+    "jeeves.replay.jsonl",
+    "jeeves.models.testing",
+    "jeeves.models.litellm",
+    "jeeves.approvals",
+    "jeeves.architectures",
+    "jeeves.critics",
+    "jeeves.telemetry",
+    "jeeves.server",
+    "jeeves.spec",
+    "jeeves.durable",
+    # stdlib modules pulled in by pydantic's plugin scan (a schema built at import) or used rarely
+    "importlib.metadata",
+    "email",
+    "zipfile",
+    "difflib",
+)
+
+CODE = """
+import json, sys
+import jeeves
+from jeeves.checks import ConfigModel
+built = [c.__name__ for c in (jeeves.Budget, jeeves.Route, ConfigModel) if c.__pydantic_complete__]
+print(json.dumps({"modules": sorted(sys.modules), "built": built}))
+"""
+
+
+def _fresh_import() -> dict[str, list[str]]:
+    done = subprocess.run(
+        [sys.executable, "-c", CODE], capture_output=True, text=True, env=subprocess_env(), check=True
+    )
+    result: dict[str, list[str]] = json.loads(done.stdout)
+    return result
+
+
+def test_import_jeeves_loads_none_of_the_lazy_modules_and_builds_no_validator() -> None:
+    seen = _fresh_import()
+    loaded = set(seen["modules"])
+    assert [m for m in LAZY if m in loaded] == []
+    assert "jeeves.runner" in loaded and "pydantic" in loaded  # the check itself reads the right process
+    assert seen["built"] == []  # validators are built at first use, not at import
+
+
+def test_the_lazy_names_still_resolve_and_a_late_import_does_not_shadow_jeeves_replay() -> None:
+    code = (
+        "import jeeves, jeeves.replay.api, jeeves.replay.sqlite\n"  # what a first run with a journal loads
+        "from jeeves import FunctionModel, ScriptedModel\n"
+        "from jeeves.replay import open_journal, register_loader\n"
+        "print(ScriptedModel.__module__, FunctionModel.__module__, open_journal.__module__,\n"
+        "      register_loader.__module__, jeeves.replay.__module__, callable(jeeves.replay))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=subprocess_env(), check=True
+    )
+    assert done.stdout.split() == [
+        "jeeves.models.testing",
+        "jeeves.models.testing",
+        "jeeves.replay.api",
+        "jeeves.replay.source",
+        "jeeves.runner",  # `jeeves.replay` is still the function, not the subpackage
+        "True",
+    ]
