@@ -11,6 +11,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -64,30 +65,38 @@ def jeeves_cli(
 
 
 @contextmanager
-def jeeves_serve(*args: str, env: dict[str, str] | None = None) -> Iterator[str]:
-    """`python -m jeeves serve ARGS --port 0` from the repository; yields its base URL.
+def jeeves_serve(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> Iterator[str]:
+    """`python -m jeeves serve ARGS --port 0` (from the repository, or `cwd`); yields its base
+    URL once it prints its `serving ... at URL` line.
 
     On leaving, the server gets SIGINT and must exit cleanly (code 0).
     """
+    errors = tempfile.TemporaryFile(mode="w+")  # never a pipe nobody reads while it runs
     server = subprocess.Popen(
         [sys.executable, "-m", "jeeves", "serve", *args, "--port", "0"],
-        cwd=REPO,
+        cwd=cwd or REPO,
         env=env or subprocess_env(),
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=errors,
         text=True,
     )
     try:
         assert server.stdout is not None
+        lines: list[str] = []
         port = None
         for line in server.stdout:
+            lines.append(line)
             found = re.search(r"serving .* at http://127\.0\.0\.1:(\d+)/", line)
             if found:
                 port = int(found.group(1))
                 break
-        assert port, "the server did not report its address"
+        assert port, f"jeeves serve did not report its address: {''.join(lines)}"
         yield f"http://127.0.0.1:{port}"
     finally:
-        server.send_signal(signal.SIGINT)
+        if server.poll() is None:
+            server.send_signal(signal.SIGINT)
         server.communicate(timeout=30)
-    assert server.returncode == 0
+        errors.seek(0)
+        err = errors.read()
+        errors.close()
+    assert server.returncode == 0, err

@@ -6,12 +6,8 @@ followed sequence gap-free and without duplicates."""
 from __future__ import annotations
 
 import json
-import re
-import subprocess
-import sys
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
@@ -20,7 +16,7 @@ import pytest
 import jeeves
 from jeeves.durable import submit, wait
 from jeeves.events import event_to_json
-from tests.conftest import REPO, jeeves_cli, offline_env
+from tests.conftest import jeeves_cli, jeeves_serve, offline_env
 from tests.durable import archs
 from tests.durable.conftest import TARGET, CountingServer, WorkerProcess, environ
 from tests.server.conftest import Sse, parse_sse
@@ -35,33 +31,6 @@ TAKEOVER = ("--heartbeat", "0.5", "--takeover-after", "5", "--poll", "0.1")
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@contextmanager
-def jeeves_serve(database: str) -> Iterator[str]:
-    """`jeeves serve --database URL` in a subprocess on a free port; yields its base URL."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jeeves", "serve", "--port", "0", "--database", database],
-        cwd=REPO,
-        env=offline_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        lines: list[str] = []
-        for line in proc.stdout:
-            lines.append(line)
-            found = re.search(r"serving .* at (http://127\.0\.0\.1:\d+)/", line)
-            if found:
-                yield found.group(1)
-                break
-        else:
-            raise AssertionError(f"jeeves serve did not start: {''.join(lines)}")
-    finally:
-        proc.terminate()
-        proc.communicate(timeout=30)
 
 
 async def follow(
@@ -111,7 +80,7 @@ async def test_serve_follows_a_workers_run_live_and_last_event_id_resumes_exactl
     counter.hold(lambda call: call["session_id"] == "job-f1__critic_1")  # the run stops half-way
     await submit(TARGET, "Write add", session_id="job-f1", database=postgres_url)
     assert counter.held.wait(120), "the run never reached the held call"
-    with jeeves_serve(postgres_url) as base:
+    with jeeves_serve("--database", postgres_url, env=offline_env()) as base:
         async with httpx.AsyncClient(base_url=base, timeout=60) as client:
             listed = (await client.get("/runs")).json()["runs"]
             assert [(r["session_id"], r["status"], r["source"]) for r in listed] == [
@@ -146,7 +115,10 @@ async def test_a_follower_sees_one_gap_free_sequence_across_a_takeover_after_kil
     assert counter.held.wait(120), "the run never reached the held call"
     assert counter.held_call is not None
     victim = first if counter.held_call["pid"] == first.pid else second
-    with jeeves_serve(postgres_url) as base, httpx.Client(base_url=base, timeout=120) as client:
+    with (
+        jeeves_serve("--database", postgres_url, env=offline_env()) as base,
+        httpx.Client(base_url=base, timeout=120) as client,
+    ):
         followed: list[Sse] = []
         mid_run = threading.Event()
 

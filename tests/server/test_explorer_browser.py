@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +24,7 @@ from starlette.routing import Route
 from jeeves.events import SessionCompleted, SessionStarted, WatchdogVerdictEvent, event_to_json
 from jeeves.server.gates import DecisionBody
 from jeeves.server.viewer import viewer_routes
+from tests.conftest import jeeves_serve
 from tests.server import explorer_runs
 from tests.server.conftest import live_server
 from tests.server.test_viewer_browser import CHROMEDRIVER, CHROMIUM
@@ -89,19 +88,8 @@ def served(tmp_path: Path) -> Iterator[str]:
     """`jeeves serve --offline --journal runs.jsonl` on a free port (the demo live, one recorded run)."""
     journal = tmp_path / "runs.jsonl"
     anyio.run(explorer_runs.record, journal)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    command = [sys.executable, "-m", "jeeves", "serve", "--offline", "--journal", str(journal), "--port", "0"]
-    with subprocess.Popen(
-        command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-    ) as proc:
-        try:
-            assert proc.stdout is not None
-            line = proc.stdout.readline()
-            assert line.startswith("jeeves: serving demo at "), line
-            yield line.split(" at ", 1)[1].strip().rstrip("/")
-        finally:
-            proc.terminate()
-            proc.wait(timeout=30)
+    with jeeves_serve("--offline", "--journal", str(journal), cwd=tmp_path) as base:
+        yield base
 
 
 def test_the_explorer_shows_a_live_demo_and_travels_through_a_recorded_run(chrome: Any, served: str) -> None:

@@ -10,15 +10,13 @@ wait is for a DOM condition; screenshots go to test-artifacts/viewer/.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
+from tests.conftest import jeeves_serve
 from tests.server.test_explorer_browser import ROOT, artifacts, console_errors, rect
 from tests.server.test_explorer_browser import chrome as chrome  # the fixture, used by name
 
@@ -30,30 +28,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`jeeves serve refund_desk.toml ops_goal.toml --offline --journal runs.jsonl` on a free port."""
     where = tmp_path_factory.mktemp("served")
     specs = [str(ROOT / "architectures" / name) for name in ("refund_desk.toml", "ops_goal.toml")]
-    command = [
-        sys.executable,
-        "-m",
-        "jeeves",
-        "serve",
-        *specs,
-        "--offline",
-        "--journal",
-        "runs.jsonl",
-        "--port",
-        "0",
-    ]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    with subprocess.Popen(
-        command, cwd=where, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-    ) as proc:
-        try:
-            assert proc.stdout is not None
-            line = proc.stdout.readline()
-            assert line.startswith("jeeves: serving "), line
-            yield line.split(" at ", 1)[1].strip().rstrip("/")
-        finally:
-            proc.terminate()
-            proc.wait(timeout=30)
+    with jeeves_serve(*specs, "--offline", "--journal", "runs.jsonl", cwd=where) as base:
+        yield base
 
 
 def start(driver: Any, url: str, architecture: str, session_id: str) -> None:
