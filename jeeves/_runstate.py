@@ -17,6 +17,7 @@ from pydantic import TypeAdapter
 
 from jeeves.budget import BudgetMeter
 from jeeves.channel import EventChannel
+from jeeves.errors import UserError
 from jeeves.gating import Approvals, Approver, PendingGate
 from jeeves.hooks import NullTracer, SpanHandle, Tracer
 from jeeves.journal import Journal, JournalMode
@@ -35,9 +36,16 @@ class StepResult(NamedTuple, Generic[T]):
     replayed: bool
 
 
+_OWNER: dict[int, str] = {}
+
+
 def lease_owner() -> str:
-    """This process, as a lease names it: `host:pid`."""
-    return f"{socket.gethostname()}:{os.getpid()}"
+    """This process, as a lease names it: `host:pid` (looked up once per process)."""
+    pid = os.getpid()
+    owner = _OWNER.get(pid)
+    if owner is None:
+        owner = _OWNER[pid] = f"{socket.gethostname()}:{pid}"
+    return owner
 
 
 class Suspension:
@@ -52,25 +60,43 @@ class Suspension:
     `pending`.
     """
 
+    __slots__ = ("_changed", "_requested", "in_flight", "pending", "watched")
+
     def __init__(self) -> None:
         self.pending: dict[str, PendingGate] = {}
         self.in_flight = 0
-        self.requested = anyio.Event()
-        self._changed = anyio.Event()
+        self.watched = False
+        """Whether the runner watches for suspension (a run with an approval policy)."""
+        self._requested: anyio.Event | None = None
+        self._changed: anyio.Event | None = None
+
+    @property
+    def requested(self) -> anyio.Event:
+        """Set when a gate parks: the run is asked to suspend (built on first use)."""
+        if self._requested is None:
+            self._requested = anyio.Event()
+        return self._requested
 
     @property
     def suspending(self) -> bool:
-        return self.requested.is_set()
+        return self._requested is not None and self._requested.is_set()
 
     def enter(self) -> None:
         self.in_flight += 1
 
     def leave(self) -> None:
         self.in_flight -= 1
-        self._changed.set()
+        if self._changed is not None:
+            self._changed.set()
 
     async def park(self, gate: PendingGate | None = None) -> None:
         """Wait here until the runner cancels the tree (never returns)."""
+        if not self.watched:
+            where = f" at gate {gate.gate_id} ({gate.tool!r})" if gate is not None else ""
+            raise UserError(
+                f"The run reached an undecided gate{where} but has no approval policy, so nothing "
+                f"suspends it; pass approvals=Approvals(...) to jeeves.run, or an approver=."
+            )
         if gate is not None:
             self.pending[gate.gate_id] = gate
             self.requested.set()
@@ -133,12 +159,19 @@ class RunState:
     created_at: float | None = None
     expires_at: float | None = None
     """The session TTL's end (wall clock), kept in the root's record across resumes."""
-    root_lock: anyio.Lock = field(default_factory=anyio.Lock)
-    """Serialises writes of the root's session record (the context's and the heartbeat's)."""
+    _root_lock: anyio.Lock | None = None
     _adapters: dict[Any, TypeAdapter[Any]] = field(default_factory=dict)
     _tree: dict[str, UsageTally] = field(default_factory=dict)
     _live_tree: dict[str, UsageTally] = field(default_factory=dict)
     """Per session: its usage plus everything below it, kept as calls are booked (see usage_tree)."""
+
+    @property
+    def root_lock(self) -> anyio.Lock:
+        """Serialises writes of the root's session record (the context's and the heartbeat's);
+        built at the first write (a run without a journal never takes it)."""
+        if self._root_lock is None:
+            self._root_lock = anyio.Lock()
+        return self._root_lock
 
     def adapter(self, tp: Any) -> TypeAdapter[Any]:
         adapter = self._adapters.get(tp)

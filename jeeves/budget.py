@@ -55,11 +55,21 @@ class Budget(ConfigModel):
     """Seconds from the start of the run; steps still running then are cancelled."""
 
 
+_NO_BUDGET: list[Budget] = []
+
+
+def _no_budget() -> Budget:
+    """The empty Budget, built once (it is frozen): a run without one does not validate one."""
+    if not _NO_BUDGET:
+        _NO_BUDGET.append(Budget())
+    return _NO_BUDGET[0]
+
+
 class BudgetMeter:
     """The running total of one run against its Budget, and the live steps it may stop."""
 
     def __init__(self, budget: Budget | None = None) -> None:
-        self.budget = budget or Budget()
+        self.budget = budget or _no_budget()
         self.spent = UsageTally()
         self._started = time.monotonic()
         self.breached: BudgetExceeded | None = None
@@ -68,8 +78,9 @@ class BudgetMeter:
         self._calls: set[anyio.CancelScope] = set()
         """The model calls in flight; a breach cancels them."""
         b = self.budget
-        self._unlimited = (b.max_tokens, b.max_usd, b.max_model_calls, b.deadline_s) == (None,) * 4
-        """No limit on any axis: a live step needs no check and no cancel scope."""
+        self.unlimited = (b.max_tokens, b.max_usd, b.max_model_calls, b.deadline_s) == (None,) * 4
+        """No limit on any axis: a live step needs no check and no cancel scope (the
+        context then runs it without entering `live` at all)."""
 
     def elapsed(self) -> float:
         return time.monotonic() - self._started
@@ -140,7 +151,7 @@ class BudgetMeter:
         elsewhere; every step is cancelled at the deadline. A step stopped either way
         raises BudgetExceeded here, so the caller records it as stopped, not completed.
         """
-        if self._unlimited:  # nothing can refuse or stop it
+        if self.unlimited:  # nothing can refuse or stop it
             yield
             return
         if model_call:
