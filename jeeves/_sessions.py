@@ -45,7 +45,10 @@ class Sessions(StepsCore):
         state.role_paths[self.session_id] = self.role_path
         setup_error: Exception | None = None
         try:
-            model = await self._session_model(arch)
+            if state.journal is not None and state.mode == "replay":
+                model = await self._recorded_model()
+            else:
+                model = describe_model(arch, cast("Context", self))
         except Exception as exc:  # no route, a replay missing this session: fail as this session, below
             model, setup_error = None, exc
         started = SessionStarted(
@@ -60,7 +63,9 @@ class Sessions(StepsCore):
         )
         self._started = started
         await self.emit(started)
-        await self._record_session(started, "in_progress")
+        journaled = state.journal is not None
+        if journaled:
+            await self._record_session(started, "in_progress")
         with state.tracer.session(started) as span:
             state.spans[self.session_id] = span
             try:
@@ -86,7 +91,8 @@ class Sessions(StepsCore):
                     )
                 )
                 ended = exc.status if isinstance(exc, RunEnded) else "failed"
-                await self._record_session(started, ended, error=exc)  # type: ignore[arg-type]
+                if journaled:
+                    await self._record_session(started, ended, error=exc)  # type: ignore[arg-type]
                 raise
             finally:
                 state.spans.pop(self.session_id, None)
@@ -108,21 +114,22 @@ class Sessions(StepsCore):
                 session_id=self.session_id, output=output.text, stop_reason=output.stop_reason, usage=usage
             )
         )
-        await self._record_session(started, "completed", output=output)
+        if journaled:
+            await self._record_session(started, "completed", output=output)
         return output
 
-    async def _session_model(self, arch: Architecture) -> str | None:
-        if self._state.journal is not None and self._state.mode == "replay":
-            record = await self._state.journal.get_session(self.session_id)
-            if record is None:
-                raise ReplayDivergence(
-                    f"Replay reached session {self.session_id!r}, which the journal does not hold: the architecture "
-                    f"or the task differs from the recorded run. Replay the run with the code that recorded it.",
-                    session_id=self.session_id,
-                    step=-1,
-                )
-            return record.model
-        return describe_model(arch, cast("Context", self))
+    async def _recorded_model(self) -> str | None:
+        """The model a strict replay's session names: the recorded one (no route is resolved)."""
+        assert self._state.journal is not None
+        record = await self._state.journal.get_session(self.session_id)
+        if record is None:
+            raise ReplayDivergence(
+                f"Replay reached session {self.session_id!r}, which the journal does not hold: the architecture "
+                f"or the task differs from the recorded run. Replay the run with the code that recorded it.",
+                session_id=self.session_id,
+                step=-1,
+            )
+        return record.model
 
     async def _record_session(
         self,

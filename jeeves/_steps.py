@@ -125,9 +125,11 @@ class StepsCore:
 
         In a strict replay every event is marked `replayed`: nothing in it ran live.
         """
-        if self._state.mode == "replay":
+        state = self._state
+        if state.mode == "replay":
             event.replayed = True
-        await self._state.channel.put(event)
+        if not state.channel.offer(event):  # the buffer is full: wait for the reader
+            await state.channel.put(event)
 
     @property
     def started(self) -> SessionStarted:

@@ -51,6 +51,21 @@ class EventChannel:
             self._reader.set()
             self._reader = None
 
+    def offer(self, event: Event) -> bool:
+        """Stamp and enqueue `event` if that needs no wait (room in the buffer, nobody queued
+        ahead); False, with the event untouched, when the caller must `await put(event)`."""
+        if not self.consume or self._closed:
+            self._stamp(event)
+            return True
+        if not self._blocked and len(self._buffer) < self._max:
+            self._stamp(event)
+            self._buffer.append(event)
+            if self._reader is not None:
+                self._reader.set()
+                self._reader = None
+            return True
+        return False
+
     async def put(self, event: Event) -> None:
         """Stamp `event` with the next seq and enqueue it (waiting while the buffer is full)."""
         if not self.consume or self._closed:

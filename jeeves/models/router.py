@@ -98,10 +98,10 @@ class Router:
                 if len(self._resolved) < _RESOLVED_MAX:
                     self._resolved[path] = route
                 return route
-        path = ".".join(role_path) or "(root)"
+        shown = ".".join(role_path) or "(root)"
         known = ", ".join(sorted(self._routes)) or "none"
         raise UserError(
-            f"No model route for role {path!r} (looked up {list(role_keys(role_path))!r}); routes: {known}. "
+            f"No model route for role {shown!r} (looked up {list(role_keys(role_path))!r}); routes: {known}. "
             f"Add a route for one of those keys, or a 'default' route."
         )
 
