@@ -130,7 +130,8 @@ class RunState:
     usage: dict[str, UsageTally] = field(default_factory=dict)
     """Per session: every model call's usage, replayed ones included (what events report)."""
     live_usage: dict[str, UsageTally] = field(default_factory=dict)
-    """Per session: live calls only (what this run spent)."""
+    """Per session: live calls only (what this run spent); kept only with a journal (without
+    one every call is live: read `_live_books()`)."""
     role_paths: dict[str, tuple[str, ...]] = field(default_factory=dict)
     tool_calls: dict[str, list[str]] = field(default_factory=dict)
     """Per session: the names of the tools it called, in order (replayed calls included)."""
@@ -180,15 +181,25 @@ class RunState:
         return adapter
 
     def add_usage(self, session_id: str, usage: Usage, *, live: bool) -> None:
-        """Book one model call's usage; live calls also count against the budget."""
+        """Book one model call's usage; live calls also count against the budget.
+
+        Without a journal nothing is replayed, so the live books are the same as the
+        others and are not kept twice (`_live_books`)."""
         book(self.usage, self._tree, session_id, usage)
         if live:
-            book(self.live_usage, self._live_tree, session_id, usage)
+            if self.journal is not None:
+                book(self.live_usage, self._live_tree, session_id, usage)
             self.meter.charge(usage)
+
+    def _live_books(self) -> tuple[dict[str, UsageTally], dict[str, UsageTally]]:
+        """The live usage per session and per subtree (the only books without a journal)."""
+        if self.journal is None:
+            return self.usage, self._tree
+        return self.live_usage, self._live_tree
 
     def tree_usage(self, session_id: str, *, live: bool = False) -> Usage:
         """Usage of a session and everything below it (kept as calls are booked: O(1))."""
-        tally = (self._live_tree if live else self._tree).get(session_id)
+        tally = (self._live_books()[1] if live else self._tree).get(session_id)
         return tally.snapshot() if tally is not None else Usage()
 
     def tree_tool_calls(self, session_id: str) -> list[str]:
@@ -205,11 +216,11 @@ class RunState:
         """Live usage summed per role (the role of the session that made the calls), or,
         with `whole_path`, per role path (`lead.writer.critic`)."""
         out: dict[str, UsageTally] = {}
-        for sid, tally in self.live_usage.items():
+        for sid, tally in self._live_books()[0].items():
             path = self.role_paths.get(sid, ("?",))
             out.setdefault(".".join(path) if whole_path else path[-1], UsageTally()).add(tally)
         return {role: tally.snapshot() for role, tally in out.items()}
 
     def usage_by_session(self) -> dict[str, Usage]:
         """Live usage per session id."""
-        return {sid: tally.snapshot() for sid, tally in self.live_usage.items()}
+        return {sid: tally.snapshot() for sid, tally in self._live_books()[0].items()}

@@ -77,11 +77,15 @@ class RunResult(BaseModel):
         return self.usage.cost_usd
 
 
+_EMPTY_ROUTER = Router()
+"""The base of a run given no router (routers never change: one serves every run)."""
+
+
 def build_router(
     router: Router | None, model: ModelLike | None, models: Mapping[str, ModelLike] | None
 ) -> Router:
     """The router a run uses: `router`, with `model=` as its default and `models=` overrides."""
-    base = router if router is not None else Router()
+    base = router if router is not None else _EMPTY_ROUTER
     if model is not None:
         base = base.override({"default": model})
     if models:

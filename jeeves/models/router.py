@@ -21,6 +21,9 @@ RouteLike = str | Route | ModelClient
 _RESOLVED_MAX = 4096
 """Role paths a router remembers its match for (a bound: role paths come from code, but an
 app building them from data must not grow a long-lived router without limit)."""
+_OVERRIDES_MAX = 16
+"""Per-run overrides (`model=`, `models=`) a router keeps built, oldest dropped first: runs
+that pass the same model objects reuse one router and its resolved routes."""
 
 
 def role_keys(role_path: Sequence[str]) -> Iterator[str]:
@@ -64,6 +67,7 @@ class Router:
         }
         self._client = client
         self._resolved: dict[tuple[str, ...], Route] = {}
+        self._overrides: dict[tuple[tuple[str, object], ...], Router] = {}
 
     @property
     def routes(self) -> Mapping[str, Route]:
@@ -76,10 +80,17 @@ class Router:
                 f"Route overrides must be a dict of role → model, got {short_repr(models)}; "
                 f"e.g. {{'critic': 'openai/gpt-4o'}}."
             )
+        key = tuple((k, v if isinstance(v, str) else id(v)) for k, v in models.items())
+        cached = self._overrides.get(key)
+        if cached is not None:  # the same overrides as an earlier run: its router, routes resolved
+            return cached
         merged = dict(self._routes)  # already checked: only the overrides are
         merged.update({_check_key(k): Route.coerce(v, key=k) for k, v in models.items()})
         router = Router(client=self._client)
         router._routes = merged
+        if len(self._overrides) >= _OVERRIDES_MAX:
+            self._overrides.pop(next(iter(self._overrides)))
+        self._overrides[key] = router  # its routes hold every object whose id is in `key`
         return router
 
     def resolve(self, role_path: Sequence[str]) -> Route:
