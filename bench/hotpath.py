@@ -13,8 +13,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import gc
+import inspect
 import pstats
 import sys
+import time
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +60,36 @@ def calls_per_loop(loop: Any) -> float:
     return (counts[1] - counts[0]) / 100
 
 
+async def in_flight(loop: Any, n: int) -> dict[str, float]:
+    """`n` loops at once: wall, traced peak per run, and the coroutines alive per run at the
+    moment every run waits in its first model call (the fake's one yield)."""
+    for _ in range(10):
+        await loop()
+    gc.collect()
+    counted: list[int] = []
+
+    async def count() -> None:
+        await asyncio.sleep(0)  # every run has started and reached its first model call
+        await asyncio.sleep(0)
+        counted.append(sum(1 for o in gc.get_objects() if inspect.iscoroutine(o)))
+
+    t = time.perf_counter()
+    await asyncio.gather(*(loop() for _ in range(n)), count())  # noqa: TID251
+    wall = time.perf_counter() - t
+    gc.collect()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    await asyncio.gather(*(loop() for _ in range(n)))  # noqa: TID251
+    peak = tracemalloc.get_traced_memory()[1] - base
+    tracemalloc.stop()
+    return {
+        "wall_ms": wall * 1e3,
+        "traced_peak_mb": peak / 1e6,
+        "traced_kib_per_run": peak / n / 1024,
+        "coroutines_per_run": counted[0] / n,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--loops", type=int, default=20)
@@ -78,7 +112,7 @@ def main() -> None:
         per_call = (j["median_us"] - f["median_us"]) / common.CALLS_A
         print(f"µs per loop {j['median_us']:.1f}, floor {f['median_us']:.1f}, overhead per call {per_call:.1f}")
     elif args.concurrent:
-        print(asyncio.run(common.concurrent(loop, 1000)))
+        print(asyncio.run(in_flight(loop, 1000)))
     else:
         asyncio.run(loops(loop, 5))
         asyncio.run(loops(loop, args.loops))

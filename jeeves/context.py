@@ -24,6 +24,9 @@ Invariants:
 
 from __future__ import annotations
 
+from collections.abc import Coroutine
+from typing import Any
+
 from jeeves._gates import Gates
 from jeeves._model_calls import ModelCalls
 from jeeves._runstate import RunState, StepResult
@@ -44,7 +47,7 @@ class Context(Sessions, ModelCalls, Gates):
     __slots__ = ()
 
     # -- children ----------------------------------------------------------------------
-    async def run(
+    def run(
         self,
         child: Architecture,
         task: str,
@@ -53,7 +56,7 @@ class Context(Sessions, ModelCalls, Gates):
         index: int = 0,
         share_route: bool = False,
         intervene: Intervener | None = None,
-    ) -> Output:
+    ) -> Coroutine[Any, Any, Output]:
         """Run `child` as session `{self.session_id}__{role}_{index}` and return its Output.
 
         The child's events stream into the same run. If the child raises, `session.failed`
@@ -66,6 +69,9 @@ class Context(Sessions, ModelCalls, Gates):
 
         `intervene` is called between the child's model turns when the child is an Agent
         (see `jeeves.steering`): it may add messages to the agent's conversation or stop it.
+
+        Await it as any coroutine (`await ctx.run(...)`): it returns the child session's own
+        coroutine, so a nested run keeps one coroutine frame per level alive, not two.
         """
         validate_name(role)
         sid = child_id(self.session_id, role, index)
@@ -78,7 +84,7 @@ class Context(Sessions, ModelCalls, Gates):
             route_as=(self._route_as or self.role_path) if share_route else None,
             intervene=intervene,
         )
-        return await ctx.execute(child, task, index=index)
+        return ctx.execute(child, task, index=index)
 
     @property
     def steered(self) -> bool:

@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 import jeeves
-from jeeves import Agent, Budget, ScriptedModel, tool
+from jeeves import Agent, Budget, FunctionModel, ScriptedModel, tool
 from jeeves.errors import BudgetExceeded, ProviderError, UserError, UserTypeError
 from jeeves.testing import Reply, call
 from tests.conftest import REPO, subprocess_env
@@ -267,3 +267,32 @@ async def test_usage_by_path_keeps_apart_what_usage_by_role_adds_up() -> None:
         "lead.b.actor": 1,
         "lead.b.critic": 1,
     }
+
+
+async def test_usage_books_are_the_same_with_and_without_a_journal() -> None:
+    """Without a journal nothing is replayed, so the live books are the only ones kept; every
+    usage map of the result, and every session's `session.completed` usage, match a run that
+    keeps both books (a journal)."""
+    from jeeves.messages import ModelRequest, ModelResponse, Usage
+    from jeeves.replay import MemoryJournal
+
+    def reply(request: ModelRequest) -> ModelResponse:
+        critic = request.role_path[-1] == "critic"
+        text = '{"score": 0.5, "issues": ["more"], "summary": "s"}' if critic else "draft"
+        return ModelResponse(text=text, usage=Usage(input_tokens=3, output_tokens=2, cost_usd=0.01))
+
+    def arch() -> jeeves.ActorCritic:
+        return jeeves.ActorCritic(Agent("a", role="actor"), Agent("c", role="critic"), max_rounds=1)
+
+    async def go(**kwargs: object) -> tuple[jeeves.RunResult, list[object]]:
+        async with jeeves.stream(arch(), "t", model=FunctionModel(reply), session_id="u1", **kwargs) as events:  # type: ignore[arg-type]
+            done = [e.usage async for e in events if e.type == "session.completed"]  # type: ignore[union-attr]
+            return await events.result(), done
+
+    bare, bare_done = await go()
+    kept, kept_done = await go(journal=MemoryJournal())
+    assert bare.usage == kept.usage and bare.usage.model_calls == 4
+    assert bare.usage_by_role == kept.usage_by_role and set(bare.usage_by_role) == {"actor", "critic"}
+    assert bare.usage_by_path == kept.usage_by_path
+    assert bare.usage_by_session == kept.usage_by_session and len(bare.usage_by_session) == 4
+    assert bare_done == kept_done
