@@ -110,7 +110,9 @@ def main() -> None:
 
         j, f = asyncio.run(both())
         per_call = (j["median_us"] - f["median_us"]) / common.CALLS_A
-        print(f"µs per loop {j['median_us']:.1f}, floor {f['median_us']:.1f}, overhead per call {per_call:.1f}")
+        print(
+            f"µs per loop {j['median_us']:.1f}, floor {f['median_us']:.1f}, overhead per call {per_call:.1f}"
+        )
     elif args.concurrent:
         print(asyncio.run(in_flight(loop, 1000)))
     else:

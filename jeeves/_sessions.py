@@ -18,6 +18,7 @@ from jeeves._steps import StepsCore
 from jeeves.architecture import Architecture, Output, describe_model
 from jeeves.errors import PROGRAM_ERRORS, ReplayDivergence, RunEnded, UserError, tag_session
 from jeeves.events import AuditStats, SessionCompleted, SessionFailed, SessionStarted
+from jeeves.hooks import NULL_SPAN, SpanHandle
 from jeeves.journal import SessionRecord, SessionStatus, error_type_name
 
 if TYPE_CHECKING:
@@ -32,6 +33,20 @@ def _rounds(output: Output | None) -> int | None:
     if isinstance(rounds, int) and not isinstance(rounds, bool):
         return rounds
     return len(rounds) if isinstance(rounds, list | tuple) else None
+
+
+def _describe_output(span: SpanHandle, output: Output, index: int) -> None:
+    """A finished session's span attributes: its stop reason, a critic's score, an audit's stats."""
+    span.set_attribute("jeeves.stop_reason", output.stop_reason)
+    score = getattr(output.value, "score", None)
+    if isinstance(score, int | float) and not isinstance(score, bool):
+        span.set_attribute("jeeves.critic.score", float(score))
+        span.set_attribute("jeeves.round", index)
+    audit = getattr(output.value, "audit", None)
+    if isinstance(audit, AuditStats):
+        span.set_attribute("jeeves.audit.invalid_citations", audit.invalid_citations)
+        span.set_attribute("jeeves.audit.uncited_claims", audit.uncited_claims)
+        span.set_attribute("jeeves.audit.duration_ms", audit.duration_ms)
 
 
 class Sessions(StepsCore):
@@ -99,16 +114,8 @@ class Sessions(StepsCore):
                 if self._replayed:
                     span.set_attribute("jeeves.replayed_steps", self._replayed)
             usage = state.tree_usage(self.session_id)
-            span.set_attribute("jeeves.stop_reason", output.stop_reason)
-            score = getattr(output.value, "score", None)
-            if isinstance(score, int | float) and not isinstance(score, bool):
-                span.set_attribute("jeeves.critic.score", float(score))
-                span.set_attribute("jeeves.round", index)
-            audit = getattr(output.value, "audit", None)
-            if isinstance(audit, AuditStats):
-                span.set_attribute("jeeves.audit.invalid_citations", audit.invalid_citations)
-                span.set_attribute("jeeves.audit.uncited_claims", audit.uncited_claims)
-                span.set_attribute("jeeves.audit.duration_ms", audit.duration_ms)
+            if span is not NULL_SPAN:  # the default tracer records nothing: skip reading for it
+                _describe_output(span, output, index)
         await self.emit(
             SessionCompleted(
                 session_id=self.session_id, output=output.text, stop_reason=output.stop_reason, usage=usage

@@ -273,6 +273,7 @@ async def test_usage_books_are_the_same_with_and_without_a_journal() -> None:
     """Without a journal nothing is replayed, so the live books are the only ones kept; every
     usage map of the result, and every session's `session.completed` usage, match a run that
     keeps both books (a journal)."""
+    from jeeves.events import SessionCompleted
     from jeeves.messages import ModelRequest, ModelResponse, Usage
     from jeeves.replay import MemoryJournal
 
@@ -284,13 +285,14 @@ async def test_usage_books_are_the_same_with_and_without_a_journal() -> None:
     def arch() -> jeeves.ActorCritic:
         return jeeves.ActorCritic(Agent("a", role="actor"), Agent("c", role="critic"), max_rounds=1)
 
-    async def go(**kwargs: object) -> tuple[jeeves.RunResult, list[object]]:
-        async with jeeves.stream(arch(), "t", model=FunctionModel(reply), session_id="u1", **kwargs) as events:  # type: ignore[arg-type]
-            done = [e.usage async for e in events if e.type == "session.completed"]  # type: ignore[union-attr]
+    async def go(journal: MemoryJournal | None) -> tuple[jeeves.RunResult, list[Usage]]:
+        model = FunctionModel(reply)
+        async with jeeves.stream(arch(), "t", model=model, session_id="u1", journal=journal) as events:
+            done = [e.usage async for e in events if isinstance(e, SessionCompleted)]
             return await events.result(), done
 
-    bare, bare_done = await go()
-    kept, kept_done = await go(journal=MemoryJournal())
+    bare, bare_done = await go(None)
+    kept, kept_done = await go(MemoryJournal())
     assert bare.usage == kept.usage and bare.usage.model_calls == 4
     assert bare.usage_by_role == kept.usage_by_role and set(bare.usage_by_role) == {"actor", "critic"}
     assert bare.usage_by_path == kept.usage_by_path

@@ -151,8 +151,13 @@ def test_a_reply_that_is_exactly_the_schema_takes_the_fast_path_to_the_same_verd
     from jeeves.critics import parse
 
     fast = parse_verdict(reply, source="llm")
-    calls: list[object] = []
-    monkeypatch.setattr(parse, "_scan", lambda text: calls.append(text) or parse._Scan([], [], ""))
+    calls: list[str] = []
+
+    def scan(text: str) -> parse._Scan:
+        calls.append(text)
+        return parse._Scan([], [], "")
+
+    monkeypatch.setattr(parse, "_scan", scan)
     monkeypatch.setattr(parse, "_exact", lambda obj, source: None)  # force the general path
     general = parse_verdict(reply, source="llm")
     assert fast == general and fast.obtained == "schema"
