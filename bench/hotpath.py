@@ -110,8 +110,10 @@ def main() -> None:
 
         j, f = asyncio.run(both())
         per_call = (j["median_us"] - f["median_us"]) / common.CALLS_A
+        cpu_call = (j["cpu_median_us"] - f["cpu_median_us"]) / common.CALLS_A
         print(
             f"µs per loop {j['median_us']:.1f}, floor {f['median_us']:.1f}, overhead per call {per_call:.1f}"
+            f" (CPU time: loop {j['cpu_median_us']:.1f}, overhead per call {cpu_call:.1f})"
         )
     elif args.concurrent:
         print(asyncio.run(in_flight(loop, 1000)))

@@ -22,6 +22,11 @@ class _ModelStep(BaseModel):
     fallback: bool = False
 
 
+async def _unread(text: str) -> None:
+    """The delta sink of a run whose events nobody reads or records: the provider still
+    streams (the request is the same), and no `model.delta` event is built to be dropped."""
+
+
 class ModelCalls(StepsCore):
     """A session's model calls (a part of Context)."""
 
@@ -98,6 +103,9 @@ class ModelCalls(StepsCore):
             event = ModelDelta(session_id=self.session_id, text=text, step=index)
             emitted.append(event)
             await self.emit(event)
+
+        if not state.channel.consume and state.journal is None:
+            on_delta = _unread  # jeeves.run with no journal: no reader, no record, so no delta events
 
         async def on_retry(
             model: str, next_model: str, attempt: int, error: ModelError, delay: float

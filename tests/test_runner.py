@@ -298,3 +298,29 @@ async def test_usage_books_are_the_same_with_and_without_a_journal() -> None:
     assert bare.usage_by_path == kept.usage_by_path
     assert bare.usage_by_session == kept.usage_by_session and len(bare.usage_by_session) == 4
     assert bare_done == kept_done
+
+
+async def test_run_without_a_reader_or_a_journal_still_streams_from_the_provider() -> None:
+    """`jeeves.run` with no journal builds no `model.delta` events (nobody reads or records
+    them), but the provider is asked exactly as before: with a delta sink, so it streams."""
+    from jeeves.messages import ModelRequest, ModelResponse
+    from jeeves.models.base import DeltaSink
+
+    sinks: list[bool] = []
+
+    class Streaming:
+        model_name = "streaming"
+
+        async def complete(
+            self, request: ModelRequest, *, on_delta: DeltaSink | None = None
+        ) -> ModelResponse:
+            sinks.append(on_delta is not None)
+            if on_delta is not None:
+                await on_delta("hi")
+            return ModelResponse(text="hi")
+
+    result = await jeeves.run(Agent("x"), "go", model=Streaming())
+    assert result.output == "hi" and sinks == [True]
+    async with jeeves.stream(Agent("x"), "go", model=Streaming()) as events:
+        assert [e.type async for e in events].count("model.delta") == 1
+    assert sinks == [True, True]
