@@ -30,7 +30,15 @@ if TYPE_CHECKING:
     from jeeves.events import SessionStarted
     from jeeves.messages import ModelRequest, ModelResponse
 
-__all__ = ["NULL_SPAN", "NullSpan", "NullTracer", "SpanHandle", "Tracer", "default_tracer", "set_default_tracer"]
+__all__ = [
+    "NULL_SPAN",
+    "NullSpan",
+    "NullTracer",
+    "SpanHandle",
+    "Tracer",
+    "default_tracer",
+    "set_default_tracer",
+]
 
 AttributeValue = str | bool | int | float
 EventAttributes = Mapping[str, AttributeValue | tuple[str, ...]]
