@@ -15,6 +15,7 @@ import asyncio
 import cProfile
 import gc
 import inspect
+import json
 import pstats
 import sys
 import time
@@ -97,6 +98,7 @@ def main() -> None:
     parser.add_argument("--calls", action="store_true")
     parser.add_argument("--time", action="store_true")
     parser.add_argument("--concurrent", action="store_true")
+    parser.add_argument("--n", type=int, default=1000, help="runs at once for --concurrent")
     args = parser.parse_args()
     loop = pick(args.mode)
     if args.calls:
@@ -116,7 +118,7 @@ def main() -> None:
             f" (CPU time: loop {j['cpu_median_us']:.1f}, overhead per call {cpu_call:.1f})"
         )
     elif args.concurrent:
-        print(asyncio.run(in_flight(loop, 1000)))
+        print(json.dumps(asyncio.run(in_flight(loop, args.n))))
     else:
         asyncio.run(loops(loop, 5))
         asyncio.run(loops(loop, args.loops))
