@@ -122,7 +122,7 @@ class Context(Sessions, ModelCalls, Gates):
             route_as=(self._route_as or self.role_path) if share_route else None,
             intervene=intervene,
             meter=self._meter,
-            slice_budget=check_budget(budget),
+            slice_budget=None if budget is None else check_budget(budget),
         )
         if ctx._slice is None:
             return ctx.execute(child, task, index=index)
