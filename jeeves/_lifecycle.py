@@ -1,6 +1,7 @@
 """A run's life around its root session: lease heartbeat, session TTL, suspension at gates.
 
-`supervise` runs the root session in a task group beside two helpers:
+`supervise` runs the root session in a task group beside two helpers (a run with no
+journal, no approval policy and no TTL needs neither, and runs the root alone):
 
 - the heartbeat renews the run's lease in the root's session record every
   `LEASE_S / 3` seconds (and writes the latest progress envelope there), so
@@ -100,11 +101,20 @@ async def _heartbeat(state: RunState, root_id: str) -> None:
             )
 
 
+def _helped(state: RunState) -> bool:
+    """Whether the root needs its helpers: a lease to renew (a live journal) or gates that
+    may park (an approval policy; gates come only from one, see `Context.approval_action`)."""
+    return (state.journal is not None and state.mode != "replay") or state.approvals is not None
+
+
 async def supervise(state: RunState, root: Context, arch: Architecture, task: str) -> Outcome:
     """Run the root session under the lease, the session TTL and the suspension watcher."""
     outcome = Outcome()
     error: BaseException | None = None
     deadline = state.expires_at - time.time() if state.expires_at is not None else None
+    if deadline is None and not _helped(state):  # nothing to renew, no gate to park at: no helpers
+        outcome.output = await root.execute(arch, task)
+        return outcome
     with anyio.move_on_after(deadline if deadline is not None else float("inf")) as ttl:
         async with anyio.create_task_group() as group:
 
@@ -113,6 +123,7 @@ async def supervise(state: RunState, root: Context, arch: Architecture, task: st
                 outcome.suspended = True
                 group.cancel_scope.cancel()
 
+            state.suspension.watched = True
             group.start_soon(watch)
             group.start_soon(_heartbeat, state, root.session_id)
             try:

@@ -22,6 +22,11 @@ class _ModelStep(BaseModel):
     fallback: bool = False
 
 
+async def _unread(text: str) -> None:
+    """The delta sink of a run whose events nobody reads or records: the provider still
+    streams (the request is the same), and no `model.delta` event is built to be dropped."""
+
+
 class ModelCalls(StepsCore):
     """A session's model calls (a part of Context)."""
 
@@ -45,14 +50,30 @@ class ModelCalls(StepsCore):
         request.session_id = self.session_id
         request.role_path = self.role_path
         emitted: list[Event] = []
+        if state.journal is None and self._meter.unlimited:
+            # Nothing to record and nothing to refuse (neither the session's meter, a slice, nor
+            # any meter above it limits anything): the call itself, with no step wrapper (two
+            # coroutine frames and a result object fewer per call, same events).
+            suspension = state.suspension
+            suspension.enter()
+            try:
+                response, fallback = await self._call_live(route or self.route(), request, emitted, index)
+                state.completed_steps += 1
+                if state.progress_interval_s is not None:
+                    await self._completed(index)
+            finally:
+                suspension.leave()
+            replayed = False
+        else:
 
-        async def live() -> _ModelStep:
-            return await self._call_live(route or self.route(), request, emitted, index)
+            async def live() -> _ModelStep:
+                response, fallback = await self._call_live(route or self.route(), request, emitted, index)
+                return _ModelStep(response=response, fallback=fallback)
 
-        step, replayed = await self._journaled(
-            "model", "", index, request.fingerprint_payload, live, _ModelStep, emitted
-        )
-        response = step.response
+            step, replayed = await self._journaled(
+                "model", "", index, request.fingerprint_payload, live, _ModelStep, emitted
+            )
+            response, fallback = step.response, step.fallback
         state.add_usage(self.session_id, response.usage, live=not replayed, meter=self._meter)
         await self.emit(
             ModelCompleted(
@@ -61,7 +82,7 @@ class ModelCalls(StepsCore):
                 tool_calls=response.tool_calls,
                 usage=response.usage,
                 model=response.model,
-                fallback=step.fallback,
+                fallback=fallback,
                 step=index,
                 replayed=replayed,
             )
@@ -70,11 +91,12 @@ class ModelCalls(StepsCore):
 
     async def _call_live(
         self, route: Route, request: ModelRequest, emitted: list[Event], index: int
-    ) -> _ModelStep:
+    ) -> tuple[ModelResponse, bool]:
         state = self._state
         client = state.router.client_for(route)
         live_request = request  # built for this call by its caller: route settings are filled in place
         live_request.model = route.model
+        live_request.timeout_s = route.timeout_s  # so the first attempt needs no copy
         if route.params:
             live_request.params = {**route.params, **request.params}
 
@@ -82,6 +104,9 @@ class ModelCalls(StepsCore):
             event = ModelDelta(session_id=self.session_id, text=text, step=index)
             emitted.append(event)
             await self.emit(event)
+
+        if not state.channel.consume and state.journal is None:
+            on_delta = _unread  # jeeves.run with no journal: no reader, no record, so no delta events
 
         async def on_retry(
             model: str, next_model: str, attempt: int, error: ModelError, delay: float
@@ -110,4 +135,4 @@ class ModelCalls(StepsCore):
             span.record_response(response)
         if response.usage.model_calls == 0:  # clients that report tokens only: every live call counts once
             response.usage = response.usage.model_copy(update={"model_calls": 1})
-        return _ModelStep(response=response, fallback=fallback)
+        return response, fallback

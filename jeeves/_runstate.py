@@ -17,6 +17,7 @@ from pydantic import TypeAdapter
 
 from jeeves.budget import BudgetMeter
 from jeeves.channel import EventChannel
+from jeeves.errors import UserError
 from jeeves.gating import Approvals, Approver, PendingGate
 from jeeves.hooks import NullTracer, SpanHandle, Tracer
 from jeeves.journal import Journal, JournalMode
@@ -35,9 +36,16 @@ class StepResult(NamedTuple, Generic[T]):
     replayed: bool
 
 
+_OWNER: dict[int, str] = {}
+
+
 def lease_owner() -> str:
-    """This process, as a lease names it: `host:pid`."""
-    return f"{socket.gethostname()}:{os.getpid()}"
+    """This process, as a lease names it: `host:pid` (looked up once per process)."""
+    pid = os.getpid()
+    owner = _OWNER.get(pid)
+    if owner is None:
+        owner = _OWNER[pid] = f"{socket.gethostname()}:{pid}"
+    return owner
 
 
 class Suspension:
@@ -52,25 +60,43 @@ class Suspension:
     `pending`.
     """
 
+    __slots__ = ("_changed", "_requested", "in_flight", "pending", "watched")
+
     def __init__(self) -> None:
         self.pending: dict[str, PendingGate] = {}
         self.in_flight = 0
-        self.requested = anyio.Event()
-        self._changed = anyio.Event()
+        self.watched = False
+        """Whether the runner watches for suspension (a run with an approval policy)."""
+        self._requested: anyio.Event | None = None
+        self._changed: anyio.Event | None = None
+
+    @property
+    def requested(self) -> anyio.Event:
+        """Set when a gate parks: the run is asked to suspend (built on first use)."""
+        if self._requested is None:
+            self._requested = anyio.Event()
+        return self._requested
 
     @property
     def suspending(self) -> bool:
-        return self.requested.is_set()
+        return self._requested is not None and self._requested.is_set()
 
     def enter(self) -> None:
         self.in_flight += 1
 
     def leave(self) -> None:
         self.in_flight -= 1
-        self._changed.set()
+        if self._changed is not None:
+            self._changed.set()
 
     async def park(self, gate: PendingGate | None = None) -> None:
         """Wait here until the runner cancels the tree (never returns)."""
+        if not self.watched:
+            where = f" at gate {gate.gate_id} ({gate.tool!r})" if gate is not None else ""
+            raise UserError(
+                f"The run reached an undecided gate{where} but has no approval policy, so nothing "
+                f"suspends it; pass approvals=Approvals(...) to jeeves.run, or an approver=."
+            )
         if gate is not None:
             self.pending[gate.gate_id] = gate
             self.requested.set()
@@ -104,7 +130,8 @@ class RunState:
     usage: dict[str, UsageTally] = field(default_factory=dict)
     """Per session: every model call's usage, replayed ones included (what events report)."""
     live_usage: dict[str, UsageTally] = field(default_factory=dict)
-    """Per session: live calls only (what this run spent)."""
+    """Per session: live calls only (what this run spent); kept only with a journal (without
+    one every call is live: read `_live_books()`)."""
     role_paths: dict[str, tuple[str, ...]] = field(default_factory=dict)
     tool_calls: dict[str, list[str]] = field(default_factory=dict)
     """Per session: the names of the tools it called, in order (replayed calls included)."""
@@ -132,12 +159,19 @@ class RunState:
     created_at: float | None = None
     expires_at: float | None = None
     """The session TTL's end (wall clock), kept in the root's record across resumes."""
-    root_lock: anyio.Lock = field(default_factory=anyio.Lock)
-    """Serialises writes of the root's session record (the context's and the heartbeat's)."""
+    _root_lock: anyio.Lock | None = None
     _adapters: dict[Any, TypeAdapter[Any]] = field(default_factory=dict)
     _tree: dict[str, UsageTally] = field(default_factory=dict)
     _live_tree: dict[str, UsageTally] = field(default_factory=dict)
     """Per session: its usage plus everything below it, kept as calls are booked (see usage_tree)."""
+
+    @property
+    def root_lock(self) -> anyio.Lock:
+        """Serialises writes of the root's session record (the context's and the heartbeat's);
+        built at the first write (a run without a journal never takes it)."""
+        if self._root_lock is None:
+            self._root_lock = anyio.Lock()
+        return self._root_lock
 
     def adapter(self, tp: Any) -> TypeAdapter[Any]:
         adapter = self._adapters.get(tp)
@@ -150,18 +184,28 @@ class RunState:
     ) -> None:
         """Book one model call's usage; live calls also count against the session's budget
         (`meter`, the run's by default, which a slice forwards to); served calls count only
-        against slices (see `BudgetMeter.charge_served`)."""
+        against slices (see `BudgetMeter.charge_served`).
+
+        Without a journal nothing is replayed, so the live books are the same as the
+        others and are not kept twice (`_live_books`)."""
         book(self.usage, self._tree, session_id, usage)
         meter = meter or self.meter
         if live:
-            book(self.live_usage, self._live_tree, session_id, usage)
+            if self.journal is not None:
+                book(self.live_usage, self._live_tree, session_id, usage)
             meter.charge(usage)
         else:
             meter.charge_served(usage)
 
+    def _live_books(self) -> tuple[dict[str, UsageTally], dict[str, UsageTally]]:
+        """The live usage per session and per subtree (the only books without a journal)."""
+        if self.journal is None:
+            return self.usage, self._tree
+        return self.live_usage, self._live_tree
+
     def tree_usage(self, session_id: str, *, live: bool = False) -> Usage:
         """Usage of a session and everything below it (kept as calls are booked: O(1))."""
-        tally = (self._live_tree if live else self._tree).get(session_id)
+        tally = (self._live_books()[1] if live else self._tree).get(session_id)
         return tally.snapshot() if tally is not None else Usage()
 
     def tree_tool_calls(self, session_id: str) -> list[str]:
@@ -178,11 +222,11 @@ class RunState:
         """Live usage summed per role (the role of the session that made the calls), or,
         with `whole_path`, per role path (`lead.writer.critic`)."""
         out: dict[str, UsageTally] = {}
-        for sid, tally in self.live_usage.items():
+        for sid, tally in self._live_books()[0].items():
             path = self.role_paths.get(sid, ("?",))
             out.setdefault(".".join(path) if whole_path else path[-1], UsageTally()).add(tally)
         return {role: tally.snapshot() for role, tally in out.items()}
 
     def usage_by_session(self) -> dict[str, Usage]:
         """Live usage per session id."""
-        return {sid: tally.snapshot() for sid, tally in self.live_usage.items()}
+        return {sid: tally.snapshot() for sid, tally in self._live_books()[0].items()}

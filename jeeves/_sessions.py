@@ -19,6 +19,7 @@ from jeeves.architecture import Architecture, Output, describe_model
 from jeeves.budget import AXES, Budget, clamp
 from jeeves.errors import PROGRAM_ERRORS, BudgetExceeded, ReplayDivergence, RunEnded, UserError, tag_session
 from jeeves.events import AuditStats, BudgetSliced, SessionCompleted, SessionFailed, SessionStarted
+from jeeves.hooks import NULL_SPAN, SpanHandle
 from jeeves.journal import SessionRecord, SessionStatus, error_type_name
 
 if TYPE_CHECKING:
@@ -38,6 +39,20 @@ def _rounds(output: Output | None) -> int | None:
     return len(rounds) if isinstance(rounds, list | tuple) else None
 
 
+def _describe_output(span: SpanHandle, output: Output, index: int) -> None:
+    """A finished session's span attributes: its stop reason, a critic's score, an audit's stats."""
+    span.set_attribute("jeeves.stop_reason", output.stop_reason)
+    score = getattr(output.value, "score", None)
+    if isinstance(score, int | float) and not isinstance(score, bool):
+        span.set_attribute("jeeves.critic.score", float(score))
+        span.set_attribute("jeeves.round", index)
+    audit = getattr(output.value, "audit", None)
+    if isinstance(audit, AuditStats):
+        span.set_attribute("jeeves.audit.invalid_citations", audit.invalid_citations)
+        span.set_attribute("jeeves.audit.uncited_claims", audit.uncited_claims)
+        span.set_attribute("jeeves.audit.duration_ms", audit.duration_ms)
+
+
 class Sessions(StepsCore):
     """A session's start, end and record (a part of Context)."""
 
@@ -49,7 +64,10 @@ class Sessions(StepsCore):
         state.role_paths[self.session_id] = self.role_path
         setup_error: Exception | None = None
         try:
-            model = await self._session_model(arch)
+            if state.journal is not None and state.mode == "replay":
+                model = await self._recorded_model()
+            else:
+                model = describe_model(arch, cast("Context", self))
         except Exception as exc:  # no route, a replay missing this session: fail as this session, below
             model, setup_error = None, exc
         started = SessionStarted(
@@ -64,7 +82,9 @@ class Sessions(StepsCore):
         )
         self._started = started
         await self.emit(started)
-        await self._record_session(started, "in_progress")
+        journaled = state.journal is not None
+        if journaled:
+            await self._record_session(started, "in_progress")
         with state.tracer.session(started) as span:
             state.spans[self.session_id] = span
             try:
@@ -92,29 +112,23 @@ class Sessions(StepsCore):
                     )
                 )
                 ended = exc.status if isinstance(exc, RunEnded) else "failed"
-                await self._record_session(started, ended, error=exc)  # type: ignore[arg-type]
+                if journaled:
+                    await self._record_session(started, ended, error=exc)  # type: ignore[arg-type]
                 raise
             finally:
                 state.spans.pop(self.session_id, None)
                 if self._replayed:
                     span.set_attribute("jeeves.replayed_steps", self._replayed)
             usage = state.tree_usage(self.session_id)
-            span.set_attribute("jeeves.stop_reason", output.stop_reason)
-            score = getattr(output.value, "score", None)
-            if isinstance(score, int | float) and not isinstance(score, bool):
-                span.set_attribute("jeeves.critic.score", float(score))
-                span.set_attribute("jeeves.round", index)
-            audit = getattr(output.value, "audit", None)
-            if isinstance(audit, AuditStats):
-                span.set_attribute("jeeves.audit.invalid_citations", audit.invalid_citations)
-                span.set_attribute("jeeves.audit.uncited_claims", audit.uncited_claims)
-                span.set_attribute("jeeves.audit.duration_ms", audit.duration_ms)
+            if span is not NULL_SPAN:  # the default tracer records nothing: skip reading for it
+                _describe_output(span, output, index)
         await self.emit(
             SessionCompleted(
                 session_id=self.session_id, output=output.text, stop_reason=output.stop_reason, usage=usage
             )
         )
-        await self._record_session(started, "completed", output=output)
+        if journaled:
+            await self._record_session(started, "completed", output=output)
         return output
 
     async def _allot(self, wanted: Budget) -> None:
@@ -150,18 +164,18 @@ class Sessions(StepsCore):
         meter = self._meter
         return meter.stopped if meter.owner == self.session_id else None
 
-    async def _session_model(self, arch: Architecture) -> str | None:
-        if self._state.journal is not None and self._state.mode == "replay":
-            record = await self._state.journal.get_session(self.session_id)
-            if record is None:
-                raise ReplayDivergence(
-                    f"Replay reached session {self.session_id!r}, which the journal does not hold: the architecture "
-                    f"or the task differs from the recorded run. Replay the run with the code that recorded it.",
-                    session_id=self.session_id,
-                    step=-1,
-                )
-            return record.model
-        return describe_model(arch, cast("Context", self))
+    async def _recorded_model(self) -> str | None:
+        """The model a strict replay's session names: the recorded one (no route is resolved)."""
+        assert self._state.journal is not None
+        record = await self._state.journal.get_session(self.session_id)
+        if record is None:
+            raise ReplayDivergence(
+                f"Replay reached session {self.session_id!r}, which the journal does not hold: the architecture "
+                f"or the task differs from the recorded run. Replay the run with the code that recorded it.",
+                session_id=self.session_id,
+                step=-1,
+            )
+        return record.model
 
     async def _record_session(
         self,

@@ -135,9 +135,11 @@ class StepsCore:
 
         In a strict replay every event is marked `replayed`: nothing in it ran live.
         """
-        if self._state.mode == "replay":
+        state = self._state
+        if state.mode == "replay":
             event.replayed = True
-        await self._state.channel.put(event)
+        if not state.channel.offer(event):  # the buffer is full: wait for the reader
+            await state.channel.put(event)
 
     @property
     def started(self) -> SessionStarted:
@@ -184,9 +186,16 @@ class StepsCore:
         result_type: Any,
         emitted: list[Event],
     ) -> StepResult[T]:
-        suspension = self._state.suspension
+        state = self._state
+        suspension = state.suspension
         suspension.enter()
         try:
+            if state.journal is None:  # the common path: run it live, count it, nothing to record
+                value = await (run() if self._meter.unlimited else self._live(kind, run, emitted))
+                state.completed_steps += 1
+                if state.progress_interval_s is not None:  # no journal: the envelope is only an event
+                    await self._completed(index)
+                return StepResult(value, False)
             return await self._journaled_step(kind, name, index, payload, run, result_type, emitted)
         finally:
             suspension.leave()
@@ -203,10 +212,7 @@ class StepsCore:
     ) -> StepResult[T]:
         state = self._state
         journal = state.journal
-        if journal is None:
-            value = await self._live(kind, run, emitted)
-            await self._completed(index)
-            return StepResult(value, False)
+        assert journal is not None
         request = payload()
         fp = fingerprint(request)
         record = await journal.get_step(self.session_id, index)
@@ -251,6 +257,7 @@ class StepsCore:
                     events=[e.model_dump(mode="json", exclude={"seq", "ts", "replayed"}) for e in emitted],
                 )
             )
+        state.completed_steps += 1
         await self._completed(index)
         if error is not None:
             raise error
@@ -287,9 +294,9 @@ class StepsCore:
     async def _completed(self, index: int) -> None:
         """Count a step completed live and keep the run's progress envelope (the heartbeat
         records it); with `progress_s` set, emit it as a `progress` event at most once per
-        `progress_s` seconds (live only: a replay serves steps and reports no progress)."""
+        `progress_s` seconds (live only: a replay serves steps and reports no progress).
+        The caller has counted the step in `completed_steps`."""
         state = self._state
-        state.completed_steps += 1
         event = self._progress(index, None)
         state.progress = event.model_dump(mode="json", exclude={"seq", "ts", "replayed", "type"})
         now = time.monotonic()

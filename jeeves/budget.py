@@ -66,6 +66,16 @@ class Budget(ConfigModel):
     """Seconds from the start of the run; steps still running then are cancelled."""
 
 
+_NO_BUDGET: list[Budget] = []
+
+
+def _no_budget() -> Budget:
+    """The empty Budget, built once (it is frozen): a run without one does not validate one."""
+    if not _NO_BUDGET:
+        _NO_BUDGET.append(Budget())
+    return _NO_BUDGET[0]
+
+
 class BudgetMeter:
     """The running total of one run (or one slice of it) against its Budget, and the live
     steps it may stop."""
@@ -73,7 +83,7 @@ class BudgetMeter:
     def __init__(
         self, budget: Budget | None = None, *, parent: BudgetMeter | None = None, owner: str | None = None
     ) -> None:
-        self.budget = budget or Budget()
+        self.budget = budget or _no_budget()
         self.parent = parent
         """The meter this one is a slice of (None: the run's own meter)."""
         self.owner = owner
@@ -93,7 +103,12 @@ class BudgetMeter:
         """The model calls in flight; a breach cancels them."""
         b = self.budget
         self._unlimited = (b.max_tokens, b.max_usd, b.max_model_calls, b.deadline_s) == (None,) * 4
-        """No limit on any axis: a live step needs no check and no cancel scope."""
+        """This meter's own budget limits no axis (its parent's may: see `unlimited`)."""
+        self.unlimited: bool = self._unlimited and (parent is None or parent.unlimited)
+        """No limit on any axis here nor in any meter above: a live step needs no check and
+        no cancel scope (the context then runs it without entering `live` at all). A slice
+        with no limits of its own under a limited parent is not unlimited: the parent's
+        `live` must still run (budgets are frozen, so this holds for the meter's life)."""
 
     def elapsed(self) -> float:
         return time.monotonic() - self._started
@@ -188,12 +203,12 @@ class BudgetMeter:
         elsewhere; every step is cancelled at the deadline. A step stopped either way
         raises BudgetExceeded here, so the caller records it as stopped, not completed.
         """
+        if self.unlimited:  # nothing here or above can refuse or stop it
+            yield
+            return
         if self.parent is not None:
             with self.parent.live(model_call=model_call), self._sliced(model_call=model_call):
                 yield
-            return
-        if self._unlimited:  # nothing can refuse or stop it
-            yield
             return
         with self._scope(model_call=model_call):
             yield

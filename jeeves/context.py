@@ -24,6 +24,9 @@ Invariants:
 
 from __future__ import annotations
 
+from collections.abc import Coroutine
+from typing import Any
+
 from jeeves._gates import Gates
 from jeeves._model_calls import ModelCalls
 from jeeves._runstate import RunState, StepResult
@@ -49,13 +52,31 @@ def check_budget(budget: object) -> Budget | None:
     )
 
 
+async def _run_sliced(ctx: Context, child: Architecture, task: str, index: int) -> Output:
+    """A child run under a budget slice: its Output, or the slice's `BudgetExceeded` (with
+    that Output on `error.output`) when the slice stopped one of its steps."""
+    output = await ctx.execute(child, task, index=index)
+    stopped = ctx.slice_stopped()
+    if stopped is not None:
+        error = BudgetExceeded(
+            str(stopped),
+            limit=stopped.limit,
+            allowed=stopped.allowed,
+            spent=stopped.spent,
+            slice_id=stopped.slice_id,
+        )
+        error.output = output
+        raise error
+    return output
+
+
 class Context(Sessions, ModelCalls, Gates):
     """One session's handle on the run. Architectures get one in `run(ctx, task)`."""
 
     __slots__ = ()
 
     # -- children ----------------------------------------------------------------------
-    async def run(
+    def run(
         self,
         child: Architecture,
         task: str,
@@ -65,7 +86,7 @@ class Context(Sessions, ModelCalls, Gates):
         share_route: bool = False,
         intervene: Intervener | None = None,
         budget: Budget | None = None,
-    ) -> Output:
+    ) -> Coroutine[Any, Any, Output]:
         """Run `child` as session `{self.session_id}__{role}_{index}` and return its Output.
 
         The child's events stream into the same run. If the child raises, `session.failed`
@@ -85,6 +106,10 @@ class Context(Sessions, ModelCalls, Gates):
         in every budget above. When the slice stops one of the child's steps, this raises
         `BudgetExceeded` with `slice_id` = the child's session id, even if the child kept a
         partial output (it is on `error.output`); the run's own budget still stops the run.
+
+        Await it as any coroutine (`await ctx.run(...)`): without `budget=` it returns the
+        child session's own coroutine, so a nested run keeps one coroutine frame per level
+        alive, not two (with `budget=`, one more frame raises the slice's error).
         """
         validate_name(role)
         sid = child_id(self.session_id, role, index)
@@ -97,21 +122,11 @@ class Context(Sessions, ModelCalls, Gates):
             route_as=(self._route_as or self.role_path) if share_route else None,
             intervene=intervene,
             meter=self._meter,
-            slice_budget=check_budget(budget),
+            slice_budget=None if budget is None else check_budget(budget),
         )
-        output = await ctx.execute(child, task, index=index)
-        stopped = ctx.slice_stopped()
-        if stopped is not None:
-            error = BudgetExceeded(
-                str(stopped),
-                limit=stopped.limit,
-                allowed=stopped.allowed,
-                spent=stopped.spent,
-                slice_id=stopped.slice_id,
-            )
-            error.output = output
-            raise error
-        return output
+        if ctx._slice is None:
+            return ctx.execute(child, task, index=index)
+        return _run_sliced(ctx, child, task, index)
 
     @property
     def steered(self) -> bool:

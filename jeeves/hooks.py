@@ -30,7 +30,15 @@ if TYPE_CHECKING:
     from jeeves.events import SessionStarted
     from jeeves.messages import ModelRequest, ModelResponse
 
-__all__ = ["NullSpan", "NullTracer", "SpanHandle", "Tracer", "default_tracer", "set_default_tracer"]
+__all__ = [
+    "NULL_SPAN",
+    "NullSpan",
+    "NullTracer",
+    "SpanHandle",
+    "Tracer",
+    "default_tracer",
+    "set_default_tracer",
+]
 
 AttributeValue = str | bool | int | float
 EventAttributes = Mapping[str, AttributeValue | tuple[str, ...]]
@@ -78,14 +86,15 @@ class NullSpan:
         pass
 
 
-_NULL_SPAN = NullSpan()
+NULL_SPAN = NullSpan()
+"""The one span the default tracer hands out (callers may skip work meant only for spans)."""
 
 
 class _NullScope:
     """A reusable context manager yielding the null span (no generator per call)."""
 
     def __enter__(self) -> SpanHandle:
-        return _NULL_SPAN
+        return NULL_SPAN
 
     def __exit__(self, *exc: object) -> None:
         return None

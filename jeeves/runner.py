@@ -26,7 +26,7 @@ from jeeves.context import Context, RunState
 from jeeves.errors import BudgetExceeded, RunEnded, UserError, UserTypeError
 from jeeves.events import Event
 from jeeves.gating import Approvals, Approver, Decision, PendingGate
-from jeeves.handoff import running
+from jeeves.handoff import Waiter, is_asyncio, running
 from jeeves.hooks import Tracer, default_tracer
 from jeeves.ids import new_root_id, validate_name, validate_root_id
 from jeeves.journal import Journal, JournalMode
@@ -75,11 +75,15 @@ class RunResult(BaseModel):
         return self.usage.cost_usd
 
 
+_EMPTY_ROUTER = Router()
+"""The base of a run given no router (routers never change: one serves every run)."""
+
+
 def build_router(
     router: Router | None, model: ModelLike | None, models: Mapping[str, ModelLike] | None
 ) -> Router:
     """The router a run uses: `router`, with `model=` as its default and `models=` overrides."""
-    base = router if router is not None else Router()
+    base = router if router is not None else _EMPTY_ROUTER
     if model is not None:
         base = base.override({"default": model})
     if models:
@@ -309,7 +313,9 @@ class RunStream:
         """The root session id."""
         self._result: RunResult | None = None
         self._error: BaseException | None = None
-        self._done = anyio.Event()
+        self._finished = False
+        self._finish_waiter: Waiter | None = None
+        """Built only if `result()` must wait (an anyio.Event per run costs ~1 KB in flight)."""
 
     def __aiter__(self) -> RunStream:
         return self
@@ -349,15 +355,23 @@ class RunStream:
                 f"Run {root!r} is a strict replay, which asks no one: its injected messages come from "
                 f"the journal. Resume it (mode='record') to send new ones."
             )
-        if self._done.is_set():
+        if self._finished:
             raise UserError(f"Run {root!r} has ended; a message can only reach a running agent.")
         state.inbox.put(text, session_id)
+
+    def _finish(self) -> None:
+        """The run has ended (its result or error is set)."""
+        self._finished = True
+        if self._finish_waiter is not None:
+            self._finish_waiter.set()
 
     async def result(self) -> RunResult:
         """Wait for the run to finish (reading and dropping unread events) and return its result."""
         async for _ in self:
             pass
-        await self._done.wait()
+        if not self._finished:
+            self._finish_waiter = Waiter(is_asyncio())
+            await self._finish_waiter.wait()
         if self._error is not None:
             raise self._error
         assert self._result is not None
@@ -435,7 +449,7 @@ async def stream(
             handle._error = exc
         finally:
             channel.close()
-            handle._done.set()
+            handle._finish()
 
     with _collapse():
         async with running(produce) as producer:
@@ -443,7 +457,7 @@ async def stream(
                 yield handle
             finally:
                 channel.close()
-                if not handle._done.is_set():  # left early: cancel the whole tree
+                if not handle._finished:  # left early: cancel the whole tree
                     producer.cancel()
         if handle._error is not None and not isinstance(handle._error, Exception):
             raise handle._error  # KeyboardInterrupt, SystemExit: not the reader's to swallow

@@ -67,3 +67,25 @@ def test_watchdog_bench_counts_what_the_watchdog_saves(tmp_path: Path) -> None:
     assert "| stuck | every=3 | verified | 4 |" in report
     assert "| stuck | none | max_tool_calls | 60 |" in report
     assert "| silently done | none | verified | 40 |" in report
+
+
+def test_hotpath_measures_run_end_to_end() -> None:
+    """bench/hotpath.py (the stable measures of issue 14) runs: call counts and a small
+    concurrent batch, both modes' loops making their 6 model calls (the fake checks)."""
+
+    def run(*args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "bench/hotpath.py", *args],
+            cwd=REPO,
+            env=subprocess_env(),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    calls = run("--calls", "--mode", "run")
+    assert calls.startswith("python calls per loop: ") and int(calls.split(":")[1]) > 0
+    batch = json.loads(run("--concurrent", "--n", "20"))
+    assert batch["coroutines_per_run"] > 1 and batch["traced_peak_mb"] > 0

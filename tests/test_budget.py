@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import anyio
@@ -185,3 +186,89 @@ async def test_the_deadline_cancels_a_tool_that_never_ends_and_keeps_the_text_so
     assert (result.stop_reason, result.output) == ("budget", "Looking it up.")
     assert [e.type for e in seen].count("budget.exceeded") == 1
     assert len(model.requests) == 1
+
+
+# -- budget slices on the journal-less path (the h-hot fast paths meet per-session slices) --
+
+
+def test_a_meter_is_unlimited_only_when_it_and_every_meter_above_it_limit_nothing() -> None:
+    free = BudgetMeter()
+    assert free.unlimited
+    assert free.slice(Budget(), owner="r__a_0").unlimited
+    assert not free.slice(Budget(max_tokens=5), owner="r__a_0").unlimited
+    limited = BudgetMeter(Budget(max_model_calls=1))
+    under = limited.slice(Budget(), owner="r__a_0")
+    assert not under.unlimited  # its own budget is empty, but its parent's live() must still run
+    assert not under.slice(Budget(), owner="r__a_0__b_0").unlimited
+    limited.charge(Usage(input_tokens=1, model_calls=1))
+    with pytest.raises(BudgetExceeded) as info, under.live(model_call=True):
+        raise AssertionError("the run's spent budget must refuse a call in its unlimited slice")
+    assert (info.value.limit, info.value.slice_id) == ("model_calls", None)
+
+
+def _looks_twice(request: ModelRequest) -> Reply:
+    """A tool call on the first turn, a text answer on the second."""
+    if len(request.messages) <= 2:
+        return Reply(text="Looking.", tool_calls=[call("note", {"text": "x"})], usage=Usage(input_tokens=10))
+    return Reply(text="Done.", usage=Usage(input_tokens=10))
+
+
+@tool
+def note(text: str) -> str:
+    """Write a note down."""
+    return "noted"
+
+
+class _Sliced:
+    """Runs one Agent under a slice and reports what `ctx.run` raised (its slice id and limit)."""
+
+    name = "sliced"
+
+    def __init__(self, child: Any, slice_budget: Budget) -> None:
+        self.child, self.slice_budget = child, slice_budget
+        self.awaitable: object = None
+
+    async def run(self, ctx: Any, task: str) -> jeeves.Output:
+        pending = ctx.run(self.child, task, role="step", budget=self.slice_budget)
+        self.awaitable = pending
+        try:
+            out = await pending
+        except BudgetExceeded as exc:
+            kept = exc.output.text if exc.output is not None else None
+            return jeeves.Output.of(f"{exc.slice_id}:{exc.limit}:{kept}", stop_reason="slice")
+        return out
+
+
+async def test_a_journal_less_slice_stops_its_childs_model_call_and_ctx_run_raises_its_error() -> None:
+    model = FunctionModel(_looks_twice)
+    arch = _Sliced(Agent("a", tools=[note]), Budget(max_model_calls=1))
+    result = await jeeves.run(arch, "t", model=model, session_id="r")  # no journal, no reader, no run budget
+    assert (result.stop_reason, result.text) == ("slice", "r__step_0:model_calls:Looking.")
+    assert len(model.requests) == 1  # the second call was refused before it started
+    assert result.usage.model_calls == 1
+    assert inspect.iscoroutine(arch.awaitable)  # a sliced ctx.run is still a plain coroutine
+
+
+async def test_a_journal_less_unlimited_slice_under_a_limited_run_is_stopped_by_the_run() -> None:
+    model = FunctionModel(_looks_twice)
+    arch = _Sliced(Agent("a", tools=[note]), Budget())
+    seen, result = await collect(arch, "t", model=model, session_id="r", budget=Budget(max_model_calls=1))
+    assert len(model.requests) == 1
+    (breach,) = [e for e in seen if e.type == "budget.exceeded"]
+    assert (breach.session_id, breach.slice_id, breach.limit) == ("r__step_0", None, "model_calls")
+    assert result.text == "Looking."  # not the slice's error: the run's own budget stopped it
+
+
+async def test_a_journal_less_slices_deadline_cancels_its_childs_tool() -> None:
+    @tool
+    async def wait() -> str:
+        """Waits forever."""
+        await anyio.sleep_forever()
+        return "never"
+
+    model = FunctionModel(lambda r: Reply(text="Looking it up.", tool_calls=[call("wait")]))
+    arch = _Sliced(Agent("a", tools=[wait]), Budget(deadline_s=0.3))
+    seen, result = await collect(arch, "t", model=model, session_id="r")
+    assert (result.stop_reason, result.text) == ("slice", "r__step_0:deadline:Looking it up.")
+    (breach,) = [e for e in seen if e.type == "budget.exceeded"]
+    assert (breach.slice_id, breach.limit) == ("r__step_0", "deadline")

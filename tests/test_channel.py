@@ -46,3 +46,17 @@ async def test_cancelled_blocked_producer_is_removed() -> None:
     channel.close()
     with pytest.raises(anyio.EndOfStream):
         await channel.get()
+
+
+async def test_offer_enqueues_without_waiting_or_says_the_caller_must_wait() -> None:
+    channel = EventChannel(max_buffer=1)
+    first, second = ModelDelta(session_id="a", text="1"), ModelDelta(session_id="a", text="2")
+    assert channel.offer(first) and first.seq == 1
+    assert not channel.offer(second) and second.seq == 0  # full: untouched, `put` it
+    async with anyio.create_task_group() as group:
+        group.start_soon(channel.put, second)
+        assert await channel.get() is first
+        assert await channel.get() is second and second.seq == 2
+    channel.close()
+    late = ModelDelta(session_id="a", text="3")
+    assert channel.offer(late) and late.seq == 3  # closed: stamped and dropped

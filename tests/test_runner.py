@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 import jeeves
-from jeeves import Agent, Budget, ScriptedModel, tool
+from jeeves import Agent, Budget, FunctionModel, ScriptedModel, tool
 from jeeves.errors import BudgetExceeded, ProviderError, UserError, UserTypeError
 from jeeves.testing import Reply, call
 from tests.conftest import REPO, subprocess_env
@@ -267,3 +267,60 @@ async def test_usage_by_path_keeps_apart_what_usage_by_role_adds_up() -> None:
         "lead.b.actor": 1,
         "lead.b.critic": 1,
     }
+
+
+async def test_usage_books_are_the_same_with_and_without_a_journal() -> None:
+    """Without a journal nothing is replayed, so the live books are the only ones kept; every
+    usage map of the result, and every session's `session.completed` usage, match a run that
+    keeps both books (a journal)."""
+    from jeeves.events import SessionCompleted
+    from jeeves.messages import ModelRequest, ModelResponse, Usage
+    from jeeves.replay import MemoryJournal
+
+    def reply(request: ModelRequest) -> ModelResponse:
+        critic = request.role_path[-1] == "critic"
+        text = '{"score": 0.5, "issues": ["more"], "summary": "s"}' if critic else "draft"
+        return ModelResponse(text=text, usage=Usage(input_tokens=3, output_tokens=2, cost_usd=0.01))
+
+    def arch() -> jeeves.ActorCritic:
+        return jeeves.ActorCritic(Agent("a", role="actor"), Agent("c", role="critic"), max_rounds=1)
+
+    async def go(journal: MemoryJournal | None) -> tuple[jeeves.RunResult, list[Usage]]:
+        model = FunctionModel(reply)
+        async with jeeves.stream(arch(), "t", model=model, session_id="u1", journal=journal) as events:
+            done = [e.usage async for e in events if isinstance(e, SessionCompleted)]
+            return await events.result(), done
+
+    bare, bare_done = await go(None)
+    kept, kept_done = await go(MemoryJournal())
+    assert bare.usage == kept.usage and bare.usage.model_calls == 4
+    assert bare.usage_by_role == kept.usage_by_role and set(bare.usage_by_role) == {"actor", "critic"}
+    assert bare.usage_by_path == kept.usage_by_path
+    assert bare.usage_by_session == kept.usage_by_session and len(bare.usage_by_session) == 4
+    assert bare_done == kept_done
+
+
+async def test_run_without_a_reader_or_a_journal_still_streams_from_the_provider() -> None:
+    """`jeeves.run` with no journal builds no `model.delta` events (nobody reads or records
+    them), but the provider is asked exactly as before: with a delta sink, so it streams."""
+    from jeeves.messages import ModelRequest, ModelResponse
+    from jeeves.models.base import DeltaSink
+
+    sinks: list[bool] = []
+
+    class Streaming:
+        model_name = "streaming"
+
+        async def complete(
+            self, request: ModelRequest, *, on_delta: DeltaSink | None = None
+        ) -> ModelResponse:
+            sinks.append(on_delta is not None)
+            if on_delta is not None:
+                await on_delta("hi")
+            return ModelResponse(text="hi")
+
+    result = await jeeves.run(Agent("x"), "go", model=Streaming())
+    assert result.output == "hi" and sinks == [True]
+    async with jeeves.stream(Agent("x"), "go", model=Streaming()) as events:
+        assert [e.type async for e in events].count("model.delta") == 1
+    assert sinks == [True, True]

@@ -6,7 +6,8 @@ Models asked for JSON still wrap it in fences, put a sentence before it, score o
 it would get a score of 0.9"), and neither may become the verdict. `parse_verdict`
 decides, in order, and the first rule that finds a score wins:
 
-1. the whole reply is a JSON object that fits the schema → `obtained="schema"`;
+1. the whole reply is a JSON object that fits the schema → `obtained="schema"` (exactly the
+   schema's keys: one `json.loads` and one validation, nothing else);
 2. a JSON object in the reply (in fences, after a preamble, nested one level, e.g.
    `{"verdict": {...}}`) with a readable score, on any scale → `"repaired"`. An object
    with all three fields (score, issues, summary) beats a bare `{"score": ...}`; among
@@ -44,6 +45,7 @@ from jeeves.critics.verdict import Obtained, Verdict, normalise_score
 __all__ = ["fallback_verdict", "parse_verdict"]
 
 _SCORE_KEYS = ("score", "rating", "grade")
+_SCHEMA_KEYS = frozenset(("score", "issues", "summary"))
 _NUM = r"\d+(?:\.\d+)?"
 # A score's number: a decimal comma is allowed (0,8), a thousands separator is not.
 _VALUE = rf"(?P<value>[-+]?\d+(?:\.\d+|,\d{{1,2}}(?!\d))?\s*(?:%|/\s*{_NUM}|out\s+of\s+{_NUM})?)(?![.,]?\d)"
@@ -67,7 +69,9 @@ def parse_verdict(text: str, *, source: str = "llm") -> Verdict:
     stripped = text.strip()
     whole = _loads_object(stripped)
     if whole is not None and _fits_schema(whole):
-        verdict = _from_object(whole, source, "schema")
+        verdict = _exact(whole, source) if whole.keys() <= _SCHEMA_KEYS else None
+        if verdict is None:
+            verdict = _from_object(whole, source, "schema")
         if verdict is not None:
             return verdict
     scan = _scan(stripped)
@@ -220,6 +224,21 @@ def _fits_schema(obj: Mapping[str, Any]) -> bool:
         and all(isinstance(i, str) for i in issues)
         and isinstance(obj.get("summary", ""), str)
     )
+
+
+def _exact(obj: Mapping[str, Any], source: str) -> Verdict | None:
+    """The reply is exactly the schema's object (the fast path: no key search, one validation)."""
+    try:
+        return Verdict(
+            score=obj["score"],
+            issues=obj.get("issues", []),
+            summary=obj.get("summary", ""),
+            hard_fail=False,
+            source=source,
+            obtained="schema",
+        )
+    except ValidationError:
+        return None
 
 
 def _complete(obj: Mapping[str, Any]) -> bool:

@@ -145,9 +145,11 @@ class Verdict(BaseModel):
     @classmethod
     def _structured(cls, data: Any) -> Any:
         """Issue objects with a rule, path, severity or fix become findings too."""
-        if not isinstance(data, Mapping):
+        if type(data) is not dict and not isinstance(data, Mapping):
             return data
         issues, findings = data.get("issues"), data.get("findings")
+        if findings is None and type(issues) is list and all(type(i) is str for i in issues):
+            return data  # the common case, plain text issues: nothing to turn into findings
         if findings is None and isinstance(issues, Sequence) and not isinstance(issues, str):
             found = [_finding(item) for item in issues if isinstance(item, Mapping)]
             found = [f for f in found if f is not None]
@@ -168,6 +170,8 @@ class Verdict(BaseModel):
     def _issues(cls, value: object) -> list[str]:
         if value is None:
             return []
+        if type(value) is list and all(type(i) is str for i in value):  # plain text issues: no ABC checks
+            return [text for text in (_BULLET.sub("", i).strip() for i in value) if text]
         if isinstance(value, str):
             items: Sequence[object] = value.splitlines()
         elif isinstance(value, Sequence):

@@ -18,6 +18,12 @@ from jeeves.models.base import ModelClient, Route
 __all__ = ["Router", "role_keys"]
 
 RouteLike = str | Route | ModelClient
+_RESOLVED_MAX = 4096
+"""Role paths a router remembers its match for (a bound: role paths come from code, but an
+app building them from data must not grow a long-lived router without limit)."""
+_OVERRIDES_MAX = 16
+"""Per-run overrides (`model=`, `models=`) a router keeps built, oldest dropped first: runs
+that pass the same model objects reuse one router and its resolved routes."""
 
 
 def role_keys(role_path: Sequence[str]) -> Iterator[str]:
@@ -60,6 +66,8 @@ class Router:
             _check_key(k): Route.coerce(v, key=k) for k, v in (routes or {}).items()
         }
         self._client = client
+        self._resolved: dict[tuple[str, ...], Route] = {}
+        self._overrides: dict[tuple[tuple[str, object], ...], Router] = {}
 
     @property
     def routes(self) -> Mapping[str, Route]:
@@ -67,20 +75,44 @@ class Router:
 
     def override(self, models: Mapping[str, RouteLike]) -> Router:
         """A router with `models` replacing or adding routes (per-run overrides)."""
-        merged: dict[str, RouteLike] = dict(self._routes)
-        merged.update(models)
-        return Router(merged, client=self._client)
+        if not isinstance(models, Mapping):
+            raise UserTypeError(
+                f"Route overrides must be a dict of role → model, got {short_repr(models)}; "
+                f"e.g. {{'critic': 'openai/gpt-4o'}}."
+            )
+        key = tuple((k, v if isinstance(v, str) else id(v)) for k, v in models.items())
+        cached = self._overrides.get(key)
+        if cached is not None:  # the same overrides as an earlier run: its router, routes resolved
+            return cached
+        merged = dict(self._routes)  # already checked: only the overrides are
+        merged.update({_check_key(k): Route.coerce(v, key=k) for k, v in models.items()})
+        router = Router(client=self._client)
+        router._routes = merged
+        if len(self._overrides) >= _OVERRIDES_MAX:
+            self._overrides.pop(next(iter(self._overrides)))
+        self._overrides[key] = router  # its routes hold every object whose id is in `key`
+        return router
 
     def resolve(self, role_path: Sequence[str]) -> Route:
-        """The route for a role path; a UserError listing the routes when none matches."""
-        for key in role_keys(role_path):
+        """The route for a role path; a UserError listing the routes when none matches.
+
+        Resolved once per role path and router (routes never change after construction):
+        every session of a run, and of later runs on this router, reuses the match.
+        """
+        path = tuple(role_path)
+        found = self._resolved.get(path)
+        if found is not None:
+            return found
+        for key in role_keys(path):
             route = self._routes.get(key)
             if route is not None:
+                if len(self._resolved) < _RESOLVED_MAX:
+                    self._resolved[path] = route
                 return route
-        path = ".".join(role_path) or "(root)"
+        shown = ".".join(role_path) or "(root)"
         known = ", ".join(sorted(self._routes)) or "none"
         raise UserError(
-            f"No model route for role {path!r} (looked up {list(role_keys(role_path))!r}); routes: {known}. "
+            f"No model route for role {shown!r} (looked up {list(role_keys(role_path))!r}); routes: {known}. "
             f"Add a route for one of those keys, or a 'default' route."
         )
 

@@ -481,6 +481,21 @@ async def test_a_step_over_its_slice_fails_and_the_planner_replans_while_its_sib
     assert "step 'a' failed: budget_exceeded" in (model_requests(events, "r__plan_1__planner_0") or "")
 
 
+async def test_a_step_over_its_slice_fails_in_a_run_with_no_journal_and_no_reader() -> None:
+    """`jeeves.run` with no journal and no run budget takes every fast path (no step wrapper,
+    no delta events); the step's slice still refuses its call and the step still fails."""
+    model = slice_script()
+    result = await jeeves.run(sliced(), "Refund order 881.", model=model, session_id="r")
+    model.assert_consumed()
+    assert result.stop_reason == "completed"
+    out = detail(result)
+    assert [(s.step_id, s.failed, s.failure) for s in out.steps] == [("b", False, None)]
+    assert out.reports[0].rationale.startswith(
+        "partial: hard-fail evaluator 'executor' failed: step 'a' failed: budget_exceeded"
+    )
+    assert result.usage_by_session["r__plan_0__step_0"].total_tokens == 80
+
+
 async def test_the_attempts_step_results_say_which_step_ran_out() -> None:
     model = slice_script()
     recorded: list[list[tuple[str, bool, str | None]]] = []

@@ -131,3 +131,41 @@ def test_ambiguous_or_unreadable_scores_fall_back_flagged(reply: str, reason: st
     verdict = parse_verdict(reply)
     assert (verdict.score, verdict.obtained) == (0.0, "fallback")
     assert reason in verdict.summary and not verdict.approves(0.0)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '{"score": 0.2, "issues": ["subtracts instead of adding"], "summary": "wrong operator"}',
+        '{"score": 1, "issues": [], "summary": "correct"}',
+        '  {"summary": " padded ", "score": 0.5, "issues": ["- a bullet", "  ", "two\\nlines"]}  ',
+        '{"score": 0.7}',
+        '{"score": 0.7, "issues": ["x"]}',
+    ],
+)
+def test_a_reply_that_is_exactly_the_schema_takes_the_fast_path_to_the_same_verdict(
+    reply: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One json.loads and one validation (no key search, no scan), and the verdict is the one
+    the general path gives: same fields, same JSON (a critic session's output text)."""
+    from jeeves.critics import parse
+
+    fast = parse_verdict(reply, source="llm")
+    calls: list[str] = []
+
+    def scan(text: str) -> parse._Scan:
+        calls.append(text)
+        return parse._Scan([], [], "")
+
+    monkeypatch.setattr(parse, "_scan", scan)
+    monkeypatch.setattr(parse, "_exact", lambda obj, source: None)  # force the general path
+    general = parse_verdict(reply, source="llm")
+    assert fast == general and fast.obtained == "schema"
+    assert fast.model_dump_json() == general.model_dump_json()
+    assert fast.model_fields_set == general.model_fields_set
+    assert calls == []  # neither path scanned the text
+
+
+def test_extra_keys_leave_the_fast_path_but_still_fit_the_schema() -> None:
+    verdict = parse_verdict('{"score": 0.9, "issues": [], "summary": "ok", "hard_fail": true}')
+    assert verdict.obtained == "schema" and verdict.hard_fail is True

@@ -114,3 +114,31 @@ def test_a_route_repr_masks_credentials_and_keeps_them_for_the_call() -> None:
         assert key not in shown and "<redacted>" in shown
     assert "'temperature': 0" in repr(route) and "'X-Trace': 't'" in repr(route)
     assert route.params["api_key"] == route.params["extra_headers"]["X-Api-Key"] == key
+
+
+def test_overrides_with_the_same_objects_reuse_one_router_and_its_resolved_routes() -> None:
+    model = FunctionModel(lambda r: "x")
+    base = Router({"critic": "openai/gpt-4o"})
+    first = base.override({"default": model})
+    assert base.override({"default": model}) is first
+    assert first.resolve(("loop", "actor")) is first.resolve(["loop", "actor"])
+    other = base.override({"default": FunctionModel(lambda r: "y")})
+    assert other is not first and other.resolve(("actor",)).client is not model
+    assert base.override({"default": "openai/gpt-4o-mini"}).resolve(("a",)).model == "openai/gpt-4o-mini"
+    assert base.resolve(("x", "critic")).model == "openai/gpt-4o"  # the base is unchanged
+
+
+def test_override_keeps_checking_what_it_adds() -> None:
+    with pytest.raises(UserError, match="bad key"):
+        Router().override({"bad key": "openai/gpt-4o"})
+    with pytest.raises(UserError, match="dict of role"):
+        Router().override(["default"])  # type: ignore[arg-type]
+
+
+def test_a_router_keeps_a_bounded_number_of_overrides() -> None:
+    from jeeves.models import router as module
+
+    base = Router()
+    for i in range(module._OVERRIDES_MAX + 5):
+        base.override({"default": f"m/{i}"})
+    assert len(base._overrides) == module._OVERRIDES_MAX
