@@ -19,6 +19,7 @@ import functools
 import os
 import sqlite3
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
@@ -102,7 +103,7 @@ class SQLiteJournal(StoreBase):
                     f"{self.path} is a SQLite database but not a jeeves journal (tables: {sorted(tables)!r}); "
                     f"give jeeves a file of its own."
                 )
-            conn.execute("PRAGMA journal_mode = WAL")
+            _use_wal(conn)
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.executescript(_SCHEMA)
             conn.execute(
@@ -215,3 +216,22 @@ class SQLiteJournal(StoreBase):
 
     def __repr__(self) -> str:
         return f"SQLiteJournal({str(self.path)!r})"
+
+
+def _use_wal(conn: sqlite3.Connection, *, attempts: int = 100) -> None:
+    """Put the file in WAL mode (once: the mode is stored in the file). Switching needs the
+    file to itself, and SQLite can refuse the switch as "locked" without waiting while other
+    connections (a worker's other runs, a server following them) open a new journal at the
+    same time: so look first, and retry a refused switch for up to about 10 s. Runs in a
+    worker thread, never on the event loop."""
+    for attempt in range(attempts):
+        try:
+            (mode,) = conn.execute("PRAGMA journal_mode").fetchone()
+            if str(mode).lower() == "wal":
+                return
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == attempts - 1:
+                raise
+            time.sleep(0.1)

@@ -170,3 +170,31 @@ async def test_a_row_holding_another_steps_record_is_damage(tmp_path: Path) -> N
     ):
         async with SQLiteJournal(path) as journal:
             await journal.get_step("r1", 5)
+
+
+def test_many_stores_opening_a_new_file_at_once_all_open_it(tmp_path: Path) -> None:
+    """Workers open one journal per run: the first connections to a new file race to switch
+    it to WAL while another creates the tables, and none may fail as "locked"."""
+    path = tmp_path / "runs.db"
+    errors: list[BaseException] = []
+    start = threading.Barrier(8)
+
+    def open_and_write(k: int) -> None:
+        try:
+            journal = SQLiteJournal(path)
+            start.wait()
+            journal._locked(lambda conn: conn.execute("SELECT 1"))  # connects: the schema and WAL
+            journal.close()
+        except BaseException as exc:
+            errors.append(exc)
+
+    for _ in range(5):
+        path.unlink(missing_ok=True)
+        threads = [threading.Thread(target=open_and_write, args=(k,)) for k in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert errors == []
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)

@@ -228,6 +228,10 @@ def test_serve_serves_specs_each_with_its_own_routes() -> None:
         assert '"stop_reason":"approved"' in body and "event: end" in body
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_stops_a_run_at_once_and_says_how_to_resume_it(tmp_path: Path) -> None:
     (tmp_path / "slowtools.py").write_text(
         "import os, time\n\n\ndef wait(seconds: float) -> str:\n"
@@ -248,6 +252,9 @@ def test_ctrl_c_stops_a_run_at_once_and_says_how_to_resume_it(tmp_path: Path) ->
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # A shell without job control starts background commands with SIGINT ignored, and
+        # children inherit that: give the run the disposition a terminal gives it.
+        preexec_fn=_default_sigint,
     )
     assert run.stdout is not None
     try:
