@@ -144,16 +144,19 @@ class Gates(StepsCore):
         fp = fingerprint(request)
         journal = state.journal
         record = await journal.get_step(self.session_id, index) if journal is not None else None
+        adopted = self._adopted and state.mode != "replay"
         if record is not None:
             check_recorded(record, self.session_id, "gate", tool, fp, request)
             where = step_origin(record, journal)
             for event in served_events(record, where):
-                event.replayed = True
+                event.replayed = not adopted
                 await self.emit(event)
             if not record.pending:
-                self._replayed += 1
+                self._replayed += 0 if adopted else 1
                 return Decision.model_validate(record.result)
             gate = PendingGate.model_validate(record.result)
+        if adopted:
+            raise self._unadopted(index, f"gate {tool!r}")
         if state.mode == "replay":
             raise ReplayDivergence(
                 f"Session {self.session_id!r} reached gate {gate_id(self.session_id, index)} ({tool!r}), which the "

@@ -107,13 +107,19 @@ def _helped(state: RunState) -> bool:
     return (state.journal is not None and state.mode != "replay") or state.approvals is not None
 
 
-async def supervise(state: RunState, root: Context, arch: Architecture, task: str) -> Outcome:
-    """Run the root session under the lease, the session TTL and the suspension watcher."""
+async def supervise(
+    state: RunState, root: Context, arch: Architecture, task: str, *, index: int = 0
+) -> Outcome:
+    """Run the root session under the lease, the session TTL and the suspension watcher.
+
+    A branch (`jeeves.branch`: a child session executed apart from its run) runs under the
+    suspension watcher only: the lease and the TTL are its run's root's."""
     outcome = Outcome()
     error: BaseException | None = None
+    branch = root.parent_id is not None
     deadline = state.expires_at - time.time() if state.expires_at is not None else None
     if deadline is None and not _helped(state):  # nothing to renew, no gate to park at: no helpers
-        outcome.output = await root.execute(arch, task)
+        outcome.output = await root.execute(arch, task, index=index)
         return outcome
     with anyio.move_on_after(deadline if deadline is not None else float("inf")) as ttl:
         async with anyio.create_task_group() as group:
@@ -125,9 +131,10 @@ async def supervise(state: RunState, root: Context, arch: Architecture, task: st
 
             state.suspension.watched = True
             group.start_soon(watch)
-            group.start_soon(_heartbeat, state, root.session_id)
+            if not branch:
+                group.start_soon(_heartbeat, state, root.session_id)
             try:
-                outcome.output = await root.execute(arch, task)
+                outcome.output = await root.execute(arch, task, index=index)
             except anyio.get_cancelled_exc_class():
                 raise
             except BaseException as exc:
@@ -142,6 +149,6 @@ async def supervise(state: RunState, root: Context, arch: Architecture, task: st
             f"Run {root.session_id!r} reached its session TTL; it stopped with a terminal 'expired' record. "
             f"Start a new session to go on.",
         )
-    if outcome.suspended:
+    if outcome.suspended and not branch:
         await set_root_status(state, root.session_id, "awaiting_gate")
     return outcome

@@ -85,6 +85,7 @@ class StepsCore:
     """A session's identity, events and journaled steps (the base of `Context`)."""
 
     __slots__ = (
+        "_adopted",
         "_intervene",
         "_meter",
         "_replayed",
@@ -112,8 +113,13 @@ class StepsCore:
         intervene: Intervener | None = None,
         meter: BudgetMeter | None = None,
         slice_budget: Budget | None = None,
+        adopted: bool = False,
     ) -> None:
         self._state = state
+        self._adopted = adopted
+        """This session ran on another worker (`jeeves.branch`): its steps are served from the
+        journal as that worker recorded them, and count as live here (events not marked
+        `replayed`, usage and budget charged); a step the record lacks is a divergence."""
         self._intervene = intervene
         self._meter = meter or state.meter
         """The budget this session's steps run under: the run's, or a slice of it."""
@@ -218,17 +224,21 @@ class StepsCore:
         record = await journal.get_step(self.session_id, index)
         if record is not None:
             check_recorded(record, self.session_id, kind, name, fp, request)
-            if state.mode == "replay" or not tried_again_on_resume(record):
-                self._replayed += 1
+            adopted = self._adopted and state.mode != "replay"
+            if state.mode == "replay" or adopted or not tried_again_on_resume(record):
+                if not adopted:
+                    self._replayed += 1
                 where = step_origin(record, journal)
                 for event in served_events(record, where):
-                    event.replayed = True
+                    event.replayed = not adopted
                     await self.emit(event)
                 if record.error is not None:
                     recorded = decode_error(record.error, where)
                     self._meter.restore(recorded)  # a slice that stopped this step stopped it again
                     raise recorded
-                return StepResult(served_result(record, state.adapter(result_type), where), True)
+                return StepResult(served_result(record, state.adapter(result_type), where), not adopted)
+        elif self._adopted and state.mode != "replay":
+            raise self._unadopted(index, step_name(kind, name))
         elif state.mode == "replay":
             raise ReplayDivergence(
                 f"Session {self.session_id!r} asked for step {index} ({step_name(kind, name)}), which the journal does not "
@@ -262,6 +272,15 @@ class StepsCore:
         if error is not None:
             raise error
         return StepResult(result, False)  # type: ignore[arg-type]
+
+    def _unadopted(self, index: int, step: str) -> ReplayDivergence:
+        """The error for a step an adopted session asks for that its worker did not record."""
+        return ReplayDivergence(
+            f"Session {self.session_id!r} ran on another worker, whose record lacks step {index} ({step}): "
+            f"the workers run different code or specs. Give every worker the same code, then resume the run.",
+            session_id=self.session_id,
+            step=index,
+        )
 
     async def _live(self, kind: str, run: Callable[[], Awaitable[T]], emitted: list[Event]) -> T:
         """Run a step live under the run's budget (see `BudgetMeter.live`): a step the budget

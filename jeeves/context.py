@@ -24,8 +24,11 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
+from contextvars import ContextVar
 from typing import Any
+
+import anyio
 
 from jeeves._gates import Gates
 from jeeves._model_calls import ModelCalls
@@ -34,14 +37,23 @@ from jeeves._sessions import Sessions
 from jeeves.architecture import Architecture, Output
 from jeeves.budget import Budget
 from jeeves.checks import short_repr
-from jeeves.errors import BudgetExceeded, UserTypeError
+from jeeves.errors import PROGRAM_ERRORS, BudgetExceeded, JournalError, UserTypeError
 from jeeves.events import SteeringInjected, WatchdogVerdictEvent
 from jeeves.hooks import Tracer
 from jeeves.ids import child_id, validate_name
 from jeeves.messages import Usage
 from jeeves.steering import INJECT_STEP, Intervener, Intervention, Turn, span_event
 
-__all__ = ["Context", "RunState", "StepResult"]
+__all__ = ["SPREADER", "Context", "RunState", "Spreader", "StepResult"]
+
+Spreader = Callable[["Context", Architecture, str, int], Awaitable[bool]]
+"""Runs a child session elsewhere (another worker), given its prepared context, the child
+its task and index, and returns once it ended there: True when it ran (the session is then
+adopted from the journal), False when it cannot leave this process (it runs here)."""
+
+SPREADER: ContextVar[Spreader | None] = ContextVar("jeeves_spreader", default=None)
+"""Set by a durable worker around a run it executes, so `ctx.run(..., spread=True)`
+children may run on other workers (`jeeves.durable`); unset, every child runs here."""
 
 
 def check_budget(budget: object) -> Budget | None:
@@ -50,6 +62,28 @@ def check_budget(budget: object) -> Budget | None:
     raise UserTypeError(
         f"ctx.run(budget=) must be a jeeves.Budget or None, got {short_repr(budget)}; e.g. Budget(max_tokens=2000)."
     )
+
+
+async def _run_spread(ctx: Context, child: Architecture, task: str, index: int, spreader: Spreader) -> Output:
+    """A child run on another worker, then adopted here from what that worker recorded.
+
+    The spreader failing (the queue's database unreachable, a branch that ended without an
+    outcome) stops the run as a `JournalError`: no architecture reads it as the child's
+    failure, which would be recorded and make the run's record depend on an outage."""
+    try:
+        ctx._adopted = await spreader(ctx, child, task, index)
+    except anyio.get_cancelled_exc_class():
+        raise
+    except PROGRAM_ERRORS:
+        raise
+    except Exception as exc:
+        raise JournalError(
+            f"Session {ctx.session_id!r} could not run on another worker ({type(exc).__name__}: {exc}); the "
+            f"run stops here, keeping every step done: fix the cause and resume it."
+        ) from exc
+    if ctx._slice is None:
+        return await ctx.execute(child, task, index=index)
+    return await _run_sliced(ctx, child, task, index)
 
 
 async def _run_sliced(ctx: Context, child: Architecture, task: str, index: int) -> Output:
@@ -86,6 +120,7 @@ class Context(Sessions, ModelCalls, Gates):
         share_route: bool = False,
         intervene: Intervener | None = None,
         budget: Budget | None = None,
+        spread: bool = False,
     ) -> Coroutine[Any, Any, Output]:
         """Run `child` as session `{self.session_id}__{role}_{index}` and return its Output.
 
@@ -107,6 +142,14 @@ class Context(Sessions, ModelCalls, Gates):
         `BudgetExceeded` with `slice_id` = the child's session id, even if the child kept a
         partial output (it is on `error.output`); the run's own budget still stops the run.
 
+        With `spread=True` the child may run on another worker when this run executes on
+        durable workers that spread (`jeeves worker`, docs/scaling.md): it is queued there,
+        this session waits for it to end, then adopts it from the journal (its steps served
+        as that worker recorded them, its events emitted and its usage charged here, as if
+        it had run here). Elsewhere, and for a child with `intervene=`, it runs here.
+        Architectures pass it for branches that run in parallel (Supervisor's delegations,
+        PlanExecute's steps).
+
         Await it as any coroutine (`await ctx.run(...)`): without `budget=` it returns the
         child session's own coroutine, so a nested run keeps one coroutine frame per level
         alive, not two (with `budget=`, one more frame raises the slice's error).
@@ -123,7 +166,12 @@ class Context(Sessions, ModelCalls, Gates):
             intervene=intervene,
             meter=self._meter,
             slice_budget=None if budget is None else check_budget(budget),
+            adopted=self._adopted,
         )
+        if spread and intervene is None and not self._adopted and self._state.mode != "replay":
+            spreader = SPREADER.get()
+            if spreader is not None and self._state.journal is not None:
+                return _run_spread(ctx, child, task, index, spreader)
         if ctx._slice is None:
             return ctx.execute(child, task, index=index)
         return _run_sliced(ctx, child, task, index)
@@ -153,7 +201,7 @@ class Context(Sessions, ModelCalls, Gates):
         if state.journal is not None:
             record = await state.journal.get_step(self.session_id, self._steps)
             served = record is not None and record.kind == "function" and record.name == INJECT_STEP
-        if not served and (state.mode == "replay" or not len(state.inbox)):
+        if not served and (state.mode == "replay" or self._adopted or not len(state.inbox)):
             return ()
         messages = state.inbox.take(self.session_id) if not served else ()
         if not served and not messages:

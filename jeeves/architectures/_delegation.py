@@ -221,7 +221,7 @@ async def _delegate(
     with ctx.tracer.tool_call(ctx.started, "delegate", record.tool_call_id, arguments) as span:
         span.set_attribute("jeeves.worker", record.worker)
         try:
-            output = await ctx.run(worker, task, role=record.worker, index=record.index)
+            output = await ctx.run(worker, task, role=record.worker, index=record.index, spread=True)
         except PROGRAM_ERRORS as exc:
             span.record_error(exc)
             raise

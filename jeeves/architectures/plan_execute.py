@@ -478,7 +478,7 @@ class _Runs:
         inputs = "\n".join(f"[{d}] {done[d].text}" for d in step.depends_on if d in done)
         task = str(step.arguments.get("task", "")) + (f"\n\n## Results so far\n{inputs}" if inputs else "")
         try:
-            out = await ctx.run(worker, task, role="step", index=k, budget=budget)
+            out = await ctx.run(worker, task, role="step", index=k, budget=budget, spread=True)
         except PROGRAM_ERRORS:
             raise
         except BudgetExceeded:

@@ -58,6 +58,12 @@ def add_commands(commands: Any) -> None:
     worker.add_argument("--poll", type=float, default=1.0, metavar="S", help="seconds between queue polls")
     worker.add_argument("--offline", action="store_true", help="answer from each spec's [demo] script")
     worker.add_argument(
+        "--spread",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="hand a run's parallel children to any worker (default: on with PostgreSQL)",
+    )
+    worker.add_argument(
         "--ask",
         action="append",
         choices=APPROVAL_MODES,
@@ -93,6 +99,7 @@ def _worker(args: argparse.Namespace) -> int:
         polling_interval_s=args.poll,
         offline=bool(args.offline),
         approvals=Approvals(ask=tuple(args.ask)) if args.ask else None,
+        spread=args.spread,
     )
 
     async def main() -> None:

@@ -23,12 +23,14 @@ from jeeves.errors import UserError
 
 __all__ = [
     "APP_VERSION",
+    "BRANCH_WORKFLOW",
     "GATE_TOPIC",
     "STATUS_EVENT",
     "WORKFLOW_NAME",
     "dbos",
     "publish",
     "receive",
+    "client",
     "launch",
     "recover",
     "register_queues",
@@ -37,6 +39,8 @@ __all__ = [
 ]
 
 WORKFLOW_NAME = "jeeves.run"
+BRANCH_WORKFLOW = "jeeves.branch"
+"""A child session of a run, executed on any worker (`jeeves.durable.spread`)."""
 GATE_TOPIC = "jeeves.gate"
 """The DBOS message topic a decided gate wakes its waiting run on (`jeeves.durable.wake`)."""
 STATUS_EVENT = "jeeves.status"
@@ -69,6 +73,7 @@ def launch(
     worker_id: str,
     queues: list[str],
     body: Callable[[str, str], Awaitable[dict[str, Any]]],
+    branch: Callable[[str, list[str | int], str, dict[str, Any]], Awaitable[dict[str, Any]]] | None = None,
 ) -> None:
     """Configure DBOS on `database`, register the workflow, listen to `queues` and launch.
     Call from the event loop that will run the workflows (DBOS runs them on it)."""
@@ -88,7 +93,27 @@ def launch(
         return await body(target, task)
 
     module.DBOS.workflow(name=WORKFLOW_NAME)(workflow)
+    if branch is not None:
+
+        async def branch_workflow(
+            target: str, path: list[str | int], task: str, placement: dict[str, Any]
+        ) -> dict[str, Any]:
+            return await branch(target, path, task, placement)
+
+        module.DBOS.workflow(name=BRANCH_WORKFLOW)(branch_workflow)
     module.DBOS.launch()
+
+
+def client(database: str) -> Any:
+    """A DBOS client on `database` (blocking: call it from a thread); `destroy()` it after."""
+    module = dbos()
+    try:
+        return module.DBOSClient(system_database_url=database, serializer=serializer())
+    except Exception as exc:  # DBOS raises its own and SQLAlchemy's errors here
+        raise UserError(
+            f"Cannot reach the DBOS database ({type(exc).__name__}: {' '.join(str(exc).split())[:300]}); "
+            f"start a worker on it first (`jeeves worker SPEC`), which creates DBOS's tables."
+        ) from exc
 
 
 def register_queues(

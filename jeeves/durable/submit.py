@@ -23,14 +23,7 @@ __all__ = ["submit", "wait", "wake"]
 
 
 def _client(database: str) -> Any:
-    module = engine.dbos()
-    try:
-        return module.DBOSClient(system_database_url=database, serializer=engine.serializer())
-    except Exception as exc:  # DBOS raises its own and SQLAlchemy's errors here
-        raise UserError(
-            f"Cannot reach the DBOS database ({type(exc).__name__}: {' '.join(str(exc).split())[:300]}); "
-            f"start a worker on it first (`jeeves worker SPEC`), which creates DBOS's tables."
-        ) from exc
+    return engine.client(database)
 
 
 def _enqueue(database: str, target: str, task: str, session_id: str) -> str:
@@ -116,11 +109,26 @@ def _status(client: Any, session_id: str) -> Any:
 
 
 def _gate_event(client: Any, session_id: str) -> dict[str, Any] | None:
-    """The run's status event when it says the run waits at a gate, else None."""
-    event = client.get_event(session_id, engine.STATUS_EVENT, timeout_seconds=0)
-    if isinstance(event, dict) and event.get("status") == "awaiting_approval":
-        return dict(event)
-    return None
+    """`{"status": "awaiting_approval", "pending": [...]}` when the run, or one of its
+    branches (children executed on other workers), waits at a gate; else None."""
+    pending: list[str] = []
+    for workflow in [session_id, *_open_branches(client, session_id)]:
+        event = client.get_event(workflow, engine.STATUS_EVENT, timeout_seconds=0)
+        if isinstance(event, dict) and event.get("status") == "awaiting_approval":
+            pending.extend(str(gate) for gate in event.get("pending", []))
+    return {"status": "awaiting_approval", "pending": pending} if pending else None
+
+
+def _open_branches(client: Any, session_id: str) -> list[str]:
+    """The ids of run `session_id`'s branches that have not ended (`jeeves.durable.spread`)."""
+    branches = client.list_workflows(
+        workflow_id_prefix=session_id + "__",
+        name=engine.BRANCH_WORKFLOW,
+        status=["PENDING", "ENQUEUED"],
+        load_input=False,
+        load_output=False,
+    )
+    return [str(branch.workflow_id) for branch in branches]
 
 
 def _wake(database: str, session_id: str) -> bool:
@@ -135,8 +143,11 @@ def _wake(database: str, session_id: str) -> bool:
             return False
         except sqlalchemy.exc.ProgrammingError:  # a journal database no worker ever used: no DBOS tables
             return False
-        if status.status not in _ENDED:  # ended: a takeover already resumed it past the decision
-            client.send(session_id, {"decided": True}, topic=engine.GATE_TOPIC)
+        # Wake the run and its open branches (a gate may be in a child another worker runs);
+        # one that ended was already resumed past the decision by a takeover.
+        waiting = [session_id] if status.status not in _ENDED else []
+        for workflow in [*waiting, *_open_branches(client, session_id)]:
+            client.send(workflow, {"decided": True}, topic=engine.GATE_TOPIC)
         return True
     finally:
         client.destroy()

@@ -18,8 +18,8 @@ import socket
 import sys
 import time
 import uuid
-from collections.abc import Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import anyio
@@ -27,20 +27,22 @@ import sniffio
 
 from jeeves.approvals import Approvals, PendingGate
 from jeeves.architecture import Architecture
+from jeeves.branch import Placement, stream_branch
 from jeeves.checks import check_int, check_number
+from jeeves.context import SPREADER
 from jeeves.durable import engine
 from jeeves.durable.heartbeat import Heartbeat
 from jeeves.durable.runlock import run_lock
+from jeeves.durable.spread import Spreader, branch_queue_name, resolve_path
 from jeeves.durable.targets import Target, load_targets, queue_name
 from jeeves.errors import JeevesError, UserError
 from jeeves.journal import error_type_name
-from jeeves.models.router import Router
 from jeeves.replay.api import close_journal, open_journal
 from jeeves.replay.base import JournalStore
 from jeeves.replay.eventlog import open_event_log
 from jeeves.replay.postgres import display_url, is_database_url
 from jeeves.replay.recorder import EventRecorder
-from jeeves.runner import RunResult
+from jeeves.runner import RunStream
 from jeeves.runner import stream as stream_architecture
 
 __all__ = ["DATABASE_ENV", "Worker", "database_from_env", "journal_for"]
@@ -100,6 +102,10 @@ class Worker:
             references, specs without `[approvals]`). A run reaching a gate waits for its
             decision on the worker (durably: a worker that dies hands it over), and a
             decision recorded from anywhere (`jeeves approve DATABASE SESSION`) wakes it.
+        spread: Whether runs hand their parallel children (Supervisor's delegations,
+            PlanExecute's worker steps) to any worker as branches (`jeeves.durable.spread`).
+            Default: on PostgreSQL (many workers), off on SQLite (one). Every worker
+            serves the branches of its targets either way.
     """
 
     def __init__(
@@ -116,6 +122,7 @@ class Worker:
         polling_interval_s: float = 1.0,
         offline: bool = False,
         approvals: Approvals | None = None,
+        spread: bool | None = None,
     ) -> None:
         self.database = database_from_env(database)
         self.journal = journal_for(self.database, journal)
@@ -135,6 +142,9 @@ class Worker:
         )
         self.targets: dict[str, Target] = load_targets(targets, offline=offline, approvals=approvals)
         postgres = is_database_url(self.database)
+        self.spread = postgres if spread is None else bool(spread)
+        self._client: Any = None
+        """The DBOS client branches are queued and watched with (while spreading)."""
         self.worker_id = worker_id or (
             f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}" if postgres else "local"
         )
@@ -163,9 +173,65 @@ class Worker:
         entry = self.targets.get(target)
         if entry is None:  # a queue routes only this worker's targets; this is a mismatch
             return {"session_id": session_id, "status": "failed", "error": f"unknown target {target!r}"}
-        arch, router = entry.build()
+
+        @asynccontextmanager
+        async def attempt(store: JournalStore) -> AsyncIterator[RunStream]:
+            arch, router = entry.build()  # afresh each attempt: an offline script serves one run
+            spreader = self._spreader(entry.name, arch)
+            token = SPREADER.set(spreader)
+            try:
+                async with stream_architecture(
+                    arch,
+                    task,
+                    router=router,
+                    session_id=session_id,
+                    journal=store,
+                    architecture_ref=entry.source,
+                    approvals=entry.approvals,
+                ) as events:
+                    yield events
+            finally:
+                SPREADER.reset(token)
+
+        return await self._serve(session_id, target, task, attempt)
+
+    async def execute_branch(
+        self, target: str, path: list[str | int], task: str, placement: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The branch workflow body: one child session of a run another worker executes
+        (`jeeves.durable.spread`), recorded into the run's journal under its own id."""
+        session_id = engine.workflow_id()
+        entry = self.targets.get(target)
+        if entry is None:
+            return {"session_id": session_id, "status": "failed", "error": f"unknown target {target!r}"}
+        try:
+            where = Placement.from_json(placement)
+            resolve_path(entry.build()[0], path)
+        except UserError as exc:  # not retried: another worker built from the same code fails alike
+            return {"session_id": session_id, "status": "failed", "error": f"UserError: {exc}"}
+
+        @asynccontextmanager
+        async def attempt(store: JournalStore) -> AsyncIterator[RunStream]:
+            arch, router = entry.build()
+            async with stream_branch(
+                resolve_path(arch, path), task, where, journal=store, router=router
+            ) as events:
+                yield events
+
+        return await self._serve(session_id, f"{target} (branch)", task, attempt)
+
+    async def _serve(
+        self,
+        session_id: str,
+        label: str,
+        task: str,
+        attempt: Callable[[JournalStore], AbstractAsyncContextManager[RunStream]],
+    ) -> dict[str, Any]:
+        """Execute a run (or a branch) under its lock, recording its events, until it ends:
+        at a gate nobody decided yet it waits here, durably, for a decision, then goes on from
+        the journal."""
         store = open_journal(self.journal)
-        recorder = EventRecorder(open_event_log(self.journal), session_id, architecture=target, task=task)
+        recorder = EventRecorder(open_event_log(self.journal), session_id, architecture=label, task=task)
         scope = anyio.CancelScope()
         self._running.add(scope)
         status: str | None = None
@@ -177,20 +243,19 @@ class Worker:
                     flusher.start_soon(recorder.run)
                     try:
                         while True:
-                            result = await self._attempt(
-                                entry, arch, router, task, session_id, store, recorder
-                            )
+                            async with attempt(store) as events:
+                                recorder.new_attempt()
+                                async for event in events:
+                                    recorder.add(event)
+                                result = await events.result()
                             if result.status != "awaiting_approval":
                                 break
-                            # Suspended at a gate: wait here, durably, for a decision, then resume
-                            # from the journal (a fresh build: an offline script serves one run).
                             pending = [gate.gate_id for gate in result.pending]
                             await recorder.set_status("awaiting_approval")
                             await engine.publish({"status": "awaiting_approval", "pending": pending})
                             await engine.receive(_gate_wait(result.pending))
                             await engine.publish({"status": "running"})
                             await recorder.set_status("running")
-                            arch, router = entry.build()
                             await close_journal(store)  # a fresh store reads the decision recorded elsewhere
                             store = open_journal(self.journal)
                         status = result.status
@@ -223,30 +288,10 @@ class Worker:
             outcome["error"] = f"the run ended {result.status}: {result.text or result.stop_reason}"
         return outcome
 
-    async def _attempt(
-        self,
-        entry: Target,
-        arch: Architecture,
-        router: Router | None,
-        task: str,
-        session_id: str,
-        store: JournalStore,
-        recorder: EventRecorder,
-    ) -> RunResult:
-        """One execution of the run (from its seq 1), its events handed to `recorder`."""
-        async with stream_architecture(
-            arch,
-            task,
-            router=router,
-            session_id=session_id,
-            journal=store,
-            architecture_ref=entry.source,
-            approvals=entry.approvals,
-        ) as events:
-            recorder.new_attempt()
-            async for event in events:
-                recorder.add(event)
-            return await events.result()
+    def _spreader(self, target: str, arch: Architecture) -> Spreader | None:
+        if self._client is None:
+            return None
+        return Spreader(self._client, target, arch, poll_s=min(self.polling_interval_s, 0.5))
 
     def _exclusive(self, session_id: str) -> AbstractAsyncContextManager[None]:
         """The run lock on PostgreSQL (no two workers execute one run at once); nothing on
@@ -268,8 +313,15 @@ class Worker:
             self.heartbeat.claiming = False  # beat while DBOS starts, take nobody over yet
             self.heartbeat.start()
         queues = {queue_name(name): self.global_concurrency for name in self.targets}
+        queues.update({branch_queue_name(name): self.global_concurrency for name in self.targets})
         try:
-            engine.launch(self.database, worker_id=self.worker_id, queues=list(queues), body=self.execute)
+            engine.launch(
+                self.database,
+                worker_id=self.worker_id,
+                queues=list(queues),
+                body=self.execute,
+                branch=self.execute_branch,
+            )
         except BaseException:
             if self.heartbeat is not None:
                 await anyio.to_thread.run_sync(functools.partial(self.heartbeat.stop, hand_over=False))
@@ -283,6 +335,8 @@ class Worker:
                     polling_interval_s=self.polling_interval_s,
                 )
             )
+            if self.spread:
+                self._client = await anyio.to_thread.run_sync(engine.client, self.database)
             if self.heartbeat is not None:
                 self.heartbeat.claiming = True
             if ready is not None:
@@ -292,6 +346,9 @@ class Worker:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(engine.shutdown)
                 await self._stop_runs()
+                if self._client is not None:
+                    await anyio.to_thread.run_sync(self._client.destroy)
+                    self._client = None
                 if self.heartbeat is not None:
                     await anyio.to_thread.run_sync(functools.partial(self.heartbeat.stop, hand_over=True))
 

@@ -119,3 +119,32 @@ def fan_out() -> Supervisor:
         },
         model=FunctionModel(_supervisor_reply, model_name="counted"),
     )
+
+
+def _gated_supervisor_turn(request: ModelRequest) -> str | Reply:
+    """Delegate the refund and a side task in one reply (parallel branches), then combine."""
+    _ask(request)
+    results = sorted(m.content or "" for m in request.messages if m.role == "tool")
+    if not results:
+        return Reply(
+            tool_calls=[
+                call("delegate", {"worker": "refund", "instructions": "Refund order 881."}, id="d-refund"),
+                call("delegate", {"worker": "notes", "instructions": "Note it."}, id="d-notes"),
+            ]
+        )
+    return "Combined: " + " | ".join(results)
+
+
+async def _gated_supervisor_reply(request: ModelRequest) -> str | Reply:
+    return await anyio.to_thread.run_sync(_gated_supervisor_turn, request, abandon_on_cancel=True)
+
+
+def gated_fan_out() -> Supervisor:
+    """A Supervisor whose refund worker reaches a destructive (gated) tool beside a plain worker."""
+    return Supervisor(
+        {
+            "refund": refund_agent(),
+            "notes": Agent("Take notes.", model=FunctionModel(_reply, model_name="counted")),
+        },
+        model=FunctionModel(_gated_supervisor_reply, model_name="counted"),
+    )

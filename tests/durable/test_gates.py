@@ -70,3 +70,31 @@ async def test_a_gated_run_approved_from_a_third_process_resumes_on_the_worker_t
     assert not await wake("never-submitted", database=postgres_url)
     replayed = jeeves_cli("replay", postgres_url, "gated-1")  # offline, from the shared database
     assert replayed.returncode == 0, replayed.stderr
+
+
+async def test_a_gate_in_a_branch_on_another_worker_is_reported_and_approved_from_a_third_process(
+    postgres_url: str, counter: CountingServer, workers: Callable[..., WorkerProcess]
+) -> None:
+    target = "tests.durable.archs:gated_fan_out"
+    workers(*FAST, "--concurrency", "1", target=target)
+    workers(*FAST, "--concurrency", "1", target=target)
+    await submit(target, "Refund and note", session_id="gated-2", database=postgres_url)
+
+    suspended = await wait("gated-2", database=postgres_url, timeout_s=120)
+
+    # The refund runs as a branch (its own workflow) and waits at its gate there.
+    assert suspended["status"] == "awaiting_approval", suspended
+    assert [gate.split("#")[0] for gate in suspended["pending"]] == ["gated-2__refund_0"]
+    assert counter.counts()[("tool", "issue_refund:881")] == 0
+
+    approved = jeeves_cli("approve", postgres_url, "gated-2", "--by", "alice")  # wakes the branch
+    assert approved.returncode == 0, approved.stderr
+
+    outcome = await wait("gated-2", database=postgres_url, timeout_s=120, stop_at_gates=False)
+    assert outcome["status"] == "completed", outcome
+    assert outcome["text"] == "Combined: Done: refunded 12.5 on order 881 | draft gated-2__notes_0"
+    counts = counter.counts()
+    assert counts[("tool", "issue_refund:881")] == 1
+    assert all(n == 1 for n in counts.values())  # no call made twice, the tool once
+    replayed = jeeves_cli("replay", postgres_url, "gated-2")
+    assert replayed.returncode == 0, replayed.stderr

@@ -67,6 +67,11 @@ LIVE = {
         env=BY_ENV,
         shows=("slug-1: completed, approved", "replayed slug-1 offline: approved, same output: True"),
     ),
+    "spread_fan_out.py": Live(
+        env=BY_ENV,
+        shows=("ship-1: completed", "branch ship-1__coder_0: SUCCESS", "same output: True"),
+        critics=False,
+    ),
     "from_jeevesagent.py": Live(
         env=BY_ENV,
         shows=(
