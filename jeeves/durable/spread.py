@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -121,17 +121,31 @@ class Spreader:
     """Hands one run's spread children to the workers (`jeeves.context.SPREADER`).
 
     Args:
-        client: A `dbos.DBOSClient` on the system database (shared by the worker's runs).
+        client: Returns the worker's `dbos.DBOSClient` on the system database (made on first
+            use, after DBOS launched; shared by the worker's runs).
         target: The run's target name.
         root: This run's architecture (the build the children are found in).
         poll_s: How often a waiting parent looks at its branch's workflow.
+        enqueue: Whether to queue children as branches. A worker that does not spread still
+            adopts a child that is a branch already (queued by the worker that ran the run
+            before a takeover, and perhaps still running): running it here too would run one
+            session in two places.
     """
 
-    def __init__(self, client: Any, target: str, root: Architecture, *, poll_s: float) -> None:
+    def __init__(
+        self,
+        client: Callable[[], Awaitable[Any]],
+        target: str,
+        root: Architecture,
+        *,
+        poll_s: float,
+        enqueue: bool = True,
+    ) -> None:
         self.client = client
         self.target = target
         self.root = root
         self.poll_s = poll_s
+        self.enqueue = enqueue
 
     async def __call__(self, ctx: Context, child: Architecture, task: str, index: int) -> bool:
         path = arch_path(self.root, child)
@@ -139,8 +153,12 @@ class Spreader:
             return False
         placement = placement_of(ctx, index)
         sid = placement.session_id
-        await _off_workflow(self._enqueue, sid, path, task, placement.to_json())
-        status = await self._ended(sid)
+        client = await self.client()
+        if self.enqueue:
+            await _off_workflow(self._enqueue, client, sid, path, task, placement.to_json())
+        elif await _off_workflow(_status, client, sid) is None:
+            return False  # never spread: run it here
+        status = await self._ended(client, sid)
         journal = ctx._state.journal
         assert journal is not None  # spreading needs the run's journal (Context.run checks)
         record = await journal.get_session(sid)
@@ -155,24 +173,35 @@ class Spreader:
             )
         return True
 
-    def _enqueue(self, sid: str, path: list[PathKey], task: str, placement: dict[str, Any]) -> None:
+    def _enqueue(
+        self, client: Any, sid: str, path: list[PathKey], task: str, placement: dict[str, Any]
+    ) -> None:
         options = {
             "queue_name": branch_queue_name(self.target),
             "workflow_name": engine.BRANCH_WORKFLOW,
             "workflow_id": sid,
             "app_version": engine.APP_VERSION,
         }
-        self.client.enqueue(options, self.target, path, task, placement)  # an existing id: that branch
+        client.enqueue(options, self.target, path, task, placement)  # an existing id: that branch
 
-    async def _ended(self, sid: str) -> Any:
+    async def _ended(self, client: Any, sid: str) -> Any:
         while True:
-            status = await _off_workflow(self._status, sid)
+            status = await _off_workflow(_status, client, sid)
+            if status is None:
+                raise JournalError(
+                    f"Branch {sid!r} was queued but its workflow is gone from the DBOS database."
+                )
             if status.status in _ENDED:
                 return status
             await anyio.sleep(self.poll_s)
 
-    def _status(self, sid: str) -> Any:
-        return self.client.retrieve_workflow(sid).get_status()
+
+def _status(client: Any, sid: str) -> Any:
+    """Branch `sid`'s workflow status, or None when there is no such workflow."""
+    try:
+        return client.retrieve_workflow(sid).get_status()
+    except engine.dbos().error.DBOSNonExistentWorkflowError:
+        return None
 
 
 async def _off_workflow(function: Any, *args: Any) -> Any:

@@ -144,7 +144,7 @@ class Worker:
         postgres = is_database_url(self.database)
         self.spread = postgres if spread is None else bool(spread)
         self._client: Any = None
-        """The DBOS client branches are queued and watched with (while spreading)."""
+        self._client_lock = anyio.Lock()
         self.worker_id = worker_id or (
             f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}" if postgres else "local"
         )
@@ -288,10 +288,18 @@ class Worker:
             outcome["error"] = f"the run ended {result.status}: {result.text or result.stop_reason}"
         return outcome
 
-    def _spreader(self, target: str, arch: Architecture) -> Spreader | None:
-        if self._client is None:
-            return None
-        return Spreader(self._client, target, arch, poll_s=min(self.polling_interval_s, 0.5))
+    def _spreader(self, target: str, arch: Architecture) -> Spreader:
+        return Spreader(
+            self._dbos_client, target, arch, poll_s=min(self.polling_interval_s, 0.5), enqueue=self.spread
+        )
+
+    async def _dbos_client(self) -> Any:
+        """The DBOS client branches are queued and watched with: made on first use (DBOS has
+        launched by then: only a running workflow asks), shared by this worker's runs."""
+        async with self._client_lock:
+            if self._client is None:
+                self._client = await anyio.to_thread.run_sync(engine.client, self.database)
+        return self._client
 
     def _exclusive(self, session_id: str) -> AbstractAsyncContextManager[None]:
         """The run lock on PostgreSQL (no two workers execute one run at once); nothing on
@@ -335,8 +343,6 @@ class Worker:
                     polling_interval_s=self.polling_interval_s,
                 )
             )
-            if self.spread:
-                self._client = await anyio.to_thread.run_sync(engine.client, self.database)
             if self.heartbeat is not None:
                 self.heartbeat.claiming = True
             if ready is not None:

@@ -126,3 +126,28 @@ async def test_a_worker_that_does_not_spread_runs_the_fan_out_itself(
     outcome = await wait("spread-3", database=postgres_url, timeout_s=120)
     assert outcome["text"] == "Combined: draft spread-3__left_0 | draft spread-3__right_0"
     assert await branches(postgres_url, "spread-3") == {}
+
+
+async def test_a_run_taken_over_by_a_worker_that_does_not_spread_adopts_its_branches_instead_of_rerunning_them(
+    postgres_url: str, counter: CountingServer, workers: Callable[..., WorkerProcess]
+) -> None:
+    spreading = workers(*FAST, *ONE_SLOT, target=FAN_OUT)
+    counter.hold(lambda call: "__" in call["session_id"])  # the first branch's call, on the one worker
+    await submit(FAN_OUT, "Do both parts", session_id="spread-4", database=postgres_url)
+    assert counter.held.wait(120), "no branch made its call"
+    assert counter.held_call is not None and counter.held_call["pid"] == spreading.pid
+    survivor = workers(*FAST, "--no-spread", target=FAN_OUT)
+    before = counter.counts()
+    spreading.kill()
+    counter.release()
+
+    outcome = await wait("spread-4", database=postgres_url, timeout_s=120)
+
+    assert outcome["status"] == "completed", (outcome, survivor.text())
+    assert outcome["text"] == "Combined: draft spread-4__left_0 | draft spread-4__right_0"
+    after = counter.counts()
+    in_flight = (counter.held_call["session_id"], counter.held_call["key"])
+    assert after[in_flight] == 2  # the held call ran again once, in its branch on the survivor
+    assert all(n == 1 for key, n in after.items() if key != in_flight)  # nothing else twice
+    placed = await branches(postgres_url, "spread-4")
+    assert {executor for _, executor in placed.values()} == {survivor.worker_id}
