@@ -117,6 +117,21 @@ async def test_two_workers_never_execute_one_run_at_once(postgres_url: str) -> N
 
 
 @pytest.mark.postgres
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_the_run_locks_connection_asks_the_server_to_probe_it_so_a_vanished_holder_lets_go(
+    postgres_url: str,
+) -> None:
+    """Over TCP the server probes the lock holder after 10 s of silence, every 5 s, 3 times:
+    a machine that vanished without closing its connection loses the lock in about 25 s."""
+    async with run_lock(postgres_url, "r-keepalive") as conn:
+        shown = {}
+        for setting in ("tcp_keepalives_idle", "tcp_keepalives_interval", "tcp_keepalives_count"):
+            row = await (await conn.execute(f"SHOW {setting}")).fetchone()
+            shown[setting] = row[0]
+    assert shown == {"tcp_keepalives_idle": "10", "tcp_keepalives_interval": "5", "tcp_keepalives_count": "3"}
+
+
+@pytest.mark.postgres
 def test_a_heartbeat_that_is_not_claiming_renews_but_takes_nobody_over(postgres_url: str) -> None:
     recovered: list[list[str]] = []
     silent, starting = (

@@ -137,7 +137,6 @@ async def test_a_run_taken_over_by_a_worker_that_does_not_spread_adopts_its_bran
     assert counter.held.wait(120), "no branch made its call"
     assert counter.held_call is not None and counter.held_call["pid"] == spreading.pid
     survivor = workers(*FAST, "--no-spread", target=FAN_OUT)
-    before = counter.counts()
     spreading.kill()
     counter.release()
 
