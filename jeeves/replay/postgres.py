@@ -126,6 +126,15 @@ class PostgresJournal(StoreBase):
                 raise JournalError(f"{self.path}: {_line(exc)}; the journal database refused it.") from exc
 
     def _connect(self) -> psycopg.Connection[Any]:
+        pooled = _take_idle(self.url)
+        if pooled is not None:  # prepared already: its tables exist; their version may have moved
+            try:
+                self._check_version(pooled)
+            except BaseException:
+                pooled.close()
+                raise
+            self._conn = pooled
+            return pooled
         psycopg = _psycopg()
         try:
             conn = psycopg.connect(self.url, autocommit=True, connect_timeout=10)
@@ -161,9 +170,18 @@ class PostgresJournal(StoreBase):
                         "ON CONFLICT (key) DO NOTHING",
                         (str(SCHEMA_VERSION),),
                     )
-                row = conn.execute("SELECT value FROM jeeves_journal WHERE key = 'schema_version'").fetchone()
         except psycopg.Error as exc:
             raise JournalError(f"{self.path}: cannot prepare the journal tables ({_line(exc)}).") from exc
+        self._check_version(conn)
+
+    def _check_version(self, conn: psycopg.Connection[Any]) -> None:
+        psycopg = _psycopg()
+        try:
+            row = conn.execute("SELECT value FROM jeeves_journal WHERE key = 'schema_version'").fetchone()
+        except psycopg.Error as exc:
+            raise JournalError(
+                f"{self.path}: cannot read the journal's schema version ({_line(exc)})."
+            ) from exc
         stored = row[0] if row else None
         if not str(stored).isdigit() or int(str(stored)) > SCHEMA_VERSION:
             raise JournalError(
@@ -171,9 +189,10 @@ class PostgresJournal(StoreBase):
                 f"to v{SCHEMA_VERSION}). Upgrade jeeves to read this journal."
             )
 
-    def _drop(self) -> None:
+    def _drop(self, *, reuse: bool = False) -> None:
         if self._conn is not None:
-            self._conn.close()
+            if not (reuse and _put_idle(self.url, self._conn)):
+                self._conn.close()
             self._conn = None
 
     # -- steps -------------------------------------------------------------------------
@@ -261,7 +280,7 @@ class PostgresJournal(StoreBase):
     # -- closing -------------------------------------------------------------------------
     def close(self) -> None:
         with self._lock:
-            self._drop()
+            self._drop(reuse=True)  # kept for the next store of this process on this database
             self._cache.clear()
 
     async def aclose(self) -> None:
@@ -269,6 +288,43 @@ class PostgresJournal(StoreBase):
 
     def __repr__(self) -> str:
         return f"PostgresJournal({self.path!r})"
+
+
+_IDLE: list[tuple[str, psycopg.Connection[Any]]] = []
+_IDLE_LOCK = threading.Lock()
+IDLE_MAX = 16
+"""How many closed stores' connections a process keeps (all databases together, the most
+recent) for its next stores to reuse. A worker opens a store (and an event log on one) per
+run it executes: connecting and checking the tables cost more database CPU than a short
+run's steps (bench/results/DURABLE.md), so a closed store hands its connection on."""
+
+
+def _take_idle(url: str) -> psycopg.Connection[Any] | None:
+    """An idle pooled connection to `url` that is still usable, or None."""
+    psycopg = _psycopg()
+    while True:
+        with _IDLE_LOCK:
+            found = next((i for i in range(len(_IDLE) - 1, -1, -1) if _IDLE[i][0] == url), None)
+            if found is None:
+                return None
+            _, conn = _IDLE.pop(found)
+        if not conn.closed and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+            return conn
+        conn.close()
+
+
+def _put_idle(url: str, conn: psycopg.Connection[Any]) -> bool:
+    """Keep `conn` for reuse if it is healthy (the oldest kept one is closed when the pool is
+    full); whether it was kept."""
+    psycopg = _psycopg()
+    if conn.closed or conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        return False
+    with _IDLE_LOCK:
+        _IDLE.append((url, conn))
+        evicted = _IDLE.pop(0)[1] if len(_IDLE) > IDLE_MAX else None
+    if evicted is not None:
+        evicted.close()
+    return True
 
 
 def _line(exc: BaseException) -> str:

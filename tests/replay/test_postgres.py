@@ -80,6 +80,23 @@ async def test_a_newer_schema_is_refused(postgres_url: str) -> None:
         await PostgresJournal(postgres_url).get_session("r1")
 
 
+async def test_a_closed_stores_connection_is_reused_by_the_next_store_of_the_process(postgres_url: str) -> None:
+    """A worker opens a store per run: the next store takes the last one's connection (same
+    server backend) instead of connecting and preparing the tables again."""
+
+    def backend(conn: object) -> int:
+        return int(conn.execute("SELECT pg_backend_pid()").fetchone()[0])  # type: ignore[attr-defined]
+
+    async with PostgresJournal(postgres_url) as first:
+        await first.put_session(session())
+        pid = await first._call(backend)
+    async with PostgresJournal(postgres_url) as second:
+        assert await second._call(backend) == pid
+        assert await second.get_session("r1") is not None
+        async with PostgresJournal(postgres_url) as third:  # the pooled one is taken: a new one
+            assert await third._call(backend) != pid
+
+
 async def test_a_v1_journal_reads_as_the_sqlite_store_reads_one(postgres_url: str) -> None:
     """As SQLiteJournal: a journal from before the approvals schema (v1, `running`) reads, its
     running root as in_progress (listed paused: it holds no lease), and takes v2 records."""
