@@ -103,7 +103,9 @@ async def main(database: str | None, live: bool) -> int:
             print(f"branch {branch.workflow_id}: {branch.status}")
         print(outcome["text"])
         replayed = await jeeves.replay(None, journal, "ship-1")
-        print(f"replayed ship-1 offline, branches included: same output: {replayed.text == outcome.get('text')}")
+        print(
+            f"replayed ship-1 offline, branches included: same output: {replayed.text == outcome.get('text')}"
+        )
     return 0
 
 
@@ -122,7 +124,9 @@ def branches(database: str, root: str) -> list[object]:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--live", action="store_true", help="use real models through litellm")
-    parser.add_argument("--database", default=None, help="a PostgreSQL URL (default: SQLite in a temp folder)")
+    parser.add_argument(
+        "--database", default=None, help="a PostgreSQL URL (default: SQLite in a temp folder)"
+    )
     args = parser.parse_args()
     try:
         sys.exit(anyio.run(main, args.database, args.live, backend="asyncio"))

@@ -119,6 +119,8 @@ class Sessions(StepsCore):
                 state.spans.pop(self.session_id, None)
                 if self._replayed:
                     span.set_attribute("jeeves.replayed_steps", self._replayed)
+                if self._adopted:  # its work (and its model-call spans) ran on another worker
+                    span.set_attribute("jeeves.adopted", True)
             usage = state.tree_usage(self.session_id)
             if span is not NULL_SPAN:  # the default tracer records nothing: skip reading for it
                 _describe_output(span, output, index)

@@ -264,3 +264,19 @@ async def test_outside_a_worker_spread_children_run_here() -> None:
     result, events = await here_run("local", calls)
     assert result.status == "completed" and sum(calls.values()) == 9
     assert {e.session_id for e in events} >= {"local__coder_0", "local__helper_0"}
+
+
+async def test_adopted_sessions_are_marked_on_their_spans_and_make_no_model_call_spans() -> None:
+    from tests.test_telemetry import Traced, attrs
+
+    traced = Traced()
+    calls: Counter[str] = Counter()
+    await spread_run("traced", calls, tracer=traced.tracer)
+    sessions = {
+        attrs(s).get("jeeves.session.id"): attrs(s) for s in traced.spans if s.name.startswith("invoke_agent")
+    }
+    assert sessions["traced__coder_0"].get("jeeves.adopted") is True
+    assert sessions["traced__helper_0"].get("jeeves.adopted") is True
+    assert "jeeves.adopted" not in sessions["traced"]
+    chats = [s for s in traced.spans if s.name.startswith("chat")]
+    assert len(chats) == calls["traced"] == 2  # only the supervisor's calls were made here

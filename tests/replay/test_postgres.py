@@ -80,7 +80,9 @@ async def test_a_newer_schema_is_refused(postgres_url: str) -> None:
         await PostgresJournal(postgres_url).get_session("r1")
 
 
-async def test_a_closed_stores_connection_is_reused_by_the_next_store_of_the_process(postgres_url: str) -> None:
+async def test_a_closed_stores_connection_is_reused_by_the_next_store_of_the_process(
+    postgres_url: str,
+) -> None:
     """A worker opens a store per run: the next store takes the last one's connection (same
     server backend) instead of connecting and preparing the tables again."""
 
