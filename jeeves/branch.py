@@ -18,8 +18,6 @@ from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import anyio
-
 from jeeves._lifecycle import supervise
 from jeeves.architecture import Architecture
 from jeeves.budget import Budget, BudgetMeter
@@ -27,12 +25,11 @@ from jeeves.channel import EventChannel
 from jeeves.context import Context, RunState
 from jeeves.errors import BudgetExceeded, RunEnded, UserError
 from jeeves.gating import Approvals
-from jeeves.handoff import running
 from jeeves.hooks import Tracer, default_tracer
 from jeeves.ids import validate_name
 from jeeves.journal import Journal
 from jeeves.models.router import Router
-from jeeves.runner import RunResult, RunStream, _collapse, _ended, _result, build_router
+from jeeves.runner import RunResult, RunStream, _ended, _result, build_router, streamed
 
 __all__ = ["Placement", "placement_of", "stream_branch"]
 
@@ -132,28 +129,8 @@ async def stream_branch(
         slice_budget=Budget.model_validate(placement.slice) if placement.slice is not None else None,
     )
     handle = RunStream(channel, placement.session_id, state)
-
-    async def produce() -> None:
-        try:
-            handle._result = await _execute(state, branch, arch, task, placement.index)
-        except anyio.get_cancelled_exc_class():
-            raise
-        except BaseException as exc:
-            handle._error = exc
-        finally:
-            channel.close()
-            handle._finish()
-
-    with _collapse():
-        async with running(produce) as producer:
-            try:
-                yield handle
-            finally:
-                channel.close()
-                if not handle._finished:
-                    producer.cancel()
-        if handle._error is not None and not isinstance(handle._error, Exception):
-            raise handle._error
+    async with streamed(handle, lambda: _execute(state, branch, arch, task, placement.index)) as events:
+        yield events
 
 
 async def _execute(state: RunState, branch: Context, arch: Architecture, task: str, index: int) -> RunResult:

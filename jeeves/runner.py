@@ -10,7 +10,7 @@ the session that failed: after the last event when iterating, or from `result()`
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, Literal
 
@@ -439,10 +439,23 @@ async def stream(
         state.progress_interval_s = check_number(progress_s, name="progress_s", minimum=0)
     root = _root_context(state, arch, session_id, role)
     handle = RunStream(channel, root.session_id, state)
+    async with streamed(
+        handle, lambda: _execute(state, root, arch, task, journal, architecture_ref, session_ttl_s)
+    ) as events:
+        yield events
+
+
+@asynccontextmanager
+async def streamed(
+    handle: RunStream, execute: Callable[[], Awaitable[RunResult]]
+) -> AsyncIterator[RunStream]:
+    """Run `execute` beside the reader of `handle`: its result (or error) lands on the handle,
+    the channel closes when it ends, and leaving early cancels it (`stream`, `jeeves.branch`)."""
+    channel = handle._channel
 
     async def produce() -> None:
         try:
-            handle._result = await _execute(state, root, arch, task, journal, architecture_ref, session_ttl_s)
+            handle._result = await execute()
         except anyio.get_cancelled_exc_class():
             raise
         except BaseException as exc:  # surfaced to the reader (and raised on leaving when not an Exception)
