@@ -280,3 +280,38 @@ async def test_adopted_sessions_are_marked_on_their_spans_and_make_no_model_call
     assert "jeeves.adopted" not in sessions["traced"]
     chats = [s for s in traced.spans if s.name.startswith("chat")]
     assert len(chats) == calls["traced"] == 2  # only the supervisor's calls were made here
+
+
+async def test_a_durable_spreader_leaves_other_runs_children_alone_and_adopts_only_existing_branches() -> (
+    None
+):
+    from jeeves.durable.spread import Spreader
+
+    asked: list[str] = []
+
+    class NoBranches:
+        """A DBOS client that holds no workflow (a worker that never spread)."""
+
+        def retrieve_workflow(self, sid: str) -> object:
+            import dbos
+
+            asked.append(sid)
+            raise dbos.error.DBOSNonExistentWorkflowError("workflow", sid)
+
+    async def client() -> object:
+        return NoBranches()
+
+    for run_id, expected in (("another-run", []), ("mine", ["mine__coder_0", "mine__helper_0"])):
+        root = build_team()
+        spreader = Spreader(client, "team", root, run_id, poll_s=0.01, enqueue=False)
+        token = SPREADER.set(spreader)
+        try:
+            calls: Counter[str] = Counter()
+            result = await jeeves.run(
+                root, TASK, models=counted(calls), journal=MemoryJournal(), session_id="mine"
+            )
+        finally:
+            SPREADER.reset(token)
+        assert result.status == "completed" and sum(calls.values()) == 9  # every child ran here
+        assert sorted(asked) == expected  # a run that is not the spreader's own asks nothing
+        asked.clear()

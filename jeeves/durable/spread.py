@@ -125,6 +125,8 @@ class Spreader:
             use, after DBOS launched; shared by the worker's runs).
         target: The run's target name.
         root: This run's architecture (the build the children are found in).
+        run_id: This run's root session id: only its own sessions spread (a run started
+            inside it, by a tool say, runs its children itself).
         poll_s: How often a waiting parent looks at its branch's workflow.
         enqueue: Whether to queue children as branches. A worker that does not spread still
             adopts a child that is a branch already (queued by the worker that ran the run
@@ -137,6 +139,7 @@ class Spreader:
         client: Callable[[], Awaitable[Any]],
         target: str,
         root: Architecture,
+        run_id: str,
         *,
         poll_s: float,
         enqueue: bool = True,
@@ -144,10 +147,13 @@ class Spreader:
         self.client = client
         self.target = target
         self.root = root
+        self.run_id = run_id
         self.poll_s = poll_s
         self.enqueue = enqueue
 
     async def __call__(self, ctx: Context, child: Architecture, task: str, index: int) -> bool:
+        if not ctx.session_id.startswith(self.run_id + "__"):
+            return False
         path = arch_path(self.root, child)
         if path is None:
             return False

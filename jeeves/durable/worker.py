@@ -177,7 +177,7 @@ class Worker:
         @asynccontextmanager
         async def attempt(store: JournalStore) -> AsyncIterator[RunStream]:
             arch, router = entry.build()  # afresh each attempt: an offline script serves one run
-            spreader = self._spreader(entry.name, arch)
+            spreader = self._spreader(entry.name, arch, session_id)
             token = SPREADER.set(spreader)
             try:
                 async with stream_architecture(
@@ -288,9 +288,14 @@ class Worker:
             outcome["error"] = f"the run ended {result.status}: {result.text or result.stop_reason}"
         return outcome
 
-    def _spreader(self, target: str, arch: Architecture) -> Spreader:
+    def _spreader(self, target: str, arch: Architecture, run_id: str) -> Spreader:
         return Spreader(
-            self._dbos_client, target, arch, poll_s=min(self.polling_interval_s, 0.5), enqueue=self.spread
+            self._dbos_client,
+            target,
+            arch,
+            run_id,
+            poll_s=min(self.polling_interval_s, 0.5),
+            enqueue=self.spread,
         )
 
     async def _dbos_client(self) -> Any:
