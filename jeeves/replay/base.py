@@ -108,11 +108,12 @@ _KIND = {StepRecord: "step", SessionRecord: "session"}
 
 
 def _plainly(text: str, cls: type[R]) -> R | None:
-    """The record in `text` when nothing is wrong with it, read by pydantic's JSON parser
-    (about a sixth of the instructions of `json.loads` and a validation of its result); None
-    when anything is off, so that `decode_text`'s checks find and word it. A record read here
-    is the one those checks return: its last `type` (the kind `cls` wants) and last `v` (an
-    int up to SCHEMA_VERSION) are what `json.loads` keeps, and the fields validate alike."""
+    """The record in `text` when nothing is wrong with it, read by pydantic's JSON parser (a
+    sixth fewer instructions than `json.loads` and a validation of its result, measured on a
+    replay's records); None when anything is off, so that `decode_text`'s checks find and
+    word it. A record read here is the one those checks return: its last `type` (the kind
+    `cls` wants) and last `v` (an int up to SCHEMA_VERSION) are what `json.loads` keeps, and
+    the fields validate alike."""
     try:
         head = _Head.model_validate_json(text)
         version = head.v
@@ -126,9 +127,9 @@ def _plainly(text: str, cls: type[R]) -> R | None:
 def decode_text(text: str, where: str, cls: type[R]) -> R:
     """A stored row's JSON text back into a record of class `cls`; damage is a `JournalError`
     naming `where` (the database and the record)."""
-    record = _plainly(text, cls)
-    if record is not None:
-        return record
+    plain = _plainly(text, cls)
+    if plain is not None:
+        return plain
     try:
         data = json.loads(text)
     except (ValueError, RecursionError) as exc:
