@@ -9,12 +9,14 @@ never code, and a renamed class cannot break it.
 
 from __future__ import annotations
 
+import functools
 import json
 from types import TracebackType
 from typing import Any, Protocol, Self, TypeVar, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError
+from typing_extensions import TypedDict  # pydantic reads typing.TypedDict only from Python 3.12
 
 from jeeves.errors import JournalError, UserError
 from jeeves.journal import DAMAGED, SCHEMA_VERSION, Journal, SessionRecord, StepRecord, excerpt, first_error
@@ -95,13 +97,16 @@ def decode_record(data: Any, where: str) -> Record:
         ) from exc
 
 
-class _Head(BaseModel):
+class _Head(TypedDict, total=False):
     """A stored record's kind and schema version; pydantic's JSON parser skips the rest."""
 
-    model_config = ConfigDict(defer_build=True)
+    type: Any
+    v: Any
 
-    type: Any = None
-    v: Any = None
+
+@functools.cache
+def _head() -> TypeAdapter[_Head]:
+    return TypeAdapter(_Head)  # built at the first read, not by `import jeeves`
 
 
 _KIND = {StepRecord: "step", SessionRecord: "session"}
@@ -115,9 +120,9 @@ def _plainly(text: str, cls: type[R]) -> R | None:
     `cls` wants) and last `v` (an int up to SCHEMA_VERSION) are what `json.loads` keeps, and
     the fields validate alike."""
     try:
-        head = _Head.model_validate_json(text)
-        version = head.v
-        if head.type != _KIND[cls] or type(version) is not int or version > SCHEMA_VERSION:
+        head = _head().validate_json(text)
+        version = head.get("v")
+        if head.get("type") != _KIND[cls] or type(version) is not int or version > SCHEMA_VERSION:
             return None
         return cls.model_validate_json(text)
     except (ValidationError, ValueError, RecursionError):
