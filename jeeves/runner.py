@@ -503,13 +503,13 @@ async def replay(
 
     store = open_journal(journal, create=False)
     try:
-        plan = await plan_replay(store, session_id, arch)
+        plan = await plan_replay(store, session_id, arch, strict=True)  # reads the whole run, once
         return await run(
             plan.arch,
             plan.task,
             session_id=session_id,
             role=plan.role,
-            journal=store,
+            journal=plan.journal,
             mode="replay",
             tracer=tracer,
         )

@@ -5,6 +5,7 @@
 - `open_journal(target)`: a `postgresql://` URL opens a PostgresJournal, a `.jsonl` path a
   JSONLJournal, any other path a SQLiteJournal.
 - `list_runs(journal)`: the recorded runs (root sessions) with status, rounds and cost.
+- `RunSnapshot`: one run read at once (`store.read_run(root)`), what a strict replay serves from.
 - `open_event_log(target)`: the `EventLog` of runs' persisted events in a journal database
   (what `jeeves serve --database` follows); `EventRecorder` writes a run's events into it.
 - `jeeves.replay(arch, journal, session_id)` (defined in `jeeves.runner`, exported from
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from jeeves.replay.jsonl import JSONLJournal
     from jeeves.replay.postgres import PostgresJournal
     from jeeves.replay.recorder import EventRecorder
+    from jeeves.replay.snapshot import RunSnapshot
     from jeeves.replay.source import register_loader, resolve_ref
     from jeeves.replay.sqlite import SQLiteJournal
 
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
 # the journal opening and architecture loading a run only needs when it has a journal.
 _LAZY = {
     "EventRecorder": "jeeves.replay.recorder",
+    "RunSnapshot": "jeeves.replay.snapshot",
     "RunSummary": "jeeves.replay.api",
     "list_runs": "jeeves.replay.api",
     "open_journal": "jeeves.replay.api",
@@ -59,6 +62,7 @@ __all__ = [
     "LoggedRun",
     "MemoryJournal",
     "PostgresJournal",
+    "RunSnapshot",
     "RunSummary",
     "SQLiteJournal",
     "list_runs",

@@ -36,6 +36,7 @@ from jeeves.messages import ModelRequest, ModelResponse, Usage
 from jeeves.models.base import DeltaSink
 from jeeves.models.router import Router
 from jeeves.replay.base import JournalStore
+from jeeves.replay.snapshot import RunSnapshot
 from jeeves.replay.source import load_architecture, source_of
 
 __all__ = [
@@ -190,11 +191,19 @@ class ReplayPlan:
     task: str
     role: str
     record: SessionRecord
+    journal: Journal | None = None
+    """With `strict=True`: the journal to replay from (the run already read), for `journal=`."""
 
 
-async def plan_replay(journal: Journal, session_id: str, arch: Architecture | None) -> ReplayPlan:
-    """Look up root session `session_id`; rebuild the architecture from its source if not given."""
-    record = await journal.get_session(session_id)
+async def plan_replay(
+    journal: Journal, session_id: str, arch: Architecture | None, *, strict: bool = False
+) -> ReplayPlan:
+    """Look up root session `session_id`; rebuild the architecture from its source if not given.
+
+    `strict=True` (a strict replay follows): read the whole run now, once, and return it as
+    the plan's `journal`, so the replay reads nothing more."""
+    served = _Served(journal, await read_run(journal, session_id)) if strict else None
+    record = await (journal.get_session(session_id) if served is None else served.recorded(session_id))
     if record is None:
         records = await journal.sessions() if isinstance(journal, JournalStore) else []
         known = ", ".join(repr(r.session_id) for r in records if r.parent_id is None) or "none"
@@ -204,26 +213,47 @@ async def plan_replay(journal: Journal, session_id: str, arch: Architecture | No
         raise UserError(f"{session_id!r} is a child session; replay its run, {root!r}.")
     if arch is None:
         arch = load_architecture(record.source, session_id=session_id)
-    return ReplayPlan(arch=arch, task=record.task, role=record.role, record=record)
+    return ReplayPlan(arch=arch, task=record.task, role=record.role, record=record, journal=served)
 
 
 @dataclass
 class _Served:
-    """Wraps a store during a strict replay: serves reads, refuses writes, notes what was read."""
+    """Wraps a store during a strict replay: serves reads, refuses writes, notes what was read.
+
+    `run` is the run as the store held it when the replay started (`read_run`, which every
+    shipped store has): everything is served from it, with no query per step. A journal
+    without `read_run` is read at each step, as it is while recording."""
 
     store: Journal
+    run: RunSnapshot | None = None
     steps: set[tuple[str, int]] = field(default_factory=set)
     sessions: set[str] = field(default_factory=set)
 
     async def get_step(self, session_id: str, index: int) -> StepRecord | None:
-        record = await self.store.get_step(session_id, index)
+        run = self.run
+        record = (
+            run.step(session_id, index) if run is not None else await self.store.get_step(session_id, index)
+        )
         if record is not None:
             self.steps.add((session_id, index))
         return record
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
         self.sessions.add(session_id)
-        return await self.store.get_session(session_id)
+        return await self.recorded(session_id)
+
+    async def recorded(self, session_id: str) -> SessionRecord | None:
+        """The record of `session_id` (not counted as started)."""
+        run = self.run
+        return run.session(session_id) if run is not None else await self.store.get_session(session_id)
+
+    async def step_indices(self, session_id: str) -> list[int] | None:
+        """The recorded steps of `session_id` (None: the journal cannot list them)."""
+        if self.run is not None:
+            return self.run.step_indices(session_id)
+        if isinstance(self.store, JournalStore):
+            return await self.store.step_indices(session_id)
+        return None
 
     async def put_step(self, record: StepRecord) -> None:
         raise JournalError(f"A strict replay tried to record step {record.index} of {record.session_id!r}.")
@@ -236,11 +266,10 @@ class _Served:
         if record.status not in TERMINAL:
             return
         sid = record.session_id
-        recorded = await self.store.get_session(sid)
+        recorded = await self.recorded(sid)
         if recorded is None:  # the context checks this when the session starts
             raise JournalError(f"A strict replay tried to record session {sid!r}.")
-        if isinstance(self.store, JournalStore):
-            await _check_steps_used(self.store, sid, self.steps)
+        _check_steps_used(await self.step_indices(sid), sid, self.steps)
         problem = _outcome_difference(recorded, record)
         if problem:
             raise ReplayDivergence(
@@ -256,8 +285,14 @@ class _Served:
         return repr(self.store)
 
 
-async def _check_steps_used(store: JournalStore, sid: str, served: set[tuple[str, int]]) -> None:
-    for index in await store.step_indices(sid):
+async def read_run(store: Journal, root_id: str) -> RunSnapshot | None:
+    """Run `root_id` read at once, when the store can (`read_run`); else None."""
+    read = getattr(store, "read_run", None)
+    return await read(root_id) if callable(read) else None
+
+
+def _check_steps_used(indices: list[int] | None, sid: str, served: set[tuple[str, int]]) -> None:
+    for index in indices or ():
         if (sid, index) not in served:
             raise ReplayDivergence(
                 f"The recorded run has step {index} of session {sid!r}, which the replay never asked "
@@ -306,9 +341,14 @@ class Attached:
         """After a strict replay returned `output`: every recorded step of the tree was asked
         for, and the root's recorded output is the one the replay produced."""
         served = self.served
-        if served is None or not isinstance(served.store, JournalStore):
+        if served is None:
             return
-        records = await served.store.sessions(root_id)
+        if served.run is not None:
+            records = served.run.sessions()
+        elif isinstance(served.store, JournalStore):
+            records = await served.store.sessions(root_id)
+        else:
+            return
         for record in records:
             sid = record.session_id
             if sid not in served.sessions:
@@ -318,7 +358,7 @@ class Attached:
                     session_id=sid,
                     step=-1,
                 )
-            await _check_steps_used(served.store, sid, served.steps)
+            _check_steps_used(await served.step_indices(sid), sid, served.steps)
         root = next((r for r in records if r.session_id == root_id), None)
         if root is not None and root.status == "completed" and root.output != output:
             raise ReplayDivergence(
@@ -354,7 +394,7 @@ async def attach(
     store = open_journal(journal, create=mode != "replay")
     try:
         if mode == "replay":
-            served = _Served(store)
+            served = store if isinstance(store, _Served) else _Served(store, await read_run(store, root_id))
             yield Attached(journal=served, served=served)
             return
         if source is None:

@@ -9,12 +9,14 @@ never code, and a renamed class cannot break it.
 
 from __future__ import annotations
 
+import functools
 import json
 from types import TracebackType
 from typing import Any, Protocol, Self, TypeVar, runtime_checkable
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError
+from typing_extensions import TypedDict  # pydantic reads typing.TypedDict only from Python 3.12
 
 from jeeves.errors import JournalError, UserError
 from jeeves.journal import DAMAGED, SCHEMA_VERSION, Journal, SessionRecord, StepRecord, excerpt, first_error
@@ -95,9 +97,44 @@ def decode_record(data: Any, where: str) -> Record:
         ) from exc
 
 
+class _Head(TypedDict, total=False):
+    """A stored record's kind and schema version; pydantic's JSON parser skips the rest."""
+
+    type: Any
+    v: Any
+
+
+@functools.cache
+def _head() -> TypeAdapter[_Head]:
+    return TypeAdapter(_Head)  # built at the first read, not by `import jeeves`
+
+
+_KIND = {StepRecord: "step", SessionRecord: "session"}
+
+
+def _plainly(text: str, cls: type[R]) -> R | None:
+    """The record in `text` when nothing is wrong with it, read by pydantic's JSON parser (a
+    sixth fewer instructions than `json.loads` and a validation of its result, measured on a
+    replay's records); None when anything is off, so that `decode_text`'s checks find and
+    word it. A record read here is the one those checks return: its last `type` (the kind
+    `cls` wants) and last `v` (an int up to SCHEMA_VERSION) are what `json.loads` keeps, and
+    the fields validate alike."""
+    try:
+        head = _head().validate_json(text)
+        version = head.get("v")
+        if head.get("type") != _KIND[cls] or type(version) is not int or version > SCHEMA_VERSION:
+            return None
+        return cls.model_validate_json(text)
+    except (ValidationError, ValueError, RecursionError):
+        return None
+
+
 def decode_text(text: str, where: str, cls: type[R]) -> R:
     """A stored row's JSON text back into a record of class `cls`; damage is a `JournalError`
     naming `where` (the database and the record)."""
+    plain = _plainly(text, cls)
+    if plain is not None:
+        return plain
     try:
         data = json.loads(text)
     except (ValueError, RecursionError) as exc:

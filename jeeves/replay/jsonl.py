@@ -28,6 +28,8 @@ import anyio.to_thread
 from jeeves.errors import JournalError, UserError
 from jeeves.journal import DAMAGED, SessionRecord, StepRecord
 from jeeves.replay.base import JournalWarning, StoreBase, decode_record, encode_record, in_tree
+from jeeves.replay.memory import run_of
+from jeeves.replay.snapshot import RunSnapshot
 
 __all__ = ["JSONLJournal"]
 
@@ -182,6 +184,11 @@ class JSONLJournal(StoreBase):
     async def step_indices(self, session_id: str) -> list[int]:
         await self._ensure_loaded()
         return sorted(self._steps.get(session_id, {}))
+
+    async def read_run(self, root: str) -> RunSnapshot:
+        """Root session `root` and its subtree, every session and step (a strict replay's read)."""
+        await self._ensure_loaded()
+        return run_of(self._sessions, self._steps, root)
 
     def close(self) -> None:
         with self._lock:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from jeeves.journal import SessionRecord, StepRecord
 from jeeves.replay.base import StoreBase, encode_record, in_tree
+from jeeves.replay.snapshot import RunSnapshot
 
 __all__ = ["MemoryJournal"]
 
@@ -39,5 +40,20 @@ class MemoryJournal(StoreBase):
     async def step_indices(self, session_id: str) -> list[int]:
         return sorted(self._steps.get(session_id, {}))
 
+    async def read_run(self, root: str) -> RunSnapshot:
+        """Root session `root` and its subtree, every session and step (a strict replay's read)."""
+        return run_of(self._sessions, self._steps, root)
+
     def __repr__(self) -> str:
         return f"MemoryJournal({len(self._sessions)} sessions)"
+
+
+def run_of(
+    sessions: dict[str, SessionRecord], steps: dict[str, dict[int, StepRecord]], root: str
+) -> RunSnapshot:
+    """The snapshot of run `root` from a store's in-memory index (copies of its dicts: a
+    snapshot does not change when the store does)."""
+    return RunSnapshot(
+        {sid: record for sid, record in sessions.items() if in_tree(sid, root)},
+        {sid: dict(by_index) for sid, by_index in steps.items() if in_tree(sid, root)},
+    )

@@ -41,6 +41,7 @@ import anyio.to_thread
 from jeeves.errors import JournalError, UserError
 from jeeves.journal import DAMAGED, SCHEMA_VERSION, SessionRecord, StepRecord, excerpt
 from jeeves.replay.base import StoreBase, decode_text, encode_record
+from jeeves.replay.snapshot import RunSnapshot
 
 if TYPE_CHECKING:
     import psycopg
@@ -221,8 +222,9 @@ class PostgresJournal(StoreBase):
         cached = self._cache.get(session_id)
         steps = cached if cached is not None else await self._call(self._session_steps, session_id)
         text = steps.get(index)
-        if text is None:
-            return None
+        return None if text is None else self._step(session_id, index, text)
+
+    def _step(self, session_id: str, index: int, text: str) -> StepRecord:
         what = f"session {session_id!r} step {index}"
         record = decode_text(text, f"{self.path} ({what})", StepRecord)
         if (record.session_id, record.index) != (session_id, index):  # a row copied or edited by hand
@@ -276,6 +278,33 @@ class PostgresJournal(StoreBase):
             )
             rows = await self._call(self._rows, sql, root, len(root) + 2, root + "__")
         return [decode_text(str(text), f"{self.path} (session {sid!r})", SessionRecord) for sid, text in rows]
+
+    # -- a whole run ---------------------------------------------------------------------
+    def _read_run(self, conn: psycopg.Connection[Any], root: str) -> tuple[list[Any], list[Any]]:
+        where = "WHERE session_id = %s OR left(session_id, %s) = %s"
+        args = (root, len(root) + 2, root + "__")
+        with conn.transaction():  # both tables as of one moment
+            sessions = conn.execute(
+                f"SELECT session_id, record FROM jeeves_sessions {where} ORDER BY seq", args
+            )
+            steps = conn.execute(f"SELECT session_id, idx, record FROM jeeves_steps {where}", args)
+            return sessions.fetchall(), steps.fetchall()
+
+    async def read_run(self, root: str) -> RunSnapshot:
+        """Root session `root` and its subtree, every session and step, read in one round trip
+        (one query per table) and decoded on first use."""
+        session_rows, step_rows = await self._call(self._read_run, root)
+        steps: dict[str, dict[int, Any]] = {}
+        for sid, idx, text in step_rows:
+            steps.setdefault(str(sid), {})[int(idx)] = str(text)
+        return RunSnapshot(
+            {str(sid): str(text) for sid, text in session_rows},
+            steps,
+            decode_session=lambda sid, text: decode_text(
+                text, f"{self.path} (session {sid!r})", SessionRecord
+            ),
+            decode_step=self._step,
+        )
 
     # -- closing -------------------------------------------------------------------------
     def close(self) -> None:

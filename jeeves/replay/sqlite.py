@@ -10,7 +10,8 @@ the write lock.
 Rows hold the record as JSON text next to the columns they are looked up by. The file
 says which schema it was written with (table `jeeves_journal`), and a newer schema is
 refused. Steps of recently used sessions are cached (write-through), so a replay reads
-each session once instead of once per step.
+each session once instead of once per step; a strict replay reads its whole run at once
+(`read_run`: one query per table, on the primary keys).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import anyio.to_thread
 from jeeves.errors import JournalError, UserError
 from jeeves.journal import DAMAGED, SCHEMA_VERSION, SessionRecord, StepRecord, excerpt
 from jeeves.replay.base import StoreBase, decode_text, encode_record
+from jeeves.replay.snapshot import RunSnapshot
 
 __all__ = ["SQLiteJournal"]
 
@@ -147,8 +149,9 @@ class SQLiteJournal(StoreBase):
         cached = self._cache.get(session_id)
         steps = cached if cached is not None else await self._call(self._session_steps, session_id)
         text = steps.get(index)
-        if text is None:
-            return None
+        return None if text is None else self._step(session_id, index, text)
+
+    def _step(self, session_id: str, index: int, text: str) -> StepRecord:
         what = f"session {session_id!r} step {index}"
         record = self._decode(text, what, StepRecord)
         if (record.session_id, record.index) != (session_id, index):  # a row copied or edited by hand
@@ -199,6 +202,34 @@ class SQLiteJournal(StoreBase):
             )
             rows = await self._call(self._rows, sql, root, len(root) + 2, root + "__")
         return [self._decode(str(text), f"session {sid!r}", SessionRecord) for sid, text in rows]
+
+    # -- a whole run ---------------------------------------------------------------------
+    def _read_run(self, conn: sqlite3.Connection, root: str) -> tuple[list[Any], list[Any]]:
+        # `root` and the ids in [root__, root_`): exactly those starting `root__` (the column's
+        # collation is binary), so both statements search the primary key's index.
+        where = "WHERE session_id = ? OR (session_id >= ? AND session_id < ?)"
+        args = (root, root + "__", root + "_`")
+        conn.execute("BEGIN")  # one read transaction: both tables as of one moment
+        try:
+            sessions = conn.execute(f"SELECT session_id, record FROM sessions {where} ORDER BY rowid", args)
+            steps = conn.execute(f"SELECT session_id, idx, record FROM steps {where}", args)
+            return sessions.fetchall(), steps.fetchall()
+        finally:
+            conn.execute("COMMIT")
+
+    async def read_run(self, root: str) -> RunSnapshot:
+        """Root session `root` and its subtree, every session and step, read in one round trip
+        (one query per table) and decoded on first use."""
+        session_rows, step_rows = await self._call(self._read_run, root)
+        steps: dict[str, dict[int, Any]] = {}
+        for sid, idx, text in step_rows:
+            steps.setdefault(str(sid), {})[int(idx)] = str(text)
+        return RunSnapshot(
+            {str(sid): str(text) for sid, text in session_rows},
+            steps,
+            decode_session=lambda sid, text: self._decode(text, f"session {sid!r}", SessionRecord),
+            decode_step=self._step,
+        )
 
     def _decode(self, text: str, what: str, cls: type[R]) -> R:
         return decode_text(text, f"{self.path} ({what})", cls)

@@ -10,7 +10,7 @@ import pytest
 from jeeves.errors import JournalError, UserError
 from jeeves.journal import SCHEMA_VERSION, SessionRecord, StepRecord
 from jeeves.replay import JournalStore
-from jeeves.replay.base import decode_record, encode_record
+from jeeves.replay.base import decode_record, decode_text, encode_record
 from tests.replay.conftest import Stores
 
 pytestmark = pytest.mark.anyio
@@ -118,3 +118,65 @@ def test_records_are_json_lines_with_type_and_version() -> None:
 def test_bad_records_are_refused_with_where_and_why(data: Any, message: str) -> None:
     with pytest.raises(JournalError, match=message):
         decode_record(data, "here")
+
+
+def _slow(text: str, cls: type[Any]) -> Any:
+    """What `decode_text` returned before it read plain records with pydantic's parser."""
+    record = decode_record(json.loads(text), "here")
+    if not isinstance(record, cls):
+        raise JournalError(f"here: found a {record.__class__.__name__}")
+    return record
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        step(),
+        step(
+            request={"a": [1, 2.5, None, True]},
+            result={"t": "é\n\u2028"},
+            error={"type": "X", "message": "m"},
+        ),
+        step(events=[{"type": "model.delta", "text": "x"}], pending=True, v=1),
+        session(),
+        session(
+            status="running", usage={"total_tokens": 3}, rounds=2, source={"kind": "import", "ref": "m:a"}
+        ),
+        session(created_at=1.5, expires_at=2e20, lease_owner="h:1:2", progress={"step": 3}),
+    ],
+    ids=lambda r: type(r).__name__,
+)
+def test_a_stored_record_decodes_as_the_record_it_was(record: Any) -> None:
+    text = encode_record(record)
+    got = decode_text(text, "here", type(record))
+    assert got == record == _slow(text, type(record))
+    assert got.model_fields_set == _slow(text, type(record)).model_fields_set
+
+
+@pytest.mark.parametrize(
+    ("text", "cls", "message"),
+    [
+        # the same damage json.loads and the checks see, whichever parser reads first
+        ('{"type": "step", "v": 2, "type": "session"}', StepRecord, "a malformed session record"),
+        (
+            '{"type": "session", "v": 2, "session_id": "r1", "role": "a", "architecture": "a", "type": "step"}',
+            SessionRecord,
+            "a malformed step record",
+        ),
+        (encode_record(step())[:-1] + ', "v": 9}', StepRecord, "newer jeeves"),
+        (encode_record(step()).replace('"v": 2', '"v": "2"'), StepRecord, "no schema version"),
+        (encode_record(step()).replace('"v": 2', '"v": true'), StepRecord, "no schema version"),
+        (encode_record(step()).replace('"v": 2', '"v": 2.0'), StepRecord, "no schema version"),
+        (encode_record(session()), StepRecord, 'found a "session" record'),
+        (
+            encode_record(step()).replace('"index": 0', '"index": "zero"'),
+            StepRecord,
+            "a malformed step record",
+        ),
+        ('{"type": "step", "v": 2, "request": NaN', StepRecord, "not JSON jeeves can read"),
+        ("[" * 5000 + "]" * 5000, StepRecord, "nested too deeply|not a jeeves journal record"),
+    ],
+)
+def test_a_damaged_stored_record_is_refused_as_before(text: str, cls: type[Any], message: str) -> None:
+    with pytest.raises(JournalError, match=message):
+        decode_text(text, "here", cls)
