@@ -6,6 +6,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from jeeves._steps import StepsCore
+from jeeves._trusted import trusted
 from jeeves.errors import ModelError
 from jeeves.events import Event, ModelCompleted, ModelDelta, ModelRetrying
 from jeeves.messages import ModelRequest, ModelResponse
@@ -20,6 +21,10 @@ class _ModelStep(BaseModel):
     model_config = ConfigDict(defer_build=True)
     response: ModelResponse
     fallback: bool = False
+
+
+_delta = trusted(ModelDelta)
+_model_completed = trusted(ModelCompleted)
 
 
 async def _unread(text: str) -> None:
@@ -75,18 +80,19 @@ class ModelCalls(StepsCore):
             )
             response, fallback = step.response, step.fallback
         state.add_usage(self.session_id, response.usage, live=not replayed, meter=self._meter)
-        await self.emit(
-            ModelCompleted(
-                session_id=self.session_id,
-                text=response.text,
-                tool_calls=response.tool_calls,
-                usage=response.usage,
-                model=response.model,
-                fallback=fallback,
-                step=index,
-                replayed=replayed,
+        if state.channel.consume:  # `self.observed`: in jeeves.run nobody reads it, so it is not built
+            await self.emit(
+                _model_completed(
+                    session_id=self.session_id,
+                    text=response.text,
+                    tool_calls=list(response.tool_calls),  # a copy, as validation makes
+                    usage=response.usage,
+                    model=response.model,
+                    fallback=fallback,
+                    step=index,
+                    replayed=replayed,
+                )
             )
-        )
         return response
 
     async def _call_live(
@@ -101,7 +107,10 @@ class ModelCalls(StepsCore):
             live_request.params = {**route.params, **request.params}
 
         async def on_delta(text: str) -> None:
-            event = ModelDelta(session_id=self.session_id, text=text, step=index)
+            # the text comes from the provider's client: validated unless it is a plain str
+            event = (_delta if type(text) is str else ModelDelta)(
+                session_id=self.session_id, text=text, step=index
+            )
             emitted.append(event)
             await self.emit(event)
 

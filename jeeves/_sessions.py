@@ -15,6 +15,7 @@ import anyio
 
 from jeeves._runstate import RunState
 from jeeves._steps import StepsCore
+from jeeves._trusted import trusted
 from jeeves.architecture import Architecture, Output, describe_model
 from jeeves.budget import AXES, Budget, clamp
 from jeeves.errors import PROGRAM_ERRORS, BudgetExceeded, ReplayDivergence, RunEnded, UserError, tag_session
@@ -29,6 +30,9 @@ __all__ = ["SLICE_STEP", "Sessions", "root_fields"]
 
 SLICE_STEP = "budget_slice"
 """The name of the step that allots a session its budget slice."""
+
+_started = trusted(SessionStarted)
+_completed = trusted(SessionCompleted)
 
 
 def _rounds(output: Output | None) -> int | None:
@@ -70,12 +74,15 @@ class Sessions(StepsCore):
                 model = describe_model(arch, cast("Context", self))
         except Exception as exc:  # no route, a replay missing this session: fail as this session, below
             model, setup_error = None, exc
-        started = SessionStarted(
+        name = getattr(arch, "name", type(arch).__name__)
+        # the task, the name and the model come from user code: validated unless plainly typed
+        plain = type(task) is str and type(name) is str and (model is None or type(model) is str)
+        started = (_started if plain else SessionStarted)(
             session_id=self.session_id,
             parent_id=self.parent_id,
             role=self.role,
             role_path=list(self.role_path),
-            architecture=getattr(arch, "name", type(arch).__name__),
+            architecture=name,
             model=model,
             index=index,
             task=task,
@@ -121,14 +128,17 @@ class Sessions(StepsCore):
                     span.set_attribute("jeeves.replayed_steps", self._replayed)
                 if self._adopted:  # its work (and its model-call spans) ran on another worker
                     span.set_attribute("jeeves.adopted", True)
-            usage = state.tree_usage(self.session_id)
             if span is not NULL_SPAN:  # the default tracer records nothing: skip reading for it
                 _describe_output(span, output, index)
-        await self.emit(
-            SessionCompleted(
-                session_id=self.session_id, output=output.text, stop_reason=output.stop_reason, usage=usage
+        if state.channel.consume:  # `self.observed`: in jeeves.run nobody reads it, so it is not built
+            await self.emit(
+                _completed(
+                    session_id=self.session_id,
+                    output=output.text,
+                    stop_reason=output.stop_reason,
+                    usage=state.tree_usage(self.session_id),
+                )
             )
-        )
         if journaled:
             await self._record_session(started, "completed", output=output)
         return output

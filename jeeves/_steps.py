@@ -148,6 +148,16 @@ class StepsCore:
             await state.channel.put(event)
 
     @property
+    def observed(self) -> bool:
+        """Whether this run's events reach anyone: a reader (`jeeves.stream`, the server).
+
+        False in `jeeves.run`, whose events nobody reads: an event a step does not record
+        (session start/end, `model.completed`, a round, a critique) need not be built
+        there; `emit` would stamp and drop it. Events a step records are built either way.
+        """
+        return self._state.channel.consume
+
+    @property
     def started(self) -> SessionStarted:
         """This session's `session.started` event (its role, model, parent…)."""
         if self._started is None:

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from jeeves._trusted import trusted
 from jeeves.redact import mask_credentials, strip_credentials
 
 __all__ = [
@@ -103,6 +104,10 @@ def format_usd(amount: float) -> str:
     return f"${amount:.{digits}f}"
 
 
+_usage = trusted(Usage)
+"""Usage from a tally's sums (ints and floats already): not validated again (jeeves._trusted)."""
+
+
 class UsageTally:
     """A mutable running total of Usage: cheaper than adding pydantic models on every call."""
 
@@ -125,7 +130,7 @@ class UsageTally:
         return self.input_tokens + self.output_tokens
 
     def snapshot(self) -> Usage:
-        return Usage(
+        return _usage(
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,
             model_calls=self.model_calls,

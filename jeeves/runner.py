@@ -18,6 +18,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from jeeves._lifecycle import prepare, set_root_status, supervise
+from jeeves._trusted import trusted
 from jeeves.architecture import Architecture, Output
 from jeeves.budget import Budget, BudgetMeter
 from jeeves.channel import EventChannel
@@ -75,6 +76,7 @@ class RunResult(BaseModel):
         return self.usage.cost_usd
 
 
+_run_result = trusted(RunResult)
 _EMPTY_ROUTER = Router()
 """The base of a run given no router (routers never change: one serves every run)."""
 
@@ -163,7 +165,8 @@ def _state(
 
 
 def _result(state: RunState, root: Context, output: Output | None, stop_reason: str) -> RunResult:
-    return RunResult(
+    # every value is the run's own (typed) bookkeeping or an Output already validated
+    return _run_result(
         session_id=root.session_id,
         output=output.value if output else None,
         text=output.text if output else "",

@@ -253,13 +253,10 @@ class CriticLoop(Generic[OutputT]):
         ctx, s = self.ctx, self.s
         started = time.monotonic() if not s.stop.deterministic else 0.0
         for r in itertools.count():
-            await ctx.emit(RoundStarted(session_id=ctx.session_id, round=r))
-            prompt = self.task
-            if r:
-                await ctx.emit(
-                    Refinement(session_id=ctx.session_id, round=r, based_on_round=self._best().round)
-                )
-                prompt = self._render(s.refine_template, r, self._best().text)
+            observed = ctx.observed  # in jeeves.run nobody reads the loop's events: not built
+            if observed:
+                await self._announce(r)
+            prompt = self._render(s.refine_template, r, self._best().text) if r else self.task
             try:
                 candidate = await ctx.run(
                     self.actor, prompt, role=s.actor_role, index=r, share_route=s.share_route
@@ -285,7 +282,10 @@ class CriticLoop(Generic[OutputT]):
             except Exception as exc:
                 return await self._critic_failed(r, exc)
             passed = verdict.approves(s.threshold)
-            await ctx.emit(critique_event(ctx.session_id, r, verdict, passed=passed, threshold=s.threshold))
+            if observed:
+                await ctx.emit(
+                    critique_event(ctx.session_id, r, verdict, passed=passed, threshold=s.threshold)
+                )
             self._record(r, verdict, passed)
             if passed:
                 return self._finish("approved")
@@ -293,6 +293,13 @@ class CriticLoop(Generic[OutputT]):
             if reason is not None:
                 return self._finish(reason)
         raise AssertionError("unreachable: the stop condition is bounded")  # pragma: no cover
+
+    async def _announce(self, r: int) -> None:
+        """`round.started`, and from the second round on `refinement` (which draft it revises)."""
+        ctx = self.ctx
+        await ctx.emit(RoundStarted(session_id=ctx.session_id, round=r))
+        if r:
+            await ctx.emit(Refinement(session_id=ctx.session_id, round=r, based_on_round=self._best().round))
 
     async def _stop_reason(self, r: int, verdict: Verdict, text: str, started: float) -> str | None:
         """What the stop condition says after round `r`; journaled when it reads the clock."""
