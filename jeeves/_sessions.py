@@ -89,7 +89,10 @@ class Sessions(StepsCore):
         )
         self._started = started
         await self.emit(started)
-        journaled = state.journal is not None
+        # An adopted session's records are its branch worker's (`jeeves.branch`): they are
+        # already final, and rewriting them (in progress, then ended) would make a parent
+        # taken over mid-adoption read the branch as unfinished.
+        journaled = state.journal is not None and not self._adopted
         if journaled:
             await self._record_session(started, "in_progress")
         with state.tracer.session(started) as span:

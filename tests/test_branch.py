@@ -148,6 +148,46 @@ async def test_a_branch_records_the_session_it_is_in_the_run() -> None:
     assert (record.parent_id, record.role, record.status) == ("placed", "coder", "completed")
 
 
+async def test_adoption_leaves_the_branchs_session_records_as_its_worker_wrote_them() -> None:
+    """A parent adopting a branch writes none of its session records: rewriting them (in
+    progress, then ended) let a parent taken over mid-adoption read an ended branch as
+    unfinished (found by a fresh-clone CI run: `tests/durable/test_spread.py`)."""
+    writes: list[tuple[str, str, bool]] = []
+
+    class Watched(MemoryJournal):
+        elsewhere: set[str] = set()  # the branches executing now (they run in parallel)
+
+        async def put_session(self, record: Any) -> None:
+            by_branch = any(record.session_id.startswith(sid) for sid in self.elsewhere)
+            writes.append((record.session_id, record.status, by_branch))
+            await super().put_session(record)
+
+    journal = Watched()
+    root = build_team()
+    models = counted(Counter())
+    elsewhere = Elsewhere(root, journal, models)
+    branch_call = elsewhere.__call__
+
+    async def marked(ctx: Context, child: Architecture, task: str, index: int) -> bool:
+        journal.elsewhere.add(ctx.session_id)
+        try:
+            return await branch_call(ctx, child, task, index)
+        finally:
+            journal.elsewhere.discard(ctx.session_id)
+
+    token = SPREADER.set(marked)
+    try:
+        result = await jeeves.run(root, TASK, models=models, journal=journal, session_id="kept")
+    finally:
+        SPREADER.reset(token)
+    assert result.status == "completed"
+    branch_writes = [w for w in writes if w[0].startswith(("kept__coder_0", "kept__helper_0"))]
+    assert branch_writes and all(
+        inside for _, _, inside in branch_writes
+    )  # only the branch's worker wrote them
+    assert {w[0] for w in branch_writes if w[1] == "completed"} >= {"kept__coder_0", "kept__helper_0"}
+
+
 async def test_a_branch_runs_under_what_the_run_has_left_and_its_spend_is_charged_to_the_run() -> None:
     calls: Counter[str] = Counter()
     result, events, elsewhere, _ = await spread_run("budgeted", calls, budget=Budget(max_model_calls=50))
