@@ -144,7 +144,7 @@ class Gates(StepsCore):
         fp = fingerprint(request)
         journal = state.journal
         record = await journal.get_step(self.session_id, index) if journal is not None else None
-        adopted = self._adopted and state.mode != "replay"
+        adopted = self._adopted
         if record is not None:
             check_recorded(record, self.session_id, "gate", tool, fp, request)
             where = step_origin(record, journal)

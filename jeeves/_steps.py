@@ -234,7 +234,7 @@ class StepsCore:
         record = await journal.get_step(self.session_id, index)
         if record is not None:
             check_recorded(record, self.session_id, kind, name, fp, request)
-            adopted = self._adopted and state.mode != "replay"
+            adopted = self._adopted  # set only by a live run's spread child (`Context.run`)
             if state.mode == "replay" or adopted or not tried_again_on_resume(record):
                 if not adopted:
                     self._replayed += 1
@@ -247,7 +247,7 @@ class StepsCore:
                     self._meter.restore(recorded)  # a slice that stopped this step stopped it again
                     raise recorded
                 return StepResult(served_result(record, state.adapter(result_type), where), not adopted)
-        elif self._adopted and state.mode != "replay":
+        elif self._adopted:
             raise self._unadopted(index, step_name(kind, name))
         elif state.mode == "replay":
             raise ReplayDivergence(

@@ -24,6 +24,7 @@ from jeeves.errors import UserError
 __all__ = [
     "APP_VERSION",
     "BRANCH_WORKFLOW",
+    "ENDED",
     "GATE_TOPIC",
     "STATUS_EVENT",
     "WORKFLOW_NAME",
@@ -46,6 +47,8 @@ GATE_TOPIC = "jeeves.gate"
 STATUS_EVENT = "jeeves.status"
 """The DBOS workflow event a run sets while it waits at a gate (`{"status": "awaiting_approval",
 "pending": [...]}`) and clears when it goes on (`{"status": "running"}`)."""
+ENDED = ("SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED")
+"""The DBOS workflow statuses of a run or a branch that will not run again."""
 APP_VERSION = "jeeves-1"
 """One application version for every worker: DBOS recovers and dequeues a workflow only on
 executors of the version that enqueued it, and jeeves' journal, not DBOS, checks that the

@@ -39,7 +39,6 @@ __all__ = ["Spreader", "arch_path", "branch_queue_name", "resolve_path"]
 
 PathKey = str | int
 _MAX_DEPTH = 6
-_ENDED = ("SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED")
 
 
 def branch_queue_name(target: str) -> str:
@@ -197,7 +196,7 @@ class Spreader:
                 raise JournalError(
                     f"Branch {sid!r} was queued but its workflow is gone from the DBOS database."
                 )
-            if status.status in _ENDED:
+            if status.status in engine.ENDED:
                 return status
             await anyio.sleep(self.poll_s)
 

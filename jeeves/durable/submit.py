@@ -22,12 +22,8 @@ from jeeves.ids import new_root_id, validate_root_id
 __all__ = ["submit", "wait", "wake"]
 
 
-def _client(database: str) -> Any:
-    return engine.client(database)
-
-
 def _enqueue(database: str, target: str, task: str, session_id: str) -> str:
-    client = _client(database)
+    client = engine.client(database)
     try:
         options = {
             "queue_name": queue_name(target),
@@ -58,9 +54,6 @@ async def submit(
     return await anyio.to_thread.run_sync(functools.partial(_enqueue, url, target, task, root))
 
 
-_ENDED = ("SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED")
-
-
 async def wait(
     session_id: str,
     *,
@@ -80,12 +73,12 @@ async def wait(
     TimeoutError."""
     url = database_from_env(database)
     root = validate_root_id(session_id)
-    client = await anyio.to_thread.run_sync(_client, url)
+    client = await anyio.to_thread.run_sync(engine.client, url)
     try:
         with anyio.fail_after(timeout_s):
             while True:
                 status = await anyio.to_thread.run_sync(_status, client, root)
-                if status.status in _ENDED:
+                if status.status in engine.ENDED:
                     break
                 if stop_at_gates:
                     event = await anyio.to_thread.run_sync(_gate_event, client, root)
@@ -135,7 +128,7 @@ def _wake(database: str, session_id: str) -> bool:
     module = engine.dbos()
     import sqlalchemy.exc  # DBOS's dependency
 
-    client = _client(database)
+    client = engine.client(database)
     try:
         try:
             status = client.retrieve_workflow(session_id).get_status()
@@ -145,7 +138,7 @@ def _wake(database: str, session_id: str) -> bool:
             return False
         # Wake the run and its open branches (a gate may be in a child another worker runs);
         # one that ended was already resumed past the decision by a takeover.
-        waiting = [session_id] if status.status not in _ENDED else []
+        waiting = [session_id] if status.status not in engine.ENDED else []
         for workflow in [*waiting, *_open_branches(client, session_id)]:
             client.send(workflow, {"decided": True}, topic=engine.GATE_TOPIC)
         return True

@@ -204,17 +204,15 @@ class Worker:
         entry = self.targets.get(target)
         if entry is None:
             return {"session_id": session_id, "status": "failed", "error": f"unknown target {target!r}"}
-        try:
-            where = Placement.from_json(placement)
-            resolve_path(entry.build()[0], path)
-        except UserError as exc:  # not retried: another worker built from the same code fails alike
-            return {"session_id": session_id, "status": "failed", "error": f"UserError: {exc}"}
 
         @asynccontextmanager
         async def attempt(store: JournalStore) -> AsyncIterator[RunStream]:
+            # A malformed placement or a path this build cannot follow is a UserError, which
+            # `_serve` returns as the branch's failure (not retried: the same code fails alike).
             arch, router = entry.build()
+            child = resolve_path(arch, path)
             async with stream_branch(
-                resolve_path(arch, path), task, where, journal=store, router=router
+                child, task, Placement.from_json(placement), journal=store, router=router
             ) as events:
                 yield events
 
