@@ -12,7 +12,9 @@ read through `jeeves.stream`, one by one. Prints JSON; run by bench/run.py.
 from __future__ import annotations
 
 import json
+import statistics
 import sys
+import time
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -174,7 +176,7 @@ def nested(depth: int) -> Any:
     return arch
 
 
-async def _time_per_session(arch: Any, model: Any, sessions: int, calls: int, runs: int) -> dict[str, Any]:
+def _stream_loop(arch: Any, model: Any) -> Any:
     async def once() -> int:
         count = 0
         async with jeeves.stream(arch, common.TASK, model=model) as events:
@@ -182,32 +184,76 @@ async def _time_per_session(arch: Any, model: Any, sessions: int, calls: int, ru
                 count += 1
         return count
 
-    timed = await common.time_loop(once, calls, runs=runs, budget_s=1.0, warmup=3)
-    return {
-        "sessions": sessions,
-        "model_calls": calls,
-        "events": timed["events"],
-        "us_per_run": timed["median_us"],
-        "us_per_session": timed["median_us"] / sessions,
-        "us_per_call": timed["median_us"] / calls,
-    }
+    return once
+
+
+async def _interleaved(points: list[dict[str, Any]], runs: int, rounds: int = 10) -> list[dict[str, Any]]:
+    """Time every point of a curve in `rounds` alternating rounds and take each point's
+    median over all its samples, so a noisy moment on this shared machine lands on every
+    point of the curve instead of bending it at one point (the curve's shape is the figure).
+    Each point keeps wall time and this thread's CPU time: the verdict reads CPU time, the
+    run's own cost, which other processes on the machine do not inflate."""
+    per_round = max(3, runs // rounds)
+    samples: list[list[float]] = [[] for _ in points]
+    cpu: list[list[float]] = [[] for _ in points]
+    events: list[int] = [0 for _ in points]
+    for point in points:
+        for _ in range(3):  # warm-up: lazy imports, schema builds
+            await point["loop"]()
+    for _ in range(rounds):
+        for i, point in enumerate(points):
+            common.CALLS = 0
+            for _ in range(per_round):
+                t, c = time.perf_counter(), time.thread_time()
+                events[i] = await point["loop"]()
+                samples[i].append(time.perf_counter() - t)
+                cpu[i].append(time.thread_time() - c)
+            made = common.CALLS / per_round
+            if made != point["calls"]:
+                raise AssertionError(f"expected {point['calls']} model calls per run, the fake saw {made}")
+    rows = []
+    for point, times, cpu_times, count in zip(points, samples, cpu, events, strict=True):
+        median_us = statistics.median(times) * 1e6
+        cpu_us = statistics.median(cpu_times) * 1e6
+        rows.append(
+            {
+                point["key"]: point["at"],
+                "sessions": point["sessions"],
+                "model_calls": point["calls"],
+                "events": count,
+                "runs": len(times),
+                "us_per_run": median_us,
+                "cpu_us_per_run": cpu_us,
+                "us_per_session": median_us / point["sessions"],
+                "us_per_call": median_us / point["calls"],
+            }
+        )
+    return rows
 
 
 async def scaling(runs: int) -> dict[str, Any]:
     """(h): µs per session and per model call as nesting deepens and workers multiply."""
-    depth_rows = []
-    for depth in DEPTHS:
-        calls = 2 * (depth - 1) + 1
-        depth_rows.append(
-            {"depth": depth, **await _time_per_session(nested(depth), FanOutModel(1), depth, calls, runs)}
-        )
-    worker_rows = []
-    for n in WORKERS:
-        team = Supervisor({"w": Agent("You work.")}, max_delegations=60)
-        worker_rows.append(
-            {"workers": n, **await _time_per_session(team, FanOutModel(n), n + 1, n + 2, runs)}
-        )
-    return {"depth": depth_rows, "workers": worker_rows}
+    depth = [
+        {
+            "key": "depth",
+            "at": d,
+            "sessions": d,
+            "calls": 2 * (d - 1) + 1,
+            "loop": _stream_loop(nested(d), FanOutModel(1)),
+        }
+        for d in DEPTHS
+    ]
+    workers = [
+        {
+            "key": "workers",
+            "at": n,
+            "sessions": n + 1,
+            "calls": n + 2,
+            "loop": _stream_loop(Supervisor({"w": Agent("You work.")}, max_delegations=60), FanOutModel(n)),
+        }
+        for n in WORKERS
+    ]
+    return {"depth": await _interleaved(depth, runs), "workers": await _interleaved(workers, runs)}
 
 
 # -- (i) what features cost: journal on, telemetry on ------------------------------------------

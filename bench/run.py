@@ -110,24 +110,46 @@ def run_json(python: Path | str, args: list[str], timeout_s: float) -> dict[str,
     return dict(json.loads(lines[-1]))
 
 
-def import_ms(python: Path | str, module: str, repeats: int) -> dict[str, Any]:
+DEPENDENCY_FLOOR = "pydantic.main, pydantic.fields, anyio"
+"""(d)'s floor for jeeves: what its kernel cannot be imported without."""
+
+
+def import_ms(python: Path | str, module: str, repeats: int, floor: str | None = None) -> dict[str, Any]:
     """(d): median wall time of `import module` in fresh interpreters (startup excluded).
 
     As a user's installed package imports: bytecode caches written (one discarded import
     first, with PYTHONDONTWRITEBYTECODE unset), else every run would compile the sources.
+    With `floor` (modules the package cannot do without), that import is timed too, in
+    interpreters alternating with the package's, so both figures are of the same moment
+    on a shared machine and the package's own share is their difference.
     """
-    code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
     env = {k: v for k, v in _env().items() if k != "PYTHONDONTWRITEBYTECODE"}
-    times = []
-    for _ in range(repeats + 1):
+
+    def once(statement: str) -> float:
+        code = f"import time; t = time.perf_counter(); import {statement}; print(time.perf_counter() - t)"
         done = subprocess.run(
             [str(python), "-c", code], capture_output=True, text=True, timeout=120, cwd="/", env=env
         )
         if done.returncode != 0:
-            raise ScenarioFailed(f"import {module} failed:\n{done.stderr[-800:]}")
-        times.append(float(done.stdout.strip().splitlines()[-1]) * 1e3)
-    times = times[1:]  # the first wrote the bytecode caches
-    return {"median_ms": statistics.median(times), "samples_ms": times, "statement": f"import {module}"}
+            raise ScenarioFailed(f"import {statement} failed:\n{done.stderr[-800:]}")
+        return float(done.stdout.strip().splitlines()[-1]) * 1e3
+
+    once(module)  # writes the bytecode caches
+    times, floors = [], []
+    for _ in range(repeats):
+        times.append(once(module))
+        if floor:
+            floors.append(once(floor))
+    out: dict[str, Any] = {
+        "median_ms": statistics.median(times),
+        "samples_ms": times,
+        "statement": f"import {module}",
+    }
+    if floor:
+        out.update(
+            floor_ms=statistics.median(floors), floor_samples_ms=floors, floor_statement=f"import {floor}"
+        )
+    return out
 
 
 def bench_framework(fw: Framework, python: Path | str, s: Settings, log: Any) -> dict[str, Any]:
@@ -180,7 +202,8 @@ def bench_framework(fw: Framework, python: Path | str, s: Settings, log: Any) ->
     if fw.import_name:
         log(f"  {fw.key}: d (import)")
         try:
-            out["d"] = import_ms(python, fw.import_name, s.import_repeats)
+            floor = DEPENDENCY_FLOOR if fw.key == "jeeves" else None
+            out["d"] = import_ms(python, fw.import_name, s.import_repeats, floor)
         except ScenarioFailed as exc:
             out["errors"]["d"] = str(exc)
     if out["errors"] and not any(k in out for k in ("a", "b", "c")):

@@ -7,7 +7,6 @@ Part of the context (`jeeves.context`); architectures never see this module.
 from __future__ import annotations
 
 import os
-import socket
 import time
 from dataclasses import dataclass, field
 from typing import Any, Generic, NamedTuple, TypeVar
@@ -44,6 +43,8 @@ def lease_owner() -> str:
     pid = os.getpid()
     owner = _OWNER.get(pid)
     if owner is None:
+        import socket  # on first lease only: `import jeeves` does not load it (bench (d))
+
         owner = _OWNER[pid] = f"{socket.gethostname()}:{pid}"
     return owner
 

@@ -7,10 +7,13 @@ out (they install from the package index into their own venvs) and so is the cha
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from tests.conftest import REPO, subprocess_env
 
@@ -47,9 +50,37 @@ def test_quick_bench_writes_a_report(tmp_path: Path) -> None:
     assert g["live_stream"]["events_per_run"] == g["reattach"]["events"] == 503  # 500 deltas + 3
     assert g["fanout"]["followers"] == 5 and g["fanout"]["identical"]
     assert g["fanout"]["encodes"] == g["fanout"]["events_per_follower"]  # one JSON encoding per event
+    for curve in ("depth", "workers"):  # (h): every point timed, wall and CPU
+        assert all(row["runs"] >= 3 and row["cpu_us_per_run"] > 0 for row in jeeves["h"][curve])
     report = (tmp_path / "LATEST.md").read_text()
     assert "## Targets" in report and "| jeeves |" in report and "--quick" in report
+    assert "| levels | second half / first half |" in report
     assert not (tmp_path / "LATEST.png").exists()
+
+
+def _bench_report() -> Any:
+    spec = importlib.util.spec_from_file_location("bench_report", REPO / "bench" / "report.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_scaling_verdict_reads_a_constant_cost_as_1_and_a_quadratic_one_as_2() -> None:
+    """(h)'s verdict compares the cost per added session over the two halves of a curve:
+    flat cost per session reads 1 whatever the fixed cost, usage accounting that scans every
+    session at each session's end (quadratic) reads 2, and it reads CPU time when present."""
+    growth = _bench_report().marginal_growth
+
+    def rows(cost: Callable[[int], float]) -> list[dict[str, Any]]:
+        return [{"sessions": s, "us_per_run": 1e6, "cpu_us_per_run": cost(s)} for s in (1, 2, 3, 4, 5)]
+
+    steps, ratio = growth(rows(lambda s: 100 + 300 * s), "depth", "cpu_us_per_run")
+    assert steps == [300.0] * 4 and ratio == 1.0
+    _, ratio = growth(rows(lambda s: 50 * s * s), "depth", "cpu_us_per_run")
+    assert ratio == 2.0  # (25 - 9) / 2 over (9 - 1) / 2
+    _, wall = growth(rows(lambda s: 50 * s * s), "depth")
+    assert wall is None  # wall time flat here: no growth in the first half, no ratio
 
 
 def test_watchdog_bench_counts_what_the_watchdog_saves(tmp_path: Path) -> None:

@@ -45,6 +45,7 @@ LAZY = (
     "email",
     "zipfile",
     "difflib",
+    "socket",  # the lease owner's host name, looked up on first lease
 )
 
 CODE = """
