@@ -3,6 +3,8 @@ everything). Each test fails if the replay goes back to building the unused work
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,8 +15,9 @@ from jeeves import _runstate
 from jeeves.errors import JournalError
 from jeeves.events import EVENT_ADAPTER, Event
 from jeeves.journal import TERMINAL, SessionRecord, StepRecord, served_events
-from jeeves.replay import MemoryJournal
+from jeeves.replay import MemoryJournal, SQLiteJournal
 from jeeves.replay.api import _Served
+from jeeves.replay.base import decode_record, decode_text
 from tests.replay import archs
 
 pytestmark = pytest.mark.anyio
@@ -183,3 +186,34 @@ async def test_a_served_tool_step_computes_no_fingerprint_for_its_tool(
     monkeypatch.setattr(agent, "fingerprint", spy)
     result = await jeeves.replay(archs.build_team(), journal, "r1")
     assert asked == [] and result.text
+
+
+async def test_a_stored_row_is_read_in_one_parse_as_the_checked_read_reads_it(tmp_path: Path) -> None:
+    async with SQLiteJournal(tmp_path / "runs.db") as journal:
+        await jeeves.run(
+            archs.build_team(), TASK, models=archs.team_models(), journal=journal, session_id="r1"
+        )
+        sessions, steps = await journal._call(journal._read_run, "r1")
+    rows = [(str(t), SessionRecord) for _, t in sessions] + [(str(t), StepRecord) for _, _, t in steps]
+    assert len(rows) == 21
+    for text, cls in rows:
+        record = decode_text(text, "here", cls)
+        checked = decode_record(json.loads(text), "here")  # the read every damaged row takes
+        assert type(record) is cls and record == checked
+        assert record.model_fields_set == checked.model_fields_set
+        assert list(record.__dict__) == list(cls.model_fields)
+    text, cls = rows[-1]
+    assert text.startswith('{"type": "step", "v": 2, ')
+    body = text[len('{"type": "step", "v": 2, ') :]
+    damaged = {  # each read plainly would pass the one-parse read's fields; the checks refuse it
+        '{"type": "step", "v": 2.0, ' + body: "has no schema version",
+        '{"type": "step", "v": "2", ' + body: "has no schema version",
+        '{"type": "step", "v": true, ' + body: "has no schema version",
+        '{"type": "step", ' + body: "has no schema version",
+        '{"type": "step", "v": 3, ' + body: "newer jeeves",
+        text[:-1] + ', "v": 3}': "newer jeeves",  # the last key wins, as json.loads reads it
+        text[:-1] + ', "type": "session"}': "malformed session record",
+    }
+    for bad, problem in damaged.items():
+        with pytest.raises(JournalError, match=problem):
+            decode_text(bad, "here", cls)
