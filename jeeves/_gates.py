@@ -148,8 +148,7 @@ class Gates(StepsCore):
         if record is not None:
             check_recorded(record, self.session_id, "gate", tool, fp, request)
             where = step_origin(record, journal)
-            for event in served_events(record, where):
-                event.replayed = not adopted
+            for event in served_events(record, where, replayed=not adopted):
                 await self.emit(event)
             if not record.pending:
                 self._replayed += 0 if adopted else 1

@@ -25,7 +25,7 @@ from jeeves.models.router import Router
 from jeeves.steering import Inbox
 from jeeves.usage_tree import book
 
-__all__ = ["RunState", "StepResult", "Suspension", "lease_owner"]
+__all__ = ["RunState", "StepResult", "Suspension", "lease_owner", "type_adapter"]
 
 T = TypeVar("T")
 
@@ -118,6 +118,29 @@ class Suspension:
         return sorted(self.pending.values(), key=lambda g: (g.session_id, g.step))
 
 
+_ADAPTERS: dict[Any, TypeAdapter[Any]] = {}
+MAX_ADAPTERS = 512
+"""How many result types `type_adapter` keeps; past that, the oldest is dropped (a program
+that makes types at run time does not grow the cache without bound)."""
+
+
+def type_adapter(tp: Any) -> TypeAdapter[Any]:
+    """The pydantic adapter of result type `tp`, built at its first use in this process and
+    kept: a run's steps ask for the same few types in every run, and building one costs
+    far more than a step served from a journal. Thread-safe enough: two threads missing at
+    once each build an equal adapter, and either is kept."""
+    adapter = _ADAPTERS.get(tp)
+    if adapter is None:
+        adapter = TypeAdapter(tp)
+        if len(_ADAPTERS) >= MAX_ADAPTERS:
+            try:
+                del _ADAPTERS[next(iter(_ADAPTERS))]
+            except (StopIteration, KeyError, RuntimeError):
+                pass  # another thread changed the cache meanwhile
+        _ADAPTERS[tp] = adapter
+    return adapter
+
+
 @dataclass
 class RunState:
     """What every session of one run shares."""
@@ -161,7 +184,6 @@ class RunState:
     expires_at: float | None = None
     """The session TTL's end (wall clock), kept in the root's record across resumes."""
     _root_lock: anyio.Lock | None = None
-    _adapters: dict[Any, TypeAdapter[Any]] = field(default_factory=dict)
     _tree: dict[str, UsageTally] = field(default_factory=dict)
     _live_tree: dict[str, UsageTally] = field(default_factory=dict)
     """Per session: its usage plus everything below it, kept as calls are booked (see usage_tree)."""
@@ -175,10 +197,8 @@ class RunState:
         return self._root_lock
 
     def adapter(self, tp: Any) -> TypeAdapter[Any]:
-        adapter = self._adapters.get(tp)
-        if adapter is None:
-            adapter = self._adapters[tp] = TypeAdapter(tp)
-        return adapter
+        """The JSON adapter of a step's result type (`type_adapter`: built once per process)."""
+        return type_adapter(tp)
 
     def add_usage(
         self, session_id: str, usage: Usage, *, live: bool, meter: BudgetMeter | None = None

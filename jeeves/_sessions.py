@@ -21,7 +21,7 @@ from jeeves.budget import AXES, Budget, clamp
 from jeeves.errors import PROGRAM_ERRORS, BudgetExceeded, ReplayDivergence, RunEnded, UserError, tag_session
 from jeeves.events import AuditStats, BudgetSliced, SessionCompleted, SessionFailed, SessionStarted
 from jeeves.hooks import NULL_SPAN, SpanHandle
-from jeeves.journal import SessionRecord, SessionStatus, error_type_name
+from jeeves.journal import Journal, SessionRecord, SessionStatus, error_type_name
 
 if TYPE_CHECKING:
     from jeeves.context import Context
@@ -202,9 +202,11 @@ class Sessions(StepsCore):
     ) -> None:
         state = self._state
         journal = state.journal
-        if journal is None or (state.mode == "replay" and isinstance(error, PROGRAM_ERRORS)):
-            return  # a strict replay's journal compares each outcome with the recorded one, except
-            # when the code or the journal is wrong: that error says more than a comparison
+        if journal is None:
+            return
+        if state.mode == "replay":
+            await self._check_end(journal, started, status, output, error)
+            return
         record = SessionRecord(
             session_id=self.session_id,
             parent_id=self.parent_id,
@@ -226,6 +228,39 @@ class Sessions(StepsCore):
                     return
                 async with state.root_lock:
                     await journal.put_session(record.model_copy(update=root_fields(state, status)))
+        finally:
+            state.suspension.leave()
+
+    async def _check_end(
+        self,
+        journal: Journal,
+        started: SessionStarted,
+        status: SessionStatus,
+        output: Output | None,
+        error: BaseException | None,
+    ) -> None:
+        """A strict replay's journal records nothing: it compares each session's end with the
+        recorded one (status, stop reason, output, rounds; `jeeves.replay.api`). So only the end
+        is reported, with only what is compared: no in-progress record, no usage, no root fields.
+        An error of the code or the journal itself is not compared: it says more than a comparison."""
+        if status == "in_progress" or isinstance(error, PROGRAM_ERRORS):
+            return
+        record = SessionRecord(
+            session_id=self.session_id,
+            parent_id=self.parent_id,
+            role=self.role,
+            architecture=started.architecture,
+            model=started.model,
+            task=started.task,
+            status=status,
+            stop_reason=output.stop_reason if output else (error_type_name(error) if error else None),
+            output=output.text if output else (str(error) if error else None),
+            rounds=_rounds(output),
+        )
+        state = self._state
+        state.suspension.enter()
+        try:
+            await journal.put_session(record)  # a comparison, not a write: nothing to shield here
         finally:
             state.suspension.leave()
 

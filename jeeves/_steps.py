@@ -142,7 +142,7 @@ class StepsCore:
         In a strict replay every event is marked `replayed`: nothing in it ran live.
         """
         state = self._state
-        if state.mode == "replay":
+        if state.mode == "replay" and not event.replayed:  # a served step's events come marked
             event.replayed = True
         if not state.channel.offer(event):  # the buffer is full: wait for the reader
             await state.channel.put(event)
@@ -239,8 +239,7 @@ class StepsCore:
                 if not adopted:
                     self._replayed += 1
                 where = step_origin(record, journal)
-                for event in served_events(record, where):
-                    event.replayed = not adopted
+                for event in served_events(record, where, replayed=not adopted):
                     await self.emit(event)
                 if record.error is not None:
                     recorded = decode_error(record.error, where)

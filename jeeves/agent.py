@@ -329,9 +329,9 @@ class Agent:
     async def _tool_step(self, ctx: Context, call: ToolCall, index: int) -> StepResult[ToolOutcome]:
         tracer = ctx.tracer
         request = {"name": call.name, "arguments": call.arguments}
-        context = ToolContext(ctx.session_id, index, fingerprint(request))
 
-        async def live() -> ToolOutcome:
+        async def live() -> ToolOutcome:  # a served step runs none of this (nor its fingerprint)
+            context = ToolContext(ctx.session_id, index, fingerprint(request))
             found = self._tools.get(call.name)
             if found is None:
                 known = ", ".join(sorted(self._tools)) or "none"

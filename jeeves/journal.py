@@ -276,12 +276,33 @@ def step_origin(record: StepRecord, journal: object) -> str:
     )
 
 
-def served_events(record: StepRecord, where: str) -> list[Event]:
-    """The events a recorded step emitted, validated; a bad one is damage, not a crash."""
+_EVENT_LIST: TypeAdapter[list[Event]] | None = None
+
+
+def served_events(record: StepRecord, where: str, *, replayed: bool | None = None) -> list[Event]:
+    """The events a recorded step emitted, validated; a bad one is damage, not a crash.
+
+    `replayed` (when given) is set on each event, as setting it after validation would
+    (`model_fields_set` included), but in the data: the step's events are validated in one
+    call. A record that is not plainly well-formed is read event by event, so a damaged
+    one fails with the same message as ever (the first bad event's)."""
+    events = record.events
+    if replayed is not None and events and all(type(e) is dict and "replayed" not in e for e in events):
+        global _EVENT_LIST
+        if _EVENT_LIST is None:  # built at first use: import jeeves builds no adapter for it
+            _EVENT_LIST = TypeAdapter(list[Event])
+        try:
+            return _EVENT_LIST.validate_python([{**e, "replayed": replayed} for e in events])
+        except (ValidationError, RecursionError):
+            pass  # damaged: report it as the event-by-event read does, below
     try:
-        return [EVENT_ADAPTER.validate_python(data) for data in record.events]
+        served = [EVENT_ADAPTER.validate_python(data) for data in events]
     except (ValidationError, RecursionError) as exc:
         raise _damaged(where, f"a recorded event does not validate ({first_error(exc)})") from exc
+    if replayed is not None:
+        for event in served:
+            event.replayed = replayed
+    return served
 
 
 def served_result(record: StepRecord, adapter: TypeAdapter[Any], where: str) -> Any:

@@ -161,10 +161,9 @@ class _ToolStep:
         text = json.dumps(arguments, sort_keys=True)
         request = {"name": tool.name, "arguments": text}
         index = ctx.next_step_index()
-        context = ToolContext(ctx.session_id, index, fingerprint(request))
 
-        async def live() -> ToolOutcome:
-            return await tool.invoke(text, context)
+        async def live() -> ToolOutcome:  # a served step runs none of this (nor its fingerprint)
+            return await tool.invoke(text, ToolContext(ctx.session_id, index, fingerprint(request)))
 
         ctx.count_tool_call(tool.name)
         return (await ctx.step("tool", tool.name, request, live, ToolOutcome, index=index)).value

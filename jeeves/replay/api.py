@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
+import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from jeeves.architecture import Architecture
@@ -260,11 +261,18 @@ class _Served:
 
     async def put_session(self, record: SessionRecord) -> None:
         """Not a write: the context reports each session's end here, and it must be the
-        recorded one. Every recorded step of the session was asked for, and its status, stop
+        recorded one (in a strict replay the context reports only ends, with only the fields
+        compared below: no usage, no root fields). Every recorded step of the session was asked for, and its status, stop
         reason, output and rounds are the recorded ones: a critic's verdict, a stop reason or
         a failure that differs is a divergence even when the final text is the same."""
         if record.status not in TERMINAL:
             return
+        if self.run is None:  # the store is read: a cancellation must not cut the check short
+            with anyio.CancelScope(shield=True):
+                return await self._check_end(record)
+        return await self._check_end(record)  # served from the snapshot: nothing awaits
+
+    async def _check_end(self, record: SessionRecord) -> None:
         sid = record.session_id
         recorded = await self.recorded(sid)
         if recorded is None:  # the context checks this when the session starts
