@@ -29,7 +29,7 @@ def main(versions: Mapping[str, str]) -> None:
     from jeeves.replay import JournalStore, MemoryJournal, SQLiteJournal
 
     runs = _arg("--runs", 50)
-    latency_runs = max(1, runs // 10)
+    latency_runs = max(3, runs // 5)
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as scratch:
         stores: dict[str, Callable[[], JournalStore]] = {
