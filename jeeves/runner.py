@@ -422,7 +422,9 @@ class _Streamed(Background):
                 handle._result = await execute()
             except anyio.get_cancelled_exc_class():
                 raise
-            except BaseException as exc:  # surfaced to the reader (and raised on leaving when not an Exception)
+            except (
+                BaseException
+            ) as exc:  # surfaced to the reader (and raised on leaving when not an Exception)
                 handle._error = exc
             finally:
                 handle._channel.close()
