@@ -12,6 +12,7 @@ from jeeves._steps import StepsCore
 from jeeves._trusted import trusted
 from jeeves.errors import ModelError
 from jeeves.events import Event, ModelCompleted, ModelDelta, ModelRetrying
+from jeeves.hooks import NULL_SCOPE, is_null
 from jeeves.messages import ModelRequest, ModelResponse
 from jeeves.models.base import DeltaSink, ModelClient, Route
 from jeeves.models.fallback import RetryNotice, after_first_attempt, complete_with_fallbacks
@@ -75,7 +76,8 @@ class ModelCalls(StepsCore):
         try:
             route = route or self.route()
             client, on_delta, on_retry = self._attempt_hooks(route, request, None, index)
-            with state.tracer.model_call(self.started, request) as span:
+            tracer = state.tracer
+            with NULL_SCOPE if is_null(tracer) else tracer.model_call(self.started, request) as span:
                 try:
                     try:  # the route's first attempt, made here: see `after_first_attempt`
                         response = await client.complete(request, on_delta=on_delta)
@@ -181,7 +183,8 @@ class ModelCalls(StepsCore):
         self, route: Route, request: ModelRequest, emitted: list[Event], index: int
     ) -> tuple[ModelResponse, bool]:
         client, on_delta, on_retry = self._attempt_hooks(route, request, emitted, index)
-        with self._state.tracer.model_call(self.started, request) as span:
+        tracer = self._state.tracer
+        with NULL_SCOPE if is_null(tracer) else tracer.model_call(self.started, request) as span:
             try:
                 response, fallback = await complete_with_fallbacks(
                     client, route, request, on_delta=on_delta, on_retry=on_retry

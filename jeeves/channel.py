@@ -44,6 +44,12 @@ class EventChannel:
         fields["seq"] = self._seq
         fields["ts"] = time.time()
 
+    def skip(self) -> tuple[int, float]:
+        """Stamp an event nobody reads without building it (`consume` is False): the `seq` and
+        `ts` it takes, as `offer` would have stamped and dropped it."""
+        self._seq += 1
+        return self._seq, time.time()
+
     def _waiter(self) -> Waiter:
         if self._asyncio is None:
             self._asyncio = is_asyncio()
