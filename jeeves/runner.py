@@ -10,14 +10,14 @@ the session that failed: after the last event when iterating, or from `result()`
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
-from jeeves._lifecycle import prepare, set_root_status, supervise
+from jeeves._lifecycle import Outcome, prepare, set_root_status, supervise, unsupervised
 from jeeves._trusted import trusted
 from jeeves.architecture import Architecture, Output
 from jeeves.budget import Budget, BudgetMeter
@@ -38,6 +38,9 @@ from jeeves.models.router import Router
 __all__ = ["RunResult", "RunStatus", "RunStream", "check_injection", "replay", "resume", "run", "stream"]
 
 RunStatus = Literal["completed", "awaiting_approval", "failed", "expired", "rejected", "cancelled"]
+
+if TYPE_CHECKING:
+    from jeeves.replay.api import Attached
 
 ModelLike = str | Route | ModelClient
 JournalLike = Journal | str | os.PathLike[str]
@@ -179,7 +182,7 @@ def _result(state: RunState, root: Context, output: Output | None, stop_reason: 
     )
 
 
-async def _execute(
+def _execute(
     state: RunState,
     root: Context,
     arch: Architecture,
@@ -187,6 +190,25 @@ async def _execute(
     journal: JournalLike | None,
     architecture_ref: ArchitectureRef | None,
     session_ttl_s: float | None = None,
+) -> Coroutine[Any, Any, RunResult]:
+    """The run, as one coroutine: with no journal to open, the run's body itself (attaching
+    nothing would only keep a generator and its context manager alive for the whole run)."""
+    if journal is None and state.mode != "replay":
+        from jeeves.replay.source import source_of
+
+        state.source = source_of(architecture_ref)  # checked now, as `attach` checks it
+        return _body(state, root, arch, task, None, session_ttl_s)
+    return _attached(state, root, arch, task, journal, architecture_ref, session_ttl_s)
+
+
+async def _attached(
+    state: RunState,
+    root: Context,
+    arch: Architecture,
+    task: str,
+    journal: JournalLike | None,
+    architecture_ref: ArchitectureRef | None,
+    session_ttl_s: float | None,
 ) -> RunResult:
     from jeeves.replay.api import attach
 
@@ -194,24 +216,40 @@ async def _execute(
         journal, mode=state.mode, root_id=root.session_id, architecture_ref=architecture_ref
     ) as attached:
         state.journal, state.source = attached.journal, attached.source
-        if not await prepare(state, root.session_id, session_ttl_s):
-            return _ended(state, root, "expired", "session_ttl")
-        try:
+        return await _body(state, root, arch, task, attached, session_ttl_s)
+
+
+async def _body(
+    state: RunState,
+    root: Context,
+    arch: Architecture,
+    task: str,
+    attached: Attached | None,
+    session_ttl_s: float | None,
+) -> RunResult:
+    if not await prepare(state, root.session_id, session_ttl_s):
+        return _ended(state, root, "expired", "session_ttl")
+    try:
+        if unsupervised(state):  # nothing to supervise: the root runs alone, awaited here
+            outcome = Outcome(output=await root.execute(arch, task))
+        else:
             outcome = await supervise(state, root, arch, task)
-        except BudgetExceeded:
+    except BudgetExceeded:
+        if attached is not None:
             await attached.verify(root.session_id, None)
-            return _result(state, root, None, "budget")
-        except RunEnded as exc:
-            return _ended(state, root, exc.status, str(exc))  # type: ignore[arg-type]
-        except anyio.get_cancelled_exc_class():
-            await set_root_status(state, root.session_id, "cancelled", stop_reason="cancelled")
-            raise
-        if outcome.suspended:
-            result = _ended(state, root, "awaiting_approval", "awaiting_approval")
-            result.pending = state.suspension.gates()
-            return result
-        output = outcome.output
-        assert output is not None
+        return _result(state, root, None, "budget")
+    except RunEnded as exc:
+        return _ended(state, root, exc.status, str(exc))  # type: ignore[arg-type]
+    except anyio.get_cancelled_exc_class():
+        await set_root_status(state, root.session_id, "cancelled", stop_reason="cancelled")
+        raise
+    if outcome.suspended:
+        result = _ended(state, root, "awaiting_approval", "awaiting_approval")
+        result.pending = state.suspension.gates()
+        return result
+    output = outcome.output
+    assert output is not None
+    if attached is not None:
         await attached.verify(root.session_id, output.text)
     return _result(state, root, output, output.stop_reason)
 
