@@ -100,7 +100,9 @@ class ModelCalls(StepsCore):
                 await self._completed(index)
         finally:
             suspension.leave()
-        await self._answered(response, fallback, index, False)
+        completed = self._answered(response, fallback, index, False)
+        if completed is not None:
+            await self.emit(completed)
         return response
 
     async def _call_recorded(self, request: ModelRequest, route: Route | None) -> ModelResponse:
@@ -116,26 +118,27 @@ class ModelCalls(StepsCore):
         step, replayed = await self._journaled(
             "model", "", index, request.fingerprint_payload, live, _ModelStep, emitted
         )
-        await self._answered(step.response, step.fallback, index, replayed)
+        completed = self._answered(step.response, step.fallback, index, replayed)
+        if completed is not None:
+            await self.emit(completed)
         return step.response
 
-    async def _answered(self, response: ModelResponse, fallback: bool, index: int, replayed: bool) -> None:
-        """Book a reply's usage and announce it (`model.completed`)."""
+    def _answered(self, response: ModelResponse, fallback: bool, index: int, replayed: bool) -> Event | None:
+        """Book a reply's usage; its `model.completed` event, to emit, when anyone reads it."""
         state = self._state
         state.add_usage(self.session_id, response.usage, live=not replayed, meter=self._meter)
-        if state.channel.consume:  # `self.observed`: in jeeves.run nobody reads it, so it is not built
-            await self.emit(
-                _model_completed(
-                    session_id=self.session_id,
-                    text=response.text,
-                    tool_calls=list(response.tool_calls),  # a copy, as validation makes
-                    usage=response.usage,
-                    model=response.model,
-                    fallback=fallback,
-                    step=index,
-                    replayed=replayed,
-                )
-            )
+        if not state.channel.consume:  # `self.observed`: in jeeves.run nobody reads it, so it is not built
+            return None
+        return _model_completed(
+            session_id=self.session_id,
+            text=response.text,
+            tool_calls=list(response.tool_calls),  # a copy, as validation makes
+            usage=response.usage,
+            model=response.model,
+            fallback=fallback,
+            step=index,
+            replayed=replayed,
+        )
 
     def _attempt_hooks(
         self, route: Route, request: ModelRequest, emitted: list[Event] | None, index: int

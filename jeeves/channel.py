@@ -67,7 +67,10 @@ class EventChannel:
             self._stamp(event)
             return True
         if not self._blocked and len(self._buffer) < self._max:
-            self._stamp(event)
+            self._seq += 1  # `_stamp`, inline: this runs once per event of every streamed run
+            fields = event.__dict__
+            fields["seq"] = self._seq
+            fields["ts"] = time.time()
             self._buffer.append(event)
             if self._reader is not None:
                 self._reader.set()
