@@ -75,7 +75,8 @@ class ModelCalls(StepsCore):
         suspension.enter()
         try:
             route = route or self.route()
-            client, on_delta, on_retry = self._attempt_hooks(route, request, None, index)
+            client = self._client(route, request)
+            on_delta = self._delta_sink(None, index)
             tracer = state.tracer
             with NULL_SCOPE if is_null(tracer) else tracer.model_call(self.started, request) as span:
                 try:
@@ -83,7 +84,12 @@ class ModelCalls(StepsCore):
                         response = await client.complete(request, on_delta=on_delta)
                     except ModelError as error:
                         response, fallback = await after_first_attempt(
-                            client, route, request, error, on_delta=on_delta, on_retry=on_retry
+                            client,
+                            route,
+                            request,
+                            error,
+                            on_delta=on_delta,
+                            on_retry=self._retry_notice(request, None),  # built only when needed
                         )
                     else:
                         if not response.model:
@@ -140,18 +146,22 @@ class ModelCalls(StepsCore):
             replayed=replayed,
         )
 
-    def _attempt_hooks(
-        self, route: Route, request: ModelRequest, emitted: list[Event] | None, index: int
-    ) -> tuple[ModelClient, DeltaSink, RetryNotice]:
+    def _client(self, route: Route, request: ModelRequest) -> ModelClient:
         """The client for `route`, with `request` filled with the route's settings (in place:
-        it was built for this call by its caller), and the delta and retry sinks that turn
-        the provider's stream into events (kept in `emitted` for a step that records them)."""
-        state = self._state
-        client = state.router.client_for(route)
+        it was built for this call by its caller)."""
+        client = self._state.router.client_for(route)
         request.model = route.model
         request.timeout_s = route.timeout_s  # so the first attempt needs no copy
         if route.params:
             request.params = {**route.params, **request.params}
+        return client
+
+    def _delta_sink(self, emitted: list[Event] | None, index: int) -> DeltaSink:
+        """Where the provider's streamed text goes: `model.delta` events (kept in `emitted` for
+        a step that records them), or nowhere in a run nobody reads or records."""
+        state = self._state
+        if not state.channel.consume and state.journal is None:
+            return _unread  # jeeves.run with no journal: no reader, no record, so no delta events
 
         async def on_delta(text: str) -> None:
             # the text comes from the provider's client: validated unless it is a plain str
@@ -161,6 +171,11 @@ class ModelCalls(StepsCore):
             if emitted is not None:
                 emitted.append(event)
             await self.emit(event)
+
+        return on_delta
+
+    def _retry_notice(self, request: ModelRequest, emitted: list[Event] | None) -> RetryNotice:
+        """The `model.retrying` events of a call (kept in `emitted` for a step that records them)."""
 
         async def on_retry(
             model: str, next_model: str, attempt: int, error: ModelError, delay: float
@@ -178,14 +193,13 @@ class ModelCalls(StepsCore):
                 emitted.append(event)
             await self.emit(event)
 
-        if not state.channel.consume and state.journal is None:
-            return client, _unread, on_retry  # jeeves.run with no journal: no reader, no record, no deltas
-        return client, on_delta, on_retry
+        return on_retry
 
     async def _call_live(
         self, route: Route, request: ModelRequest, emitted: list[Event], index: int
     ) -> tuple[ModelResponse, bool]:
-        client, on_delta, on_retry = self._attempt_hooks(route, request, emitted, index)
+        client = self._client(route, request)
+        on_delta, on_retry = self._delta_sink(emitted, index), self._retry_notice(request, emitted)
         tracer = self._state.tracer
         with NULL_SCOPE if is_null(tracer) else tracer.model_call(self.started, request) as span:
             try:

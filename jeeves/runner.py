@@ -452,17 +452,18 @@ class _Streamed(Background):
         """`stream` prepares its run on entering the block (its state, ids, budget clock)."""
 
     async def _body(self) -> None:
-        handle, execute = self._handle, self._execute
-        assert handle is not None and execute is not None
-        self._execute = None  # the run's closure is dropped once it is running
+        handle = self._handle
+        assert handle is not None
         with self.scope:
             try:
-                handle._result = await execute()
+                execute, self._execute = self._execute, None  # the run's closure, dropped once it runs
+                assert execute is not None
+                run = execute()
+                del execute
+                handle._result = await run
             except anyio.get_cancelled_exc_class():
                 raise
-            except (
-                BaseException
-            ) as exc:  # surfaced to the reader (and raised on leaving when not an Exception)
+            except BaseException as exc:  # for the reader (raised on leaving when not an Exception)
                 handle._error = exc
             finally:
                 handle._channel.close()

@@ -352,3 +352,19 @@ async def test_the_stream_surfaces_errors_as_themselves_never_as_a_group() -> No
     with pytest.raises(_Halt):
         async with jeeves.stream(Halting(), "t") as events:  # type: ignore[arg-type]
             await events.result()
+
+
+async def test_a_bad_architecture_ref_without_a_journal_fails_the_run_not_the_reader() -> None:
+    """A journal-less run checks `architecture_ref=` as the journaled one does (it opens no
+    journal, so the check runs as the run starts): the error reaches the reader, and
+    nothing hangs."""
+    model = ScriptedModel(["never"])
+    with pytest.raises(UserError, match="has no attribute 'typo'"):
+        await jeeves.run(Agent("x"), "t", model=model, architecture_ref="tests.replay.archs:typo")
+    with pytest.raises(UserError, match="has no attribute 'typo'"):
+        with anyio.fail_after(10):
+            async with jeeves.stream(
+                Agent("x"), "t", model=model, architecture_ref="tests.replay.archs:typo"
+            ) as events:
+                assert [e async for e in events] == []
+    assert model.requests == []
