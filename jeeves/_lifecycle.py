@@ -107,6 +107,13 @@ def _helped(state: RunState) -> bool:
     return (state.journal is not None and state.mode != "replay") or state.approvals is not None
 
 
+def unsupervised(state: RunState) -> bool:
+    """Whether a run's root runs alone, with nothing to supervise: no session TTL, no lease to
+    renew and no gate to park at. Its caller may then await `root.execute` itself (one
+    coroutine frame fewer per run in flight than `supervise`)."""
+    return state.expires_at is None and not _helped(state)
+
+
 async def supervise(
     state: RunState, root: Context, arch: Architecture, task: str, *, index: int = 0
 ) -> Outcome:
@@ -118,7 +125,7 @@ async def supervise(
     error: BaseException | None = None
     branch = root.parent_id is not None
     deadline = state.expires_at - time.time() if state.expires_at is not None else None
-    if deadline is None and not _helped(state):  # nothing to renew, no gate to park at: no helpers
+    if deadline is None and not _helped(state):  # nothing to renew, no gate to park at (`unsupervised`)
         outcome.output = await root.execute(arch, task, index=index)
         return outcome
     with anyio.move_on_after(deadline if deadline is not None else float("inf")) as ttl:

@@ -20,7 +20,7 @@ from jeeves.architecture import Architecture, Output, describe_model
 from jeeves.budget import AXES, Budget, clamp
 from jeeves.errors import PROGRAM_ERRORS, BudgetExceeded, ReplayDivergence, RunEnded, UserError, tag_session
 from jeeves.events import AuditStats, BudgetSliced, SessionCompleted, SessionFailed, SessionStarted
-from jeeves.hooks import NULL_SPAN, SpanHandle
+from jeeves.hooks import NULL_SCOPE, NULL_SPAN, SpanHandle, is_null
 from jeeves.journal import Journal, SessionRecord, SessionStatus, error_type_name
 
 if TYPE_CHECKING:
@@ -74,28 +74,16 @@ class Sessions(StepsCore):
                 model = describe_model(arch, cast("Context", self))
         except Exception as exc:  # no route, a replay missing this session: fail as this session, below
             model, setup_error = None, exc
-        name = getattr(arch, "name", type(arch).__name__)
-        # the task, the name and the model come from user code: validated unless plainly typed
-        plain = type(task) is str and type(name) is str and (model is None or type(model) is str)
-        started = (_started if plain else SessionStarted)(
-            session_id=self.session_id,
-            parent_id=self.parent_id,
-            role=self.role,
-            role_path=list(self.role_path),
-            architecture=name,
-            model=model,
-            index=index,
-            task=task,
-        )
-        self._started = started
-        await self.emit(started)
         # An adopted session's records are its branch worker's (`jeeves.branch`): they are
         # already final, and rewriting them (in progress, then ended) would make a parent
         # taken over mid-adoption read the branch as unfinished.
         journaled = state.journal is not None and not self._adopted
+        bare = not journaled and is_null(state.tracer)  # nothing but the reader reads session.started
+        name = getattr(arch, "name", type(arch).__name__)
+        await self._start(name, model, index, task, keep=not bare)
         if journaled:
-            await self._record_session(started, "in_progress")
-        with state.tracer.session(started) as span:
+            await self._record_session(self.started, "in_progress")
+        with NULL_SCOPE if bare else state.tracer.session(self.started) as span:
             state.spans[self.session_id] = span
             try:
                 if setup_error is not None:
@@ -123,7 +111,7 @@ class Sessions(StepsCore):
                 )
                 ended = exc.status if isinstance(exc, RunEnded) else "failed"
                 if journaled:
-                    await self._record_session(started, ended, error=exc)  # type: ignore[arg-type]
+                    await self._record_session(self.started, ended, error=exc)  # type: ignore[arg-type]
                 raise
             finally:
                 state.spans.pop(self.session_id, None)
@@ -143,8 +131,41 @@ class Sessions(StepsCore):
                 )
             )
         if journaled:
-            await self._record_session(started, "completed", output=output)
+            await self._record_session(self.started, "completed", output=output)
         return output
+
+    async def _start(self, name: Any, model: Any, index: int, task: Any, *, keep: bool) -> None:
+        """Emit `session.started`. Unless `keep` (a journal or a tracer reads it), the context
+        keeps only the event's fields (`ctx.started` builds it again if asked), and in
+        `jeeves.run`, where nobody reads events, it is not built at all: it takes its `seq`."""
+        # the task, the name and the model come from user code: validated unless plainly typed
+        plain = type(task) is str and type(name) is str and (model is None or type(model) is str)
+        channel = self._state.channel
+        if not keep and plain and not channel.consume:
+            seq, ts = channel.skip()
+            self._started = (name, model, index, task, seq, ts)
+            return
+        started = (_started if plain else SessionStarted)(
+            session_id=self.session_id,
+            parent_id=self.parent_id,
+            role=self.role,
+            role_path=list(self.role_path),
+            architecture=name,
+            model=model,
+            index=index,
+            task=task,
+        )
+        self._started = started
+        await self.emit(started)
+        if not keep:
+            self._started = (
+                started.architecture,
+                started.model,
+                index,
+                started.task,
+                started.seq,
+                started.ts,
+            )
 
     async def _allot(self, wanted: Budget) -> None:
         """Put this session under its slice: `wanted` held to what remains above it, taken as

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import anyio
 
 from jeeves._runstate import RunState, StepResult
+from jeeves._trusted import trusted
 from jeeves.budget import Budget, BudgetMeter
 from jeeves.errors import BudgetExceeded, MissingCredentials, ModelError, ReplayDivergence, UserError
 from jeeves.events import BudgetExceededEvent, Event, Progress, SessionStarted
@@ -44,6 +45,9 @@ if TYPE_CHECKING:
 __all__ = ["StepKind", "StepsCore", "check_recorded", "step_name"]
 
 T = TypeVar("T")
+StartFields = tuple[str, str | None, int, str, int, float]
+"""A session's own `session.started` fields: architecture, model, index, task, seq, ts."""
+_session_started = trusted(SessionStarted)
 StepKind = Literal["model", "tool", "function", "gate"]
 
 
@@ -133,7 +137,9 @@ class StepsCore:
         self._replayed = 0
         self._route: Route | None = None
         self._route_as = route_as
-        self._started: SessionStarted | None = None
+        self._started: SessionStarted | StartFields | None = None
+        """The session's `session.started`, or only its own fields (built on demand by
+        `started`): a bare run keeps no event object per open session."""
 
     # -- events ------------------------------------------------------------------------
     async def emit(self, event: Event) -> None:
@@ -159,12 +165,35 @@ class StepsCore:
 
     @property
     def started(self) -> SessionStarted:
-        """This session's `session.started` event (its role, model, parent…)."""
-        if self._started is None:
+        """This session's `session.started` event (its role, model, parent…).
+
+        Equal to the event the stream carried (same fields, `seq`, `ts`, fields set); built
+        from the session's own fields at the first access when the run kept only those (no
+        journal, the default tracer), then kept."""
+        started = self._started
+        if started is None:
             raise UserError(
                 f"Session {self.session_id!r} has not started; use ctx.run(...) to run architectures."
             )
-        return self._started
+        if not isinstance(started, tuple):
+            return started
+        architecture, model, index, task, seq, ts = started
+        event = _session_started(
+            session_id=self.session_id,
+            parent_id=self.parent_id,
+            role=self.role,
+            role_path=list(self.role_path),
+            architecture=architecture,
+            model=model,
+            index=index,
+            task=task,
+        )
+        if self._state.mode == "replay":
+            event.replayed = True  # as `emit` marks it (pydantic's setattr: in the fields set too)
+        fields = event.__dict__
+        fields["seq"], fields["ts"] = seq, ts  # as the channel stamped it
+        self._started = event
+        return event
 
     # -- steps -------------------------------------------------------------------------
     def next_step_index(self) -> int:

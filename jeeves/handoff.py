@@ -20,8 +20,7 @@ producer waits for its shielded cleanup (journal writes) to finish.
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Generator
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -29,7 +28,7 @@ import anyio
 if TYPE_CHECKING:
     import asyncio
 
-__all__ = ["Producer", "Waiter", "is_asyncio"]
+__all__ = ["Background", "Producer", "Waiter", "is_asyncio", "running"]
 
 
 def is_asyncio() -> bool:
@@ -70,50 +69,90 @@ class Waiter:
         else:
             self._event.set()
 
-    async def wait(self) -> None:
+    def __await__(self) -> Generator[Any, None, None]:
+        """`await waiter`: the future's (or trio event's) own wait, with no coroutine frame."""
         if self._future is not None:
-            await self._future
-        else:
-            await self._event.wait()
+            return self._future.__await__()
+        return self._event.wait().__await__()  # type: ignore[no-any-return]
+
+    async def wait(self) -> None:
+        await self
 
 
-class Producer:
-    """One background coroutine: started by `running(...)`, cancelled by `cancel()`."""
+class Background:
+    """One background coroutine, `_body`, in a task of its own inside `self.scope`:
+    `_start()` starts it, `cancel()` cancels it, `_stop(...)` waits for it to end.
+
+    Plain classes with `__aenter__`/`__aexit__` build on it (`Producer`, the runner's
+    stream) rather than `@asynccontextmanager`: a run in flight keeps no generator, frame
+    or context-manager wrapper for it (~0.5 KiB each, for each of 1,000 concurrent runs),
+    and `_body` runs the work itself (no frame for a function it would call).
+    """
+
+    __slots__ = ("_group", "_task", "scope")
 
     def __init__(self) -> None:
         self.scope = anyio.CancelScope()
+        self._task: asyncio.Task[None] | None = None
+        self._group: Any = None
 
     def cancel(self) -> None:
         self.scope.cancel()
 
-    async def _body(self, function: Callable[[], Awaitable[None]]) -> None:
-        with self.scope:
-            await function()
+    async def _body(self) -> None:
+        raise NotImplementedError
 
+    async def _start(self) -> None:
+        if not is_asyncio():
+            group = self._group = anyio.create_task_group()
+            await group.__aenter__()
+            group.start_soon(self._body)
+            return
+        self._task = sys.modules["asyncio"].get_running_loop().create_task(self._body())
 
-@asynccontextmanager
-async def running(function: Callable[[], Awaitable[None]]) -> AsyncIterator[Producer]:
-    """Run `function` in its own task while the block runs; on leaving, wait for it to end
-    (cancel it first with `producer.cancel()` to stop it early).
-
-    `function` must not raise (it keeps its own outcome); a cancelled producer ends quietly.
-    """
-    producer = Producer()
-    if not is_asyncio():
-        async with anyio.create_task_group() as group:
-            group.start_soon(producer._body, function)
-            yield producer
-        return
-    import asyncio
-
-    task = asyncio.get_running_loop().create_task(producer._body(function))
-    try:
-        yield producer
-    finally:
+    async def _stop(self, *exc_info: Any) -> bool | None:
+        """Wait for the task to end (shielded on asyncio; a trio nursery's exit on trio),
+        raising what it raised."""
+        if self._group is not None:
+            return await self._group.__aexit__(*exc_info)  # type: ignore[no-any-return]
+        task = self._task
+        assert task is not None
         if not task.done():
             with anyio.CancelScope(shield=True):
-                await asyncio.wait((task,))
+                await sys.modules["asyncio"].wait((task,))
         if not task.cancelled():
             error = task.exception()
             if error is not None:
                 raise error
+        return None
+
+
+class Producer(Background):
+    """One background coroutine function: started by `async with running(function)`,
+    cancelled by `cancel()`; leaving the block waits for it to end."""
+
+    __slots__ = ("_function",)
+
+    def __init__(self, function: Callable[[], Awaitable[None]]) -> None:
+        super().__init__()
+        self._function = function
+
+    async def _body(self) -> None:
+        with self.scope:
+            await self._function()
+
+    async def __aenter__(self) -> Producer:
+        await self._start()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> bool | None:
+        return await self._stop(*exc_info)
+
+
+def running(function: Callable[[], Awaitable[None]]) -> Producer:
+    """Run `function` in its own task while the `async with` block runs; on leaving, wait
+    for it to end (cancel it first with `producer.cancel()` to stop it early).
+
+    `function` must not raise (it keeps its own outcome); a cancelled producer ends quietly.
+    """
+    return Producer(function)

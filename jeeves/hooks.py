@@ -31,12 +31,14 @@ if TYPE_CHECKING:
     from jeeves.messages import ModelRequest, ModelResponse
 
 __all__ = [
+    "NULL_SCOPE",
     "NULL_SPAN",
     "NullSpan",
     "NullTracer",
     "SpanHandle",
     "Tracer",
     "default_tracer",
+    "is_null",
     "set_default_tracer",
 ]
 
@@ -101,6 +103,8 @@ class _NullScope:
 
 
 _NULL_SCOPE = _NullScope()
+NULL_SCOPE: AbstractContextManager[SpanHandle] = _NULL_SCOPE
+"""The scope the default tracer opens for every hook (yields `NULL_SPAN`)."""
 
 
 def _null() -> AbstractContextManager[SpanHandle]:
@@ -125,6 +129,12 @@ class NullTracer:
 
 
 _default_tracer: Tracer = NullTracer()
+
+
+def is_null(tracer: Tracer) -> bool:
+    """Whether `tracer` is the default one, which records nothing: a caller may then skip
+    building what only its hooks read (a session's `session.started`) and use `NULL_SCOPE`."""
+    return type(tracer) is NullTracer
 
 
 def set_default_tracer(tracer: Tracer | None) -> None:

@@ -10,14 +10,14 @@ the session that failed: after the last event when iterating, or from `result()`
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
-from contextlib import asynccontextmanager, contextmanager
-from typing import Any, Literal
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
-from jeeves._lifecycle import prepare, set_root_status, supervise
+from jeeves._lifecycle import Outcome, prepare, set_root_status, supervise, unsupervised
 from jeeves._trusted import trusted
 from jeeves.architecture import Architecture, Output
 from jeeves.budget import Budget, BudgetMeter
@@ -27,7 +27,7 @@ from jeeves.context import Context, RunState
 from jeeves.errors import BudgetExceeded, RunEnded, UserError, UserTypeError
 from jeeves.events import Event
 from jeeves.gating import Approvals, Approver, Decision, PendingGate
-from jeeves.handoff import Waiter, is_asyncio, running
+from jeeves.handoff import Background, Waiter, is_asyncio
 from jeeves.hooks import Tracer, default_tracer
 from jeeves.ids import new_root_id, validate_name, validate_root_id
 from jeeves.journal import Journal, JournalMode
@@ -38,6 +38,9 @@ from jeeves.models.router import Router
 __all__ = ["RunResult", "RunStatus", "RunStream", "check_injection", "replay", "resume", "run", "stream"]
 
 RunStatus = Literal["completed", "awaiting_approval", "failed", "expired", "rejected", "cancelled"]
+
+if TYPE_CHECKING:
+    from jeeves.replay.api import Attached
 
 ModelLike = str | Route | ModelClient
 JournalLike = Journal | str | os.PathLike[str]
@@ -179,7 +182,7 @@ def _result(state: RunState, root: Context, output: Output | None, stop_reason: 
     )
 
 
-async def _execute(
+def _execute(
     state: RunState,
     root: Context,
     arch: Architecture,
@@ -187,6 +190,25 @@ async def _execute(
     journal: JournalLike | None,
     architecture_ref: ArchitectureRef | None,
     session_ttl_s: float | None = None,
+) -> Coroutine[Any, Any, RunResult]:
+    """The run, as one coroutine: with no journal to open, the run's body itself (attaching
+    nothing would only keep a generator and its context manager alive for the whole run)."""
+    if journal is None and state.mode != "replay":
+        from jeeves.replay.source import source_of
+
+        state.source = source_of(architecture_ref)  # checked now, as `attach` checks it
+        return _body(state, root, arch, task, None, session_ttl_s)
+    return _attached(state, root, arch, task, journal, architecture_ref, session_ttl_s)
+
+
+async def _attached(
+    state: RunState,
+    root: Context,
+    arch: Architecture,
+    task: str,
+    journal: JournalLike | None,
+    architecture_ref: ArchitectureRef | None,
+    session_ttl_s: float | None,
 ) -> RunResult:
     from jeeves.replay.api import attach
 
@@ -194,24 +216,40 @@ async def _execute(
         journal, mode=state.mode, root_id=root.session_id, architecture_ref=architecture_ref
     ) as attached:
         state.journal, state.source = attached.journal, attached.source
-        if not await prepare(state, root.session_id, session_ttl_s):
-            return _ended(state, root, "expired", "session_ttl")
-        try:
+        return await _body(state, root, arch, task, attached, session_ttl_s)
+
+
+async def _body(
+    state: RunState,
+    root: Context,
+    arch: Architecture,
+    task: str,
+    attached: Attached | None,
+    session_ttl_s: float | None,
+) -> RunResult:
+    if not await prepare(state, root.session_id, session_ttl_s):
+        return _ended(state, root, "expired", "session_ttl")
+    try:
+        if unsupervised(state):  # nothing to supervise: the root runs alone, awaited here
+            outcome = Outcome(output=await root.execute(arch, task))
+        else:
             outcome = await supervise(state, root, arch, task)
-        except BudgetExceeded:
+    except BudgetExceeded:
+        if attached is not None:
             await attached.verify(root.session_id, None)
-            return _result(state, root, None, "budget")
-        except RunEnded as exc:
-            return _ended(state, root, exc.status, str(exc))  # type: ignore[arg-type]
-        except anyio.get_cancelled_exc_class():
-            await set_root_status(state, root.session_id, "cancelled", stop_reason="cancelled")
-            raise
-        if outcome.suspended:
-            result = _ended(state, root, "awaiting_approval", "awaiting_approval")
-            result.pending = state.suspension.gates()
-            return result
-        output = outcome.output
-        assert output is not None
+        return _result(state, root, None, "budget")
+    except RunEnded as exc:
+        return _ended(state, root, exc.status, str(exc))  # type: ignore[arg-type]
+    except anyio.get_cancelled_exc_class():
+        await set_root_status(state, root.session_id, "cancelled", stop_reason="cancelled")
+        raise
+    if outcome.suspended:
+        result = _ended(state, root, "awaiting_approval", "awaiting_approval")
+        result.pending = state.suspension.gates()
+        return result
+    output = outcome.output
+    assert output is not None
+    if attached is not None:
         await attached.verify(root.session_id, output.text)
     return _result(state, root, output, output.stop_reason)
 
@@ -324,13 +362,19 @@ class RunStream:
         return self
 
     async def __anext__(self) -> Event:
-        try:
-            return await self._channel.get()
-        except anyio.EndOfStream:
-            if self._error is not None:
-                # Keep the error's own cause (a CriticError's critic failure); drop the EndOfStream context.
-                raise self._error from self._error.__cause__
-            raise StopAsyncIteration from None
+        # One coroutine frame per event: buffered events are taken without a wait, and the
+        # wait itself is the channel's wake-up (an awaitable, not a coroutine).
+        channel = self._channel
+        while True:
+            event = channel.take()
+            if event is not None:
+                return event
+            if channel.closed:
+                if self._error is not None:
+                    # Keep the error's own cause (a CriticError's critic failure).
+                    raise self._error from self._error.__cause__
+                raise StopAsyncIteration
+            await channel.readable()
 
     def inject(self, text: str, session_id: str | None = None) -> None:
         """Queue a human's message for an agent of this run; it is applied at that agent's
@@ -381,19 +425,80 @@ class RunStream:
         return self._result
 
 
-@contextmanager
-def _collapse() -> Iterator[None]:
-    """Raise a lone exception out of its group: callers see the error itself."""
-    try:
-        yield
-    except BaseExceptionGroup as group:
-        while isinstance(group, BaseExceptionGroup) and len(group.exceptions) == 1:
-            group = group.exceptions[0]
-        raise group from group.__cause__  # its own cause survives; the group context is dropped
+def _lone(error: BaseException) -> BaseException:
+    """A lone exception out of its group (groups of one, nested): callers see the error itself."""
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return error
 
 
-@asynccontextmanager
-async def stream(
+class _Streamed(Background):
+    """The run beside its reader: `execute` runs in a task of its own, its result (or
+    error) lands on the handle, the channel closes when it ends, and leaving the block
+    early cancels it. One plain object per run (no generator-based context managers)."""
+
+    __slots__ = ("_execute", "_handle", "_prepare")
+
+    def __init__(
+        self,
+        handle: RunStream | None,
+        execute: Callable[[], Awaitable[RunResult]] | None,
+        prepare: Callable[[], tuple[RunStream, Callable[[], Awaitable[RunResult]]]] | None = None,
+    ) -> None:
+        super().__init__()
+        self._handle = handle
+        self._execute = execute
+        self._prepare = prepare
+        """`stream` prepares its run on entering the block (its state, ids, budget clock)."""
+
+    async def _body(self) -> None:
+        handle = self._handle
+        assert handle is not None
+        with self.scope:
+            try:
+                execute, self._execute = self._execute, None  # the run's closure, dropped once it runs
+                assert execute is not None
+                run = execute()
+                del execute
+                handle._result = await run
+            except anyio.get_cancelled_exc_class():
+                raise
+            except BaseException as exc:  # for the reader (raised on leaving when not an Exception)
+                handle._error = exc
+            finally:
+                handle._channel.close()
+                handle._finish()
+
+    async def __aenter__(self) -> RunStream:
+        if self._prepare is not None:
+            self._handle, self._execute = self._prepare()
+            self._prepare = None
+        assert self._handle is not None
+        await self._start()
+        return self._handle
+
+    async def __aexit__(self, *exc_info: Any) -> bool | None:
+        handle = self._handle
+        assert handle is not None
+        handle._channel.close()
+        if not handle._finished:  # left early: cancel the whole tree
+            self.cancel()
+        try:
+            suppressed = await self._stop(*exc_info)
+        except BaseExceptionGroup as group:
+            error = _lone(group)
+            raise error from error.__cause__  # its own cause survives; the group context is dropped
+        body_error = exc_info[1]
+        if not suppressed and isinstance(body_error, BaseExceptionGroup):
+            error = _lone(body_error)
+            if error is not body_error:
+                raise error from error.__cause__
+        if body_error is None and handle._error is not None and not isinstance(handle._error, Exception):
+            raise handle._error  # KeyboardInterrupt, SystemExit: not the reader's to swallow
+        return suppressed
+
+
+def stream(
     arch: Architecture,
     task: str,
     *,
@@ -412,7 +517,7 @@ async def stream(
     approver: Approver | None = None,
     session_ttl_s: float | None = None,
     progress_s: float | None = None,
-) -> AsyncIterator[RunStream]:
+) -> AbstractAsyncContextManager[RunStream]:
     """Start `arch` on `task` and stream its events.
 
     ```python
@@ -425,58 +530,36 @@ async def stream(
     Takes the same arguments as `jeeves.run`, plus `max_buffer`: how many unread events
     the run may get ahead of the reader before it waits (backpressure).
     """
-    _check_arguments(task, router, models, budget, mode)
-    check_int(max_buffer, name="max_buffer", minimum=0)
-    channel = EventChannel(max_buffer)
-    state = _state(
-        router=router,
-        model=model,
-        models=models,
-        budget=budget,
-        mode=mode,
-        tracer=tracer,
-        channel=channel,
-    )
-    state.approvals, state.approver = _check_approvals(approvals, approver, session_ttl_s)
-    if progress_s is not None:
-        state.progress_interval_s = check_number(progress_s, name="progress_s", minimum=0)
-    root = _root_context(state, arch, session_id, role)
-    handle = RunStream(channel, root.session_id, state)
-    async with streamed(
-        handle, lambda: _execute(state, root, arch, task, journal, architecture_ref, session_ttl_s)
-    ) as events:
-        yield events
+
+    def prepare() -> tuple[RunStream, Callable[[], Awaitable[RunResult]]]:
+        _check_arguments(task, router, models, budget, mode)
+        check_int(max_buffer, name="max_buffer", minimum=0)
+        channel = EventChannel(max_buffer)
+        state = _state(
+            router=router,
+            model=model,
+            models=models,
+            budget=budget,
+            mode=mode,
+            tracer=tracer,
+            channel=channel,
+        )
+        state.approvals, state.approver = _check_approvals(approvals, approver, session_ttl_s)
+        if progress_s is not None:
+            state.progress_interval_s = check_number(progress_s, name="progress_s", minimum=0)
+        root = _root_context(state, arch, session_id, role)
+        handle = RunStream(channel, root.session_id, state)
+        return handle, lambda: _execute(state, root, arch, task, journal, architecture_ref, session_ttl_s)
+
+    return _Streamed(None, None, prepare)
 
 
-@asynccontextmanager
-async def streamed(
+def streamed(
     handle: RunStream, execute: Callable[[], Awaitable[RunResult]]
-) -> AsyncIterator[RunStream]:
+) -> AbstractAsyncContextManager[RunStream]:
     """Run `execute` beside the reader of `handle`: its result (or error) lands on the handle,
     the channel closes when it ends, and leaving early cancels it (`stream`, `jeeves.branch`)."""
-    channel = handle._channel
-
-    async def produce() -> None:
-        try:
-            handle._result = await execute()
-        except anyio.get_cancelled_exc_class():
-            raise
-        except BaseException as exc:  # surfaced to the reader (and raised on leaving when not an Exception)
-            handle._error = exc
-        finally:
-            channel.close()
-            handle._finish()
-
-    with _collapse():
-        async with running(produce) as producer:
-            try:
-                yield handle
-            finally:
-                channel.close()
-                if not handle._finished:  # left early: cancel the whole tree
-                    producer.cancel()
-        if handle._error is not None and not isinstance(handle._error, Exception):
-            raise handle._error  # KeyboardInterrupt, SystemExit: not the reader's to swallow
+    return _Streamed(handle, execute)
 
 
 async def replay(

@@ -60,3 +60,28 @@ async def test_offer_enqueues_without_waiting_or_says_the_caller_must_wait() -> 
     channel.close()
     late = ModelDelta(session_id="a", text="3")
     assert channel.offer(late) and late.seq == 3  # closed: stamped and dropped
+
+
+def test_a_reader_that_never_catches_up_keeps_order_and_a_bounded_buffer() -> None:
+    """The buffer is a list read from a head index: events come out in order, and the read
+    prefix is dropped (at the latest once it is half the list), so a reader that stays
+    behind a large buffer neither loses events nor keeps every one it read."""
+    channel = EventChannel(max_buffer=1000)
+    texts: list[str] = []
+    sizes: list[int] = []
+    sent = 0
+    for _ in range(50):
+        for _ in range(100):
+            assert channel.offer(ModelDelta(session_id="s", text=str(sent)))
+            sent += 1
+        for _ in range(90):  # always 10 more unread per round: it never catches up
+            event = channel.take()
+            assert event is not None
+            texts.append(event.text)
+        sizes.append(len(channel._buffer))
+    assert texts == [str(i) for i in range(len(texts))]
+    assert max(sizes) <= 2 * 1000
+    channel.close()
+    while (event := channel.take()) is not None:
+        texts.append(event.text)
+    assert texts == [str(i) for i in range(sent)] and channel.closed

@@ -324,3 +324,47 @@ async def test_run_without_a_reader_or_a_journal_still_streams_from_the_provider
     async with jeeves.stream(Agent("x"), "go", model=Streaming()) as events:
         assert [e.type async for e in events].count("model.delta") == 1
     assert sinks == [True, True]
+
+
+class _Halt(BaseException):
+    """Not an Exception: not the reader's to swallow (as KeyboardInterrupt)."""
+
+
+async def test_the_stream_surfaces_errors_as_themselves_never_as_a_group() -> None:
+    """`stream` is a plain async context manager (no generators): the reader's own error
+    leaves the block as itself on both backends (not a task group's ExceptionGroup), and a
+    BaseException the run raised reaches the reader."""
+    with pytest.raises(ValueError, match="the reader failed"):
+        async with jeeves.stream(Agent("x"), "t", model=ScriptedModel(["hi"])) as events:
+            async for _ in events:
+                raise ValueError("the reader failed")
+
+    class Halting:
+        name = "halting"
+
+        async def run(self, ctx: object, task: str) -> jeeves.Output:
+            raise _Halt()
+
+    with pytest.raises(_Halt):
+        async with jeeves.stream(Halting(), "t") as events:  # type: ignore[arg-type]
+            async for _ in events:
+                pass
+    with pytest.raises(_Halt):
+        async with jeeves.stream(Halting(), "t") as events:  # type: ignore[arg-type]
+            await events.result()
+
+
+async def test_a_bad_architecture_ref_without_a_journal_fails_the_run_not_the_reader() -> None:
+    """A journal-less run checks `architecture_ref=` as the journaled one does (it opens no
+    journal, so the check runs as the run starts): the error reaches the reader, and
+    nothing hangs."""
+    model = ScriptedModel(["never"])
+    with pytest.raises(UserError, match="has no attribute 'typo'"):
+        await jeeves.run(Agent("x"), "t", model=model, architecture_ref="tests.replay.archs:typo")
+    with pytest.raises(UserError, match="has no attribute 'typo'"):
+        with anyio.fail_after(10):
+            async with jeeves.stream(
+                Agent("x"), "t", model=model, architecture_ref="tests.replay.archs:typo"
+            ) as events:
+                assert [e async for e in events] == []
+    assert model.requests == []

@@ -233,6 +233,8 @@ OutputT = TypeVar("OutputT", bound=ActorCriticOutput)
 class CriticLoop(Generic[OutputT]):
     """One run of the loop in `ctx` (the ActorCritic's or SelfRefine's own session): `await loop.run()`."""
 
+    __slots__ = ("actor", "best", "critic", "ctx", "output_type", "outputs", "rounds", "s", "stale", "task")
+
     def __init__(
         self,
         ctx: Context,

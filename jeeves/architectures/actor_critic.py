@@ -23,8 +23,8 @@ Weaknesses:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TypeAlias
+from collections.abc import Coroutine, Mapping, Sequence
+from typing import Any, TypeAlias
 
 from jeeves.agent import Agent
 from jeeves.architecture import Architecture, Caller
@@ -180,5 +180,6 @@ class ActorCritic:
         """The actor's and the critic's callers (see `jeeves.architecture.model_callers`)."""
         return loop_callers(self.actor, self.critic, self.settings, path, routed)
 
-    async def run(self, ctx: Context, task: str) -> ActorCriticOutput:
-        return await CriticLoop(ctx, task, self.actor, self.critic, self.settings, ActorCriticOutput).run()
+    def run(self, ctx: Context, task: str) -> Coroutine[Any, Any, ActorCriticOutput]:
+        # the loop's own coroutine: one frame per run in flight, not two (await it as any `run`)
+        return CriticLoop(ctx, task, self.actor, self.critic, self.settings, ActorCriticOutput).run()

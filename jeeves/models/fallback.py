@@ -21,7 +21,7 @@ from jeeves.errors import ModelError
 from jeeves.messages import ModelRequest, ModelResponse
 from jeeves.models.base import DeltaSink, ModelClient, Route
 
-__all__ = ["RetryNotice", "complete_with_fallbacks"]
+__all__ = ["RetryNotice", "after_first_attempt", "complete_with_fallbacks"]
 
 RetryNotice = Callable[[str, str, int, ModelError, float], Awaitable[None]]
 """(failed model, next model, attempt number, error, delay in seconds)."""
@@ -49,9 +49,42 @@ async def complete_with_fallbacks(
     on_retry: RetryNotice | None = None,
 ) -> tuple[ModelResponse, bool]:
     """Call `client` along the route; returns the reply and whether a fallback gave it."""
+    return await _along(client, route, request, on_delta, on_retry, None)
+
+
+async def after_first_attempt(
+    client: ModelClient,
+    route: Route,
+    request: ModelRequest,
+    error: ModelError,
+    *,
+    on_delta: DeltaSink | None = None,
+    on_retry: RetryNotice | None = None,
+) -> tuple[ModelResponse, bool]:
+    """Go on along the route after its first attempt (`route.model`, with `request` as
+    given) failed with `error`: the rest of `complete_with_fallbacks`.
+
+    A caller that makes the first attempt itself (`await client.complete(request, ...)`,
+    with `request.model == route.model` and `request.timeout_s == route.timeout_s`) keeps
+    one coroutine frame fewer alive per call in flight; on success the reply's empty
+    `model` is the route's model and no fallback gave it."""
+    return await _along(client, route, request, on_delta, on_retry, error)
+
+
+async def _along(
+    client: ModelClient,
+    route: Route,
+    request: ModelRequest,
+    on_delta: DeltaSink | None,
+    on_retry: RetryNotice | None,
+    failed: ModelError | None,
+) -> tuple[ModelResponse, bool]:
     plan = _attempts(route)
     for position, (model, attempt) in enumerate(plan):
         try:
+            if failed is not None:  # the caller made this attempt
+                error, failed = failed, None
+                raise error
             wanted = {"model": model, "timeout_s": route.timeout_s}
             same = (request.model, request.timeout_s) == (model, route.timeout_s)
             attempt_request = request if same else request.model_copy(update=wanted)

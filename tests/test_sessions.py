@@ -1,0 +1,101 @@
+"""jeeves._sessions: a bare session keeps its `session.started` fields, not the event, and
+`ctx.started` builds one equal to the event the stream carried (fields, seq, ts, fields set)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import jeeves
+from jeeves import Output, ScriptedModel
+from jeeves.context import Context
+from jeeves.events import SessionStarted
+from jeeves.hooks import NULL_SCOPE, NullTracer
+from jeeves.replay import MemoryJournal
+
+pytestmark = pytest.mark.anyio
+
+
+class Peek:
+    """An architecture that keeps what `ctx.started` gives, before and after a model call."""
+
+    name = "peek"
+
+    def __init__(self) -> None:
+        self.seen: list[SessionStarted] = []
+        self.kept: object = None
+
+    async def run(self, ctx: Context, task: str) -> Output:
+        self.kept = ctx._started  # what the context holds before anyone asks
+        self.seen.append(ctx.started)
+        await ctx.run(jeeves.Agent("x", role="inner"), task, role="inner")
+        self.seen.append(ctx.started)
+        return Output.of("done")
+
+
+def _same(a: SessionStarted, b: SessionStarted) -> None:
+    assert a == b
+    assert a.model_fields_set == b.model_fields_set
+    assert a.model_dump_json() == b.model_dump_json()
+
+
+class Tracing(NullTracer):
+    """A tracer that records the `started` each hook is given (not the default one)."""
+
+    def __init__(self) -> None:
+        self.started: list[SessionStarted] = []
+
+    def session(self, started: SessionStarted) -> Any:
+        self.started.append(started)
+        return NULL_SCOPE
+
+
+@pytest.mark.parametrize("journal", [False, True])
+@pytest.mark.parametrize("tracer", [False, True])
+async def test_ctx_started_is_the_streamed_event(journal: bool, tracer: bool) -> None:
+    arch = Peek()
+    spans = Tracing() if tracer else None
+    kwargs: dict[str, Any] = {"journal": MemoryJournal()} if journal else {}
+    async with jeeves.stream(arch, "t", model=ScriptedModel(["hi"]), tracer=spans, **kwargs) as events:
+        streamed = [e async for e in events if isinstance(e, SessionStarted)]
+    root = streamed[0]
+    assert root.seq == 1 and root.ts > 0
+    assert isinstance(arch.kept, SessionStarted if journal or tracer else tuple)  # bare: fields only
+    _same(arch.seen[0], root)
+    assert arch.seen[1] is arch.seen[0]  # built once, then kept
+    if spans is not None:  # a tracer gets the event the stream carried, as before
+        assert spans.started[0] is arch.seen[0] and spans.started[1] == streamed[1]
+
+
+async def test_jeeves_run_builds_session_started_on_demand_with_the_seq_it_took() -> None:
+    """In `jeeves.run` nobody reads events: the root's `session.started` is not built until
+    the architecture asks for it, and then carries the seq it took (the run's first)."""
+    arch = Peek()
+    result = await jeeves.run(arch, "t", model=ScriptedModel(["hi"]), session_id="r1")
+    assert isinstance(arch.kept, tuple)  # not built before the architecture asked
+    assert result.output == "done"
+    started = arch.seen[0]
+    assert started.session_id == "r1" and started.seq == 1 and started.ts > 0
+    assert started.architecture == "peek" and started.task == "t" and started.role_path == ["peek"]
+    assert started.model_fields_set == {
+        "session_id",
+        "parent_id",
+        "role",
+        "role_path",
+        "architecture",
+        "model",
+        "index",
+        "task",
+    }
+
+
+async def test_a_strict_replay_marks_the_built_event_replayed() -> None:
+    journal = MemoryJournal()
+    recorded = Peek()
+    await jeeves.run(recorded, "t", model=ScriptedModel(["hi"]), session_id="p1", journal=journal)
+    replayed = Peek()
+    async with jeeves.stream(replayed, "t", session_id="p1", journal=journal, mode="replay") as events:
+        root = [e async for e in events if isinstance(e, SessionStarted)][0]
+    assert root.replayed and replayed.seen[0].replayed
+    _same(replayed.seen[0], root)
