@@ -203,9 +203,7 @@ def _scaling(h: dict[str, Any]) -> list[str]:
                 f"{_f(row['us_per_run'], 0)} | {_f(own, 0)} | {_f(own / row['sessions'], 1)} | "
                 f"{_f(steps[i - 1], 1) if i else '–'} |"
             )
-        lines.append(
-            f"| {label} | second half / first half | | | | | | | {_f(ratio, 2) if ratio else '–'} |"
-        )
+        lines.append(f"| {label} | second half / first half | | | | | | | {_f(ratio, 2) if ratio else '–'} |")
     return lines
 
 
