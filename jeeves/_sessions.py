@@ -228,18 +228,8 @@ class Sessions(StepsCore):
         if state.mode == "replay":
             await self._check_end(journal, started, status, output, error)
             return
-        record = SessionRecord(
-            session_id=self.session_id,
-            parent_id=self.parent_id,
-            role=self.role,
-            architecture=started.architecture,
-            model=started.model,
-            task=started.task,
-            status=status,
-            stop_reason=output.stop_reason if output else (error_type_name(error) if error else None),
-            output=output.text if output else (str(error) if error else None),
-            usage=state.tree_usage(self.session_id).model_dump(),
-            rounds=_rounds(output),
+        record = self._session_record(
+            started, status, output, error, usage=state.tree_usage(self.session_id).model_dump()
         )
         state.suspension.enter()  # a journal write in flight: a suspending run waits for it
         try:
@@ -251,6 +241,29 @@ class Sessions(StepsCore):
                     await journal.put_session(record.model_copy(update=root_fields(state, status)))
         finally:
             state.suspension.leave()
+
+    def _session_record(
+        self,
+        started: SessionStarted,
+        status: SessionStatus,
+        output: Output | None,
+        error: BaseException | None,
+        **extra: Any,
+    ) -> SessionRecord:
+        """This session's record at `status`; `extra` adds fields (a live run's usage)."""
+        return SessionRecord(
+            session_id=self.session_id,
+            parent_id=self.parent_id,
+            role=self.role,
+            architecture=started.architecture,
+            model=started.model,
+            task=started.task,
+            status=status,
+            stop_reason=output.stop_reason if output else (error_type_name(error) if error else None),
+            output=output.text if output else (str(error) if error else None),
+            rounds=_rounds(output),
+            **extra,
+        )
 
     async def _check_end(
         self,
@@ -266,18 +279,7 @@ class Sessions(StepsCore):
         An error of the code or the journal itself is not compared: it says more than a comparison."""
         if status == "in_progress" or isinstance(error, PROGRAM_ERRORS):
             return
-        record = SessionRecord(
-            session_id=self.session_id,
-            parent_id=self.parent_id,
-            role=self.role,
-            architecture=started.architecture,
-            model=started.model,
-            task=started.task,
-            status=status,
-            stop_reason=output.stop_reason if output else (error_type_name(error) if error else None),
-            output=output.text if output else (str(error) if error else None),
-            rounds=_rounds(output),
-        )
+        record = self._session_record(started, status, output, error)
         state = self._state
         state.suspension.enter()
         try:

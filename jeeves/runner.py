@@ -155,16 +155,25 @@ def _state(
     mode: JournalMode,
     tracer: Tracer | None,
     channel: EventChannel,
+    approvals: Approvals | None,
+    approver: Approver | None,
+    session_ttl_s: float | None,
+    progress_s: float | None,
 ) -> RunState:
+    """A run's state from `run`'s / `stream`'s arguments, each checked."""
     from jeeves.replay.api import offline_router  # imported at the first run, not by `import jeeves`
 
-    return RunState(
+    state = RunState(
         router=offline_router() if mode == "replay" else build_router(router, model, models),
         channel=channel,
         meter=BudgetMeter(budget),
         tracer=tracer if tracer is not None else default_tracer(),
         mode=mode,
     )
+    state.approvals, state.approver = _check_approvals(approvals, approver, session_ttl_s)
+    if progress_s is not None:
+        state.progress_interval_s = check_number(progress_s, name="progress_s", minimum=0)
+    return state
 
 
 def _result(state: RunState, root: Context, output: Output | None, stop_reason: str) -> RunResult:
@@ -318,10 +327,11 @@ async def run(
         mode=mode,
         tracer=tracer,
         channel=channel,
+        approvals=approvals,
+        approver=approver,
+        session_ttl_s=session_ttl_s,
+        progress_s=progress_s,
     )
-    state.approvals, state.approver = _check_approvals(approvals, approver, session_ttl_s)
-    if progress_s is not None:
-        state.progress_interval_s = check_number(progress_s, name="progress_s", minimum=0)
     root = _root_context(state, arch, session_id, role)
     return await _execute(state, root, arch, task, journal, architecture_ref, session_ttl_s)
 
@@ -543,10 +553,11 @@ def stream(
             mode=mode,
             tracer=tracer,
             channel=channel,
+            approvals=approvals,
+            approver=approver,
+            session_ttl_s=session_ttl_s,
+            progress_s=progress_s,
         )
-        state.approvals, state.approver = _check_approvals(approvals, approver, session_ttl_s)
-        if progress_s is not None:
-            state.progress_interval_s = check_number(progress_s, name="progress_s", minimum=0)
         root = _root_context(state, arch, session_id, role)
         handle = RunStream(channel, root.session_id, state)
         return handle, lambda: _execute(state, root, arch, task, journal, architecture_ref, session_ttl_s)
