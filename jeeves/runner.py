@@ -483,6 +483,11 @@ class _Streamed(Background):
         if self._prepare is not None:
             self._handle, self._execute = self._prepare()
             self._prepare = None
+        elif self._execute is None:
+            raise UserError(
+                "this stream was already entered: each `async with jeeves.stream(...)` runs once; "
+                "call jeeves.stream(...) again for another run (or jeeves.resume(...) to continue this one)."
+            )
         assert self._handle is not None
         await self._start()
         return self._handle

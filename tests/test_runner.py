@@ -62,6 +62,18 @@ async def test_stream_events_in_order_with_tree_fields() -> None:
     assert result.text == "hello there"
 
 
+async def test_a_stream_entered_twice_says_to_start_another_and_the_first_run_stands() -> None:
+    model = ScriptedModel(["hello there"])
+    run = jeeves.stream(Agent("hi"), "task", model=model, session_id="s1")
+    async with run as events:
+        result = await events.result()
+    with pytest.raises(UserError, match=r"already entered.*jeeves\.stream\(\.\.\.\) again"):
+        async with run:
+            pass
+    assert result.text == "hello there" and result.usage.model_calls == 1
+    model.assert_consumed()
+
+
 async def test_leaving_the_stream_early_cancels_the_tree_and_spares_the_caller() -> None:
     state = {"tool": "not started"}
 
