@@ -66,6 +66,23 @@ class RunSnapshot:
         self._decode_session = decode_session
         self._decode_step = decode_step
 
+    @classmethod
+    def from_rows(
+        cls,
+        session_rows: list[Any],
+        step_rows: list[Any],
+        *,
+        decode_session: SessionDecoder,
+        decode_step: StepDecoder,
+    ) -> RunSnapshot:
+        """A snapshot from a SQL store's rows: `(session_id, record)` in recording order and
+        `(session_id, index, record)`, records as stored text, decoded on first use."""
+        steps: dict[str, dict[int, Any]] = {}
+        for sid, idx, text in step_rows:
+            steps.setdefault(str(sid), {})[int(idx)] = str(text)
+        sessions = {str(sid): str(text) for sid, text in session_rows}
+        return cls(sessions, steps, decode_session=decode_session, decode_step=decode_step)
+
     def session(self, session_id: str) -> SessionRecord | None:
         """The record of `session_id`, or None when the run has no such session."""
         stored = self._sessions.get(session_id)

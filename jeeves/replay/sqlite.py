@@ -221,12 +221,9 @@ class SQLiteJournal(StoreBase):
         """Root session `root` and its subtree, every session and step, read in one round trip
         (one query per table) and decoded on first use."""
         session_rows, step_rows = await self._call(self._read_run, root)
-        steps: dict[str, dict[int, Any]] = {}
-        for sid, idx, text in step_rows:
-            steps.setdefault(str(sid), {})[int(idx)] = str(text)
-        return RunSnapshot(
-            {str(sid): str(text) for sid, text in session_rows},
-            steps,
+        return RunSnapshot.from_rows(
+            session_rows,
+            step_rows,
             decode_session=lambda sid, text: self._decode(text, f"session {sid!r}", SessionRecord),
             decode_step=self._step,
         )
