@@ -19,7 +19,6 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from jeeves.runner import stream as jeeves_stream
 from jeeves.agent import Agent as JeevesAgent
 from jeeves.architecture import Architecture, Output
 from jeeves.budget import Budget
@@ -31,6 +30,7 @@ from jeeves.errors import MaxTurnsExceeded, UserError
 from jeeves.events import Event as JeevesEvent
 from jeeves.models.base import ModelClient, Route
 from jeeves.runner import RunResult as JeevesRunResult
+from jeeves.runner import stream as jeeves_stream
 from jeeves.tools import Tool
 
 __all__ = ["DEFAULT_MAX_TURNS", "Agent", "Bindable", "ReAct", "RunResult"]
