@@ -34,6 +34,7 @@ from jeeves.compat.jeevesagent.actor_critic import (
     parse_critique,
 )
 from jeeves.compat.jeevesagent.agent import Agent, ReAct, RunResult
+from jeeves.compat.jeevesagent.agent import Bindable as Architecture
 from jeeves.compat.jeevesagent.events import EVENT_NAMES, Event
 from jeeves.compat.jeevesagent.self_refine import SelfRefine
 from jeeves.compat.jeevesagent.supervisor import Supervisor
@@ -45,6 +46,7 @@ __all__ = [
     "EVENT_NAMES",
     "ActorCritic",
     "Agent",
+    "Architecture",
     "CriticOutput",
     "Event",
     "ReAct",

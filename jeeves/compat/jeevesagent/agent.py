@@ -15,7 +15,7 @@ skills, ...) are a UserError naming the option, never silently dropped.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -39,11 +39,15 @@ DEFAULT_MAX_TURNS = 50
 """jeevesagent's default turn limit."""
 
 
+@runtime_checkable
 class Bindable(Protocol):
-    """A jeevesagent architecture of this layer: it becomes a jeeves architecture once it
-    knows the Agent it runs for."""
+    """A jeevesagent architecture of this layer (exported as `Architecture`): it has
+    jeevesagent's `name` and `declared_workers()`, and becomes a jeeves architecture once
+    it knows the Agent it runs for (`bind`)."""
 
     name: str
+
+    def declared_workers(self) -> dict[str, Any]: ...
 
     def bind(self, host: Agent) -> Architecture: ...
 
@@ -106,6 +110,10 @@ class ReAct:
         self.max_turns = (
             None if max_turns is None else check_int(max_turns, name="ReAct max_turns", minimum=0)
         )
+
+    def declared_workers(self) -> dict[str, Any]:
+        """None: one agent (jeevesagent's method)."""
+        return {}
 
     def bind(self, host: Agent) -> Architecture:
         return _Leaf(

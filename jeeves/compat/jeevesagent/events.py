@@ -69,6 +69,8 @@ class _Session:
     last: tuple[int, float] | None = None
     """The latest critique: (jeevesagent round, score)."""
     refining: int | None = None
+    quiet: bool = False
+    """A SelfRefine past its draft: its critique and rewrite calls do not stream (as in jeevesagent)."""
     forwards: dict[str, str] = field(default_factory=dict)
     forwarded: str | None = None
     workers: list[str] = field(default_factory=list)
@@ -164,6 +166,7 @@ class Translator:
         if seen is None or seen.architecture != "self-refine":
             return []
         role = "generator" if e.round == 0 else "critic"
+        seen.quiet = e.round > 0
         return [Event.architecture(e.session_id, "self_refine.round_started", round=e.round, role=role)]
 
     def _refinement(self, e: Any) -> list[Event]:
@@ -175,10 +178,10 @@ class Translator:
 
     def _model(self, e: Any) -> list[Event]:
         out: list[Event] = []
-        if e.text:
+        seen = self.sessions.get(e.session_id)
+        if e.text and not (seen is not None and seen.quiet):
             chunk = {"kind": "text", "text": e.text}
             out.append(Event(kind="model_chunk", session_id=e.session_id, payload={"chunk": chunk}))
-        seen = self.sessions.get(e.session_id)
         if seen is not None and seen.refining is not None:
             out.append(
                 Event.architecture(e.session_id, "self_refine.refined", round=seen.refining, output=e.text)

@@ -103,6 +103,7 @@ class _Bound:
     """A SelfRefine bound to its Agent: the jeeves architecture that runs it."""
 
     name = "self-refine"
+    role = "self_refine"
 
     def __init__(self, spec: SelfRefine, base: Architecture, route: Route | None, budget: object) -> None:
         self.spec, self.base, self.route = spec, base, route

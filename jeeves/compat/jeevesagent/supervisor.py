@@ -206,7 +206,19 @@ class _Bound(_Supervisor):
                 "this when one worker already produced exactly what the user asked for and synthesis would "
                 "just paraphrase it. End your turn immediately after calling — no additional text."
             ),
-            parameters={"type": "object", "properties": {"worker": worker}, "required": ["worker"]},
+            parameters={
+                "type": "object",
+                "properties": {
+                    "worker": {
+                        **worker,
+                        "description": (
+                            "Name of the worker whose last output should be forwarded. Must be one of: "
+                            f"{', '.join(names)}."
+                        ),
+                    }
+                },
+                "required": ["worker"],
+            },
         )
         return [*(t.spec() for t in self.own_tools.tools), delegate, forward]
 
