@@ -26,18 +26,24 @@ def review(score: float, *issues: str, summary: str = "") -> str:
 
 def host(side: Side, architecture: Any) -> Any:
     ja = side.ja
-    return ja.Agent("host", model=ja.ScriptedModel([ja.ScriptedTurn(text="never reached")]), architecture=architecture)
+    return ja.Agent(
+        "host", model=ja.ScriptedModel([ja.ScriptedTurn(text="never reached")]), architecture=architecture
+    )
 
 
 def actor_critic(side: Side, drafts: list[str], reviews: list[str], **options: Any) -> Any:
-    return host(side, side.ja.ActorCritic(actor=scripted(side, drafts), critic=scripted(side, reviews), **options))
+    return host(
+        side, side.ja.ActorCritic(actor=scripted(side, drafts), critic=scripted(side, reviews), **options)
+    )
 
 
 # -- ActorCritic ---------------------------------------------------------------------------
 
 
 def approved_first_review(side: Side) -> tuple[Any, str]:
-    return actor_critic(side, ["round 0 output"], [review(0.95, summary="looks good")], max_rounds=3), "a task"
+    return actor_critic(
+        side, ["round 0 output"], [review(0.95, summary="looks good")], max_rounds=3
+    ), "a task"
 
 
 def refined_then_approved(side: Side) -> tuple[Any, str]:
@@ -73,7 +79,9 @@ def prose_review_is_the_critique(side: Side) -> tuple[Any, str]:
 def templates_as_jeevesagent_renders_them(side: Side) -> tuple[Any, str]:
     ja = side.ja
     actor = ja.Agent("actor", model=side.recording(["v0", "v1"]))
-    critic = ja.Agent("You are strict.", model=side.recording([review(0.2, "returns None", summary="Wrong."), review(1.0)]))
+    critic = ja.Agent(
+        "You are strict.", model=side.recording([review(0.2, "returns None", summary="Wrong."), review(1.0)])
+    )
     return host(side, ja.ActorCritic(actor=actor, critic=critic)), "Write add(a, b)."
 
 
@@ -154,7 +162,9 @@ def budget_blocks_first_round(side: Side) -> tuple[Any, str]:
 def react_base_keeps_its_max_turns(side: Side) -> tuple[Any, str]:
     ja = side.ja
     model = side.recording(["Initial", "no issues"])
-    return ja.Agent("test", model=model, architecture=ja.SelfRefine(base=ja.ReAct(max_turns=1), max_rounds=3)), "go"
+    return ja.Agent(
+        "test", model=model, architecture=ja.SelfRefine(base=ja.ReAct(max_turns=1), max_rounds=3)
+    ), "go"
 
 
 # -- Supervisor ----------------------------------------------------------------------------
@@ -168,7 +178,9 @@ def delegate(side: Side, call_id: str, worker_name: str, instructions: str, tool
     return side.ja.ToolCall(id=call_id, tool=tool, args={"worker": worker_name, "instructions": instructions})
 
 
-def manager(side: Side, turns: list[Any], workers: dict[str, Any], *, record: bool = False, **options: Any) -> Any:
+def manager(
+    side: Side, turns: list[Any], workers: dict[str, Any], *, record: bool = False, **options: Any
+) -> Any:
     ja = side.ja
     model = side.recording(turns) if record else ja.ScriptedModel(turns)
     return ja.Agent("manager", model=model, architecture=ja.Supervisor(workers=workers, **options))
@@ -180,12 +192,17 @@ def single_delegation(side: Side) -> tuple[Any, str]:
         ja.ScriptedTurn(tool_calls=[delegate(side, "c1", "coder", "write a hello function")]),
         ja.ScriptedTurn(text="Here is the function: def hello(): return 'hi'"),
     ]
-    return manager(side, turns, {"coder": worker(side, "def hello(): return 'hi'", "Python coder.")}), "write some code"
+    return manager(
+        side, turns, {"coder": worker(side, "def hello(): return 'hi'", "Python coder.")}
+    ), "write some code"
 
 
 def parallel_delegations(side: Side) -> tuple[Any, str]:
     ja = side.ja
-    calls = [delegate(side, "c1", "researcher", "find a citation"), delegate(side, "c2", "coder", "write a function")]
+    calls = [
+        delegate(side, "c1", "researcher", "find a citation"),
+        delegate(side, "c2", "coder", "write a function"),
+    ]
     turns = [ja.ScriptedTurn(tool_calls=calls), ja.ScriptedTurn(text="Combined: X and Y")]
     workers = {"researcher": worker(side, "found citation X"), "coder": worker(side, "wrote function Y")}
     return manager(side, turns, workers, record=True), "research and code"
@@ -193,7 +210,10 @@ def parallel_delegations(side: Side) -> tuple[Any, str]:
 
 def unknown_worker(side: Side) -> tuple[Any, str]:
     ja = side.ja
-    turns = [ja.ScriptedTurn(tool_calls=[delegate(side, "c1", "ghost", "do something")]), ja.ScriptedTurn(text="oh, never mind")]
+    turns = [
+        ja.ScriptedTurn(tool_calls=[delegate(side, "c1", "ghost", "do something")]),
+        ja.ScriptedTurn(text="oh, never mind"),
+    ]
     return manager(side, turns, {"real": worker(side, "ok")}), "anything"
 
 
@@ -204,7 +224,9 @@ def instructions_and_tools_the_coordinator_sees(side: Side) -> tuple[Any, str]:
         "writer": worker(side, "w", "Markdown writer."),
     }
     model = side.recording(["ok"])
-    return ja.Agent("You are the manager of a small team.", model=model, architecture=ja.Supervisor(workers=workers)), "anything"
+    return ja.Agent(
+        "You are the manager of a small team.", model=model, architecture=ja.Supervisor(workers=workers)
+    ), "anything"
 
 
 def same_worker_twice(side: Side) -> tuple[Any, str]:
@@ -240,7 +262,10 @@ def direct_answer(side: Side) -> tuple[Any, str]:
 
 def renamed_delegate_tool(side: Side) -> tuple[Any, str]:
     ja = side.ja
-    turns = [ja.ScriptedTurn(tool_calls=[delegate(side, "c1", "coder", "code it", tool="hand_off")]), ja.ScriptedTurn(text="all set")]
+    turns = [
+        ja.ScriptedTurn(tool_calls=[delegate(side, "c1", "coder", "code it", tool="hand_off")]),
+        ja.ScriptedTurn(text="all set"),
+    ]
     return manager(side, turns, {"coder": worker(side, "done")}, delegate_tool_name="hand_off"), "go"
 
 
@@ -251,7 +276,9 @@ def forward_message_verbatim(side: Side) -> tuple[Any, str]:
         ja.ScriptedTurn(tool_calls=[ja.ToolCall(id="c2", tool="forward_message", args={"worker": "coder"})]),
         ja.ScriptedTurn(text="[done]"),
     ]
-    return manager(side, turns, {"coder": worker(side, "The exact polished answer the user wants.")}), "write some code"
+    return manager(
+        side, turns, {"coder": worker(side, "The exact polished answer the user wants.")}
+    ), "write some code"
 
 
 def forward_before_delegating(side: Side) -> tuple[Any, str]:
@@ -266,34 +293,131 @@ def forward_before_delegating(side: Side) -> tuple[Any, str]:
 WORKER_IDS = {"model_sessions": "D-worker-ids", "turns": "D-turns-tree"}
 
 CASES = [
-    Case("approved_first_review", approved_first_review, CRITIC_IDS, "ac: approves_round_1_no_refine_call, full event sequence"),
-    Case("refined_then_approved", refined_then_approved, CRITIC_IDS, "ac: refines_on_low_score_then_approves, emits_full_event_sequence, deterministic session ids"),
+    Case(
+        "approved_first_review",
+        approved_first_review,
+        CRITIC_IDS,
+        "ac: approves_round_1_no_refine_call, full event sequence",
+    ),
+    Case(
+        "refined_then_approved",
+        refined_then_approved,
+        CRITIC_IDS,
+        "ac: refines_on_low_score_then_approves, emits_full_event_sequence, deterministic session ids",
+    ),
     Case("never_approved", never_approved, CRITIC_IDS, "ac: returns_latest_output_at_max_rounds"),
-    Case("flat_reviews_reach_max_rounds", flat_reviews_reach_max_rounds, CRITIC_IDS, "ac: emits_max_rounds_reached_event"),
-    Case("out_of_range_score_clamps_and_approves", out_of_range_score_clamps_and_approves, CRITIC_IDS, "ac: parse_critique_clamps_oob_score_in_json"),
+    Case(
+        "flat_reviews_reach_max_rounds",
+        flat_reviews_reach_max_rounds,
+        CRITIC_IDS,
+        "ac: emits_max_rounds_reached_event",
+    ),
+    Case(
+        "out_of_range_score_clamps_and_approves",
+        out_of_range_score_clamps_and_approves,
+        CRITIC_IDS,
+        "ac: parse_critique_clamps_oob_score_in_json",
+    ),
     Case("fenced_review", fenced_review, CRITIC_IDS, "ac: parse_critique_json_in_markdown_fences"),
-    Case("prose_review_is_the_critique", prose_review_is_the_critique, CRITIC_IDS, "ac: parse_critique_regex_fallback_for_loose_text"),
-    Case("templates_as_jeevesagent_renders_them", templates_as_jeevesagent_renders_them, CRITIC_IDS, "ac: default templates"),
-    Case("custom_templates_no_issues", custom_templates_no_issues, CRITIC_IDS, "ac: critique_template / refine_template"),
+    Case(
+        "prose_review_is_the_critique",
+        prose_review_is_the_critique,
+        CRITIC_IDS,
+        "ac: parse_critique_regex_fallback_for_loose_text",
+    ),
+    Case(
+        "templates_as_jeevesagent_renders_them",
+        templates_as_jeevesagent_renders_them,
+        CRITIC_IDS,
+        "ac: default templates",
+    ),
+    Case(
+        "custom_templates_no_issues",
+        custom_templates_no_issues,
+        CRITIC_IDS,
+        "ac: critique_template / refine_template",
+    ),
     Case("actor_out_of_turns", actor_out_of_turns, {}, "ac: propagates_actor_interruption"),
     Case("critic_out_of_turns", critic_out_of_turns, {}, "ac: propagates_critic_interruption"),
-    Case("worse_revision", worse_revision, {**CRITIC_IDS, "output": "D-best-candidate"}, "ac: returns the latest output"),
-    Case("unreadable_review_at_threshold_zero", unreadable_review_at_threshold_zero, {**CRITIC_IDS, "events": "D-fallback-never-approves"}, "ac: parse_critique_no_score_returns_zero"),
-    Case("empty_review", empty_review, {**CRITIC_IDS, "turns": "D-empty-critique", "events": "D-empty-critique"}, "ac: parse_critique_empty_text_returns_default"),
-    Case("converges_on_stop_phrase", converges_on_stop_phrase, {"turns": "D-custom-base-turns"}, "sr: converges_on_stop_phrase"),
-    Case("one_cycle_then_converges", one_cycle_then_converges, {"turns": "D-custom-base-turns"}, "sr: one_full_cycle_then_converge, emits_progress_events"),
-    Case("refines_to_max_rounds", refines_to_max_rounds, {"turns": "D-custom-base-turns"}, "sr: respects_max_rounds"),
-    Case("named_self_refine_with_react", named_self_refine_with_react, {}, "sr: via_string_arg_with_react_base, resolver"),
-    Case("budget_blocks_first_round", budget_blocks_first_round, {"turns": "D-custom-base-turns", "events": "D-budget-event"}, "sr: budget_blocks_before_round_starts"),
-    Case("react_base_keeps_its_max_turns", react_base_keeps_its_max_turns, {}, "sr: passes_through_base_max_turns_override"),
+    Case(
+        "worse_revision",
+        worse_revision,
+        {**CRITIC_IDS, "output": "D-best-candidate"},
+        "ac: returns the latest output",
+    ),
+    Case(
+        "unreadable_review_at_threshold_zero",
+        unreadable_review_at_threshold_zero,
+        {**CRITIC_IDS, "events": "D-fallback-never-approves"},
+        "ac: parse_critique_no_score_returns_zero",
+    ),
+    Case(
+        "empty_review",
+        empty_review,
+        {**CRITIC_IDS, "turns": "D-empty-critique", "events": "D-empty-critique"},
+        "ac: parse_critique_empty_text_returns_default",
+    ),
+    Case(
+        "converges_on_stop_phrase",
+        converges_on_stop_phrase,
+        {"turns": "D-custom-base-turns"},
+        "sr: converges_on_stop_phrase",
+    ),
+    Case(
+        "one_cycle_then_converges",
+        one_cycle_then_converges,
+        {"turns": "D-custom-base-turns"},
+        "sr: one_full_cycle_then_converge, emits_progress_events",
+    ),
+    Case(
+        "refines_to_max_rounds",
+        refines_to_max_rounds,
+        {"turns": "D-custom-base-turns"},
+        "sr: respects_max_rounds",
+    ),
+    Case(
+        "named_self_refine_with_react",
+        named_self_refine_with_react,
+        {},
+        "sr: via_string_arg_with_react_base, resolver",
+    ),
+    Case(
+        "budget_blocks_first_round",
+        budget_blocks_first_round,
+        {"turns": "D-custom-base-turns", "events": "D-budget-event"},
+        "sr: budget_blocks_before_round_starts",
+    ),
+    Case(
+        "react_base_keeps_its_max_turns",
+        react_base_keeps_its_max_turns,
+        {},
+        "sr: passes_through_base_max_turns_override",
+    ),
     Case("single_delegation", single_delegation, WORKER_IDS, "sup: single_delegation_returns_worker_output"),
-    Case("parallel_delegations", parallel_delegations, WORKER_IDS, "sup: parallel_delegations_both_workers_run"),
+    Case(
+        "parallel_delegations", parallel_delegations, WORKER_IDS, "sup: parallel_delegations_both_workers_run"
+    ),
     Case("unknown_worker", unknown_worker, {}, "sup: unknown_worker_returns_error_string"),
-    Case("instructions_and_tools_the_coordinator_sees", instructions_and_tools_the_coordinator_sees, {}, "sup: composes_user_instructions_with_template, delegate/forward tool schemas"),
+    Case(
+        "instructions_and_tools_the_coordinator_sees",
+        instructions_and_tools_the_coordinator_sees,
+        {},
+        "sup: composes_user_instructions_with_template, delegate/forward tool schemas",
+    ),
     Case("same_worker_twice", same_worker_twice, WORKER_IDS, "sup: worker_session_ids_unique_per_call"),
     Case("own_tools_kept", own_tools_kept, WORKER_IDS, "sup: does_not_hide_pre_existing_tools"),
     Case("direct_answer", direct_answer, {}, "sup: emits_workers_ready_and_completed_events"),
     Case("renamed_delegate_tool", renamed_delegate_tool, WORKER_IDS, "sup: accepts_custom_delegate_name"),
-    Case("forward_message_verbatim", forward_message_verbatim, WORKER_IDS, "sup: forward_message_returns_worker_output_verbatim"),
-    Case("forward_before_delegating", forward_before_delegating, {}, "sup: forward_message_unknown_worker_returns_error"),
+    Case(
+        "forward_message_verbatim",
+        forward_message_verbatim,
+        WORKER_IDS,
+        "sup: forward_message_returns_worker_output_verbatim",
+    ),
+    Case(
+        "forward_before_delegating",
+        forward_before_delegating,
+        {},
+        "sup: forward_message_unknown_worker_returns_error",
+    ),
 ]

@@ -28,6 +28,7 @@ from jeeves.compat.jeevesagent.events import Event, Translator
 from jeeves.context import Context
 from jeeves.errors import MaxTurnsExceeded, UserError
 from jeeves.events import Event as JeevesEvent
+from jeeves.messages import Usage
 from jeeves.models.base import ModelClient, Route
 from jeeves.runner import RunResult as JeevesRunResult
 from jeeves.runner import stream as jeeves_stream
@@ -71,15 +72,18 @@ class RunResult(BaseModel):
     the run ended interrupted before producing one."""
 
     @classmethod
-    def of(cls, result: JeevesRunResult) -> RunResult:
+    def of(cls, result: JeevesRunResult, usage: Usage | None = None) -> RunResult:
+        """From jeeves' result; `usage` is the root session's tree usage (replayed calls
+        included, so a replay reports the same turns), by default the run's live usage."""
         interrupted, reason = interruption(result.detail)
+        usage = usage or result.usage
         return cls(
             session_id=result.session_id,
             output=result.text,
-            turns=result.usage.model_calls,
-            tokens_in=result.usage.input_tokens,
-            tokens_out=result.usage.output_tokens,
-            cost_usd=result.usage.cost_usd,
+            turns=usage.model_calls,
+            tokens_in=usage.input_tokens,
+            tokens_out=usage.output_tokens,
+            cost_usd=usage.cost_usd,
             interrupted=interrupted,
             interruption_reason=reason,
             jeeves_result=result,
@@ -235,13 +239,16 @@ class Agent:
         outcome: RunResult
         async with jeeves_stream(arch, prompt, session_id=session_id, **options) as events:
             failed: dict[str, JeevesEvent] = {}
+            usage: Usage | None = None
             try:
                 async for event in events:
                     if event.type == "session.failed":
                         failed[event.session_id] = event
+                    elif event.type == "session.completed" and event.session_id == translator.root:
+                        usage = event.usage
                     for translated in translator.feed(event):
                         yield translated
-                outcome = RunResult.of(await events.result())
+                outcome = RunResult.of(await events.result(), usage)
             except MaxTurnsExceeded as exc:
                 outcome = _out_of_turns(exc, translator.root, failed)
         payload = {
