@@ -290,3 +290,19 @@ def test_import_jeeves_does_not_import_the_compat_layer() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=subprocess_env()
     )
     assert out.returncode == 0, out.stderr
+
+
+def test_options_the_layer_does_not_run_are_user_errors() -> None:
+    from jeeves.compat.jeevesagent import Agent as JaAgent
+
+    class Blocking:
+        async def allows_step(self) -> object:
+            return None
+
+    with pytest.raises(UserError, match="'memory'"):
+        JaAgent("x", memory="sqlite")
+    with pytest.raises(UserError, match="SelfRefine rounds only"):
+        JaAgent("x", budget=Blocking())
+    with pytest.raises(UserError, match="'reflexion'"):
+        JaAgent("x", architecture="reflexion")
+    assert JaAgent("x", budget=Blocking(), architecture="self-refine").budget is not None

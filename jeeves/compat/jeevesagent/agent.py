@@ -200,11 +200,18 @@ class Agent:
         self.max_turns = check_int(max_turns, name="Agent max_turns", minimum=0)
         self.architecture = _architecture(architecture)
         self.budget = budget
-        if budget is not None and not isinstance(budget, Budget) and not hasattr(budget, "allows_step"):
-            raise UserError(
-                f"Agent budget={budget!r} is neither a jeeves.Budget nor an object with allows_step(); "
-                f"e.g. budget=jeeves.Budget(max_tokens=20_000)."
-            )
+        if budget is not None and not isinstance(budget, Budget):
+            if not hasattr(budget, "allows_step"):
+                raise UserError(
+                    f"Agent budget={budget!r} is neither a jeeves.Budget nor an object with allows_step(); "
+                    f"e.g. budget=jeeves.Budget(max_tokens=20_000)."
+                )
+            if self.architecture.name != "self-refine":
+                raise UserError(
+                    f"Agent budget={budget!r} is a jeevesagent-style budget, which this layer checks between "
+                    f"SelfRefine rounds only; for {self.architecture.name!r} pass a jeeves.Budget, which "
+                    f"holds for the whole run."
+                )
 
     def as_jeeves(self) -> Architecture:
         """The jeeves architecture this Agent runs as (as a child, or as the root of a run)."""
