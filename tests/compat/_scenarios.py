@@ -99,6 +99,24 @@ def custom_templates_no_issues(side: Side) -> tuple[Any, str]:
     return host(side, arch), "Write add(a, b)."
 
 
+def snooping(side: Side, role: str, replies: list[str]) -> Any:
+    """An Agent subclass overriding `run` to note the session id of each run (jeevesagent's test idiom)."""
+    ja = side.ja
+
+    class Snoop(ja.Agent):  # type: ignore[misc,name-defined]
+        async def run(self, prompt: str, **kwargs: Any) -> Any:
+            side.seen.append({"run": role, "session_id": kwargs.get("session_id")})
+            return await super().run(prompt, **kwargs)
+
+    return Snoop(role, model=ja.ScriptedModel([ja.ScriptedTurn(text=r) for r in replies]))
+
+
+def child_runs_through_the_agents_run(side: Side) -> tuple[Any, str]:
+    actor = snooping(side, "actor", ["v0", "v1"])
+    critic = snooping(side, "critic", [review(0.4, "i"), review(0.95)])
+    return host(side, side.ja.ActorCritic(actor=actor, critic=critic, max_rounds=3)), "t"
+
+
 def actor_out_of_turns(side: Side) -> tuple[Any, str]:
     ja = side.ja
     actor = ja.Agent("actor", model=ja.ScriptedModel([ja.ScriptedTurn(text="never")]), max_turns=0)
@@ -336,6 +354,12 @@ CASES = [
         custom_templates_no_issues,
         CRITIC_IDS,
         "ac: critique_template / refine_template",
+    ),
+    Case(
+        "child_runs_through_the_agents_run",
+        child_runs_through_the_agents_run,
+        {**CRITIC_IDS, "requests": "D-child-run-hook"},
+        "ac: uses_deterministic_session_ids (its snooping Agent subclass); sup: worker_session_ids_unique_per_call",
     ),
     Case("actor_out_of_turns", actor_out_of_turns, {}, "ac: propagates_actor_interruption"),
     Case("critic_out_of_turns", critic_out_of_turns, {}, "ac: propagates_critic_interruption"),
