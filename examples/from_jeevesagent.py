@@ -1,10 +1,11 @@
-"""jeevesagent's ActorCritic, unchanged, running on jeeves through `jeeves.compat.jeevesagent`.
+"""jeevesagent code, unchanged, running on jeeves through `jeeves.compat.jeevesagent`.
 
-The constructor below is jeevesagent's: `actor=`, `critic=`, `max_rounds` counting
-reviews, `approval_threshold`, and a refine template with jeevesagent's placeholders
-(`{prompt}`, `{output}`, `{critique}`, `{issues_bulleted}`). What runs is jeeves' own
-ActorCritic: typed events, deterministic session ids, a journal that replays, and
-per-role routing (the critic on another model).
+The code below is jeevesagent's: its `Agent`s as actor and critic, its `ActorCritic`
+(`max_rounds` counting reviews, `approval_threshold`, a refine template with its
+placeholders `{prompt}`, `{output}`, `{critique}`, `{issues_bulleted}`), and a host
+`Agent(..., architecture=coder)` whose `stream()` yields jeevesagent's events. Only the
+import changed. What runs is jeeves' own ActorCritic: typed events, deterministic
+session ids, a journal that replays, and per-role routing (the critic on another model).
 
 Offline (the default) the coder and the reviewer are scripted: the first draft is
 reviewed at 0.6 with two issues, which the refine prompt hands back as bullets; the
@@ -25,8 +26,8 @@ import sys
 import anyio
 
 import jeeves
-from jeeves import Agent, Router, ScriptedModel
-from jeeves.compat.jeevesagent import ActorCritic
+from jeeves import Router, ScriptedModel
+from jeeves.compat.jeevesagent import ActorCritic, Agent  # was: from jeevesagent import ActorCritic, Agent
 
 TASK = "Write slugify(text) in Python: lowercase, runs of other characters become one '-'."
 
@@ -93,6 +94,16 @@ async def main(live: bool) -> int:
         result = await events.result()
     print(f"stop reason: {result.stop_reason}")
     print(result.text)
+    if not live:  # the same loop as jeevesagent code sees it: its events and its RunResult
+        host = Agent("host", architecture=coder)
+        async for event in host.stream(TASK, router=offline_router(), session_id="example-ja"):
+            if event.kind == "architecture_event" and event.payload["name"] == "actor_critic.critique":
+                print(
+                    f"  actor_critic.critique round {event.payload['round']}: score {event.payload['score']}"
+                )
+            elif event.kind == "completed":
+                done = event.payload["result"]
+                print(f"jeevesagent RunResult: turns {done['turns']}, interrupted {done['interrupted']}")
     return 0 if result.stop_reason == "approved" else 1
 
 

@@ -181,12 +181,69 @@ def test_bad_options_are_user_errors(kwargs: dict[str, object], needle: str) -> 
     assert needle in str(info.value)
 
 
-async def test_an_unreadable_critique_never_approves_nor_scores_zero_silently() -> None:
-    model = ScriptedModel({"actor": ["v1"], "critic": ["Looks fine to me!", "Still fine."]})
+async def test_an_unreadable_critique_scores_zero_as_in_jeevesagent_and_is_flagged() -> None:
+    model = ScriptedModel({"actor": ["v1"], "critic": ["Looks fine to me!"]})
     result, events = await run_stream(ActorCritic(actor=ACTOR, critic=CRITIC, max_rounds=1), model)
+    model.assert_consumed()  # read as jeevesagent reads it: no second ask
     assert result.stop_reason == "max_rounds"
     review = next(e for e in events if e.type == "critique")
-    assert (review.passed, review.obtained) == (False, "fallback")
+    assert (review.score, review.issues, review.passed, review.obtained) == (
+        0.0,
+        ["Looks fine to me!"],
+        False,
+        "fallback",
+    )
+
+
+async def test_an_out_of_range_score_is_clamped_and_approves_the_first_draft() -> None:
+    model = ScriptedModel({"actor": ["v0"], "critic": [critique(1.5)]})
+    result, _ = await run_stream(ActorCritic(actor=ACTOR, critic=CRITIC), model)
+    detail = result.detail
+    assert isinstance(detail, ActorCriticOutput)
+    assert (result.stop_reason, result.output, [r.score for r in detail.rounds]) == ("approved", "v0", [1.0])
+    assert jeeves.critics.parse_verdict(critique(1.5)).score == 0.15  # jeeves' own parser is unchanged
+
+
+async def test_a_prose_critique_keeps_its_score_and_becomes_the_issue_to_fix() -> None:
+    prose = "The loop is off by one. score: 0.42"
+    model, seen = _recording({"actor": ["v0", "v1"], "critic": [prose, critique(0.95)]})
+    result, events = await run_stream(ActorCritic(actor=ACTOR, critic=CRITIC, max_rounds=2), model)
+    assert (result.stop_reason, result.output) == ("approved", "v1")
+    first = next(e for e in events if e.type == "critique")
+    assert (first.score, first.issues) == (0.42, [prose])
+    revision = seen["actor"][1].messages[-1].content or ""
+    assert f"Critique:\n- {prose}" in revision
+    assert "(no specific issues listed" not in revision
+
+
+@pytest.mark.parametrize(("who", "reason"), [("actor", "actor:round_0:"), ("critic", "critic:round_1:")])
+async def test_an_agent_out_of_turns_is_an_interrupted_result_not_an_error(who: str, reason: str) -> None:
+    from jeeves.compat.jeevesagent import Agent as JaAgent
+    from jeeves.compat.jeevesagent import ScriptedModel as JaModel
+    from jeeves.compat.jeevesagent import ScriptedTurn
+
+    def agent(turns: int, *replies: str) -> JaAgent:
+        return JaAgent(who, model=JaModel([ScriptedTurn(text=r) for r in replies]), max_turns=turns)
+
+    actor = agent(0, "never") if who == "actor" else agent(1, "v0")
+    critic = agent(0, "never") if who == "critic" else agent(1, critique(1.0))
+    arch = ActorCritic(actor=actor, critic=critic)
+    result = await jeeves.run(arch, TASK, session_id="job")
+    detail = result.detail
+    assert result.stop_reason == "interrupted"
+    assert getattr(detail, "interrupted", False) is True
+    assert getattr(detail, "interruption_reason", None) == reason + "max_turns_exceeded"
+    assert result.text == ("v0" if who == "critic" else "")
+
+
+def test_the_critic_agents_max_turns_is_kept() -> None:
+    from jeeves.compat.jeevesagent import Agent as JaAgent
+    from jeeves.compat.jeevesagent._critique import JeevesagentCritic
+
+    arch = ActorCritic(actor=ACTOR, critic=JaAgent("review", max_turns=0))
+    assert isinstance(arch.critic, JeevesagentCritic)
+    assert arch.critic.max_turns == 0
+    assert ActorCritic(actor=ACTOR, critic=Agent("r", max_turns=4)).critic.max_turns == 4  # type: ignore[attr-defined]
 
 
 def test_critic_output_reads_as_a_verdict() -> None:
@@ -233,3 +290,19 @@ def test_import_jeeves_does_not_import_the_compat_layer() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=subprocess_env()
     )
     assert out.returncode == 0, out.stderr
+
+
+def test_options_the_layer_does_not_run_are_user_errors() -> None:
+    from jeeves.compat.jeevesagent import Agent as JaAgent
+
+    class Blocking:
+        async def allows_step(self) -> object:
+            return None
+
+    with pytest.raises(UserError, match="'memory'"):
+        JaAgent("x", memory="sqlite")
+    with pytest.raises(UserError, match="SelfRefine rounds only"):
+        JaAgent("x", budget=Blocking())
+    with pytest.raises(UserError, match="'reflexion'"):
+        JaAgent("x", architecture="reflexion")
+    assert JaAgent("x", budget=Blocking(), architecture="self-refine").budget is not None

@@ -1,11 +1,14 @@
-"""jeevesagent's `ActorCritic` and `CriticOutput`, running as jeeves' own ActorCritic.
+"""jeevesagent's `ActorCritic`, running as jeeves' own ActorCritic.
 
 Code written for jeevesagent 0.9's ActorCritic runs unchanged: the same keyword
-constructor, defaults and prompt templates, rendered as jeevesagent renders them.
+constructor, defaults, prompt templates (rendered as jeevesagent renders them), critique
+parsing (`parse_critique`: a score clamped into [0, 1], a prose critique kept as the
+issue), `name` (`actor-critic`), `declared_workers()`, and interrupted results (an actor
+or critic out of turns returns `interrupted=True` with reason
+`actor:round_0:max_turns_exceeded`; it does not raise).
 
 ```python
-from jeeves import Agent, run
-from jeeves.compat.jeevesagent import ActorCritic
+from jeeves.compat.jeevesagent import ActorCritic, Agent
 
 arch = ActorCritic(
     actor=Agent("You write Python.", model="anthropic/claude-sonnet-4-5"),
@@ -13,28 +16,21 @@ arch = ActorCritic(
     max_rounds=3,
     approval_threshold=0.9,
 )
-result = await run(arch, "Write slugify(text).")
+result = await Agent("host", architecture=arch).run("Write slugify(text).")
+# or, for jeeves' events, journal and replay: await jeeves.run(arch, "Write slugify(text).")
 ```
 
-How each option maps (docs/coming-from-jeevesagent.md has the whole table):
+- `max_rounds` counts reviews, as in jeevesagent: jeeves' own `max_rounds` counts
+  revisions, so this one is jeeves' `max_rounds - 1`.
+- `approval_threshold` (default 0.9) is jeeves' `threshold`.
+- `critique_template` fills `{prompt}` and `{output}`; `refine_template` also
+  `{critique}` (the verdict's summary) and `{issues_bulleted}` (`- issue` lines, or
+  jeevesagent's sentence when there are none). Any other placeholder is a UserError.
+- The critic Agent is run as jeevesagent runs it (`JeevesagentCritic`): its
+  instructions as they are, its model, params and `max_turns`.
 
-- `max_rounds` counts reviews, as in jeevesagent: the first draft is reviewed, and each
-  review below the threshold but the last is followed by a revision. jeeves' own
-  `max_rounds` counts revisions, so this one is jeeves' `max_rounds - 1`.
-- `approval_threshold` (default 0.9) is jeeves' `threshold` (default 0.8 there).
-- `critique_template` fills `{prompt}` (the task) and `{output}` (the candidate);
-  `refine_template` also `{critique}` (the verdict's summary) and `{issues_bulleted}`
-  (`- issue` lines, or jeevesagent's sentence when there are none). A template is
-  checked when the ActorCritic is built; any other placeholder is a UserError.
-- The critic Agent becomes an `LLMCritic` whose system prompt is that Agent's
-  instructions as they are: the critique template asks for the JSON reply, as in
-  jeevesagent. Its model pin and params come along. Any other jeeves critic works too.
-
-What runs is jeeves' loop, so jeeves' behaviour holds where jeevesagent's differed: an
-unreadable critique is a flagged fallback that never approves (jeevesagent scored it
-0.0 and went on), the best candidate is returned and revised (not the latest), and the
-session ids are jeeves' (`__critic_0` reviews `__actor_0`; jeevesagent named it
-`__critic_1`).
+What runs is jeeves' loop, so jeeves' behaviour holds where jeevesagent's differed; each
+difference is listed, with its reason, in docs/coming-from-jeevesagent.md.
 
 The two default templates are jeevesagent's own text (Apache-2.0), kept verbatim so
 that prompts render identically.
@@ -45,16 +41,28 @@ from __future__ import annotations
 import dataclasses
 import string
 from collections.abc import Sequence
+from typing import Any
 
-from jeeves.agent import Agent
+from jeeves.agent import Agent as JeevesAgent
 from jeeves.architecture import Architecture
+from jeeves.architectures._loop import CriticLoop
 from jeeves.architectures._templates import PromptFields, PromptRenderer
 from jeeves.architectures.actor_critic import ActorCritic as _ActorCritic
-from jeeves.architectures.actor_critic import CriticLike
-from jeeves.critics import LLMCritic, Verdict
-from jeeves.errors import UserError
+from jeeves.compat.jeevesagent._convert import as_architecture
+from jeeves.compat.jeevesagent._critique import CriticOutput, JeevesagentCritic, parse_critique
+from jeeves.compat.jeevesagent._interrupt import MAX_TURNS, CompatActorCriticOutput, child_of
+from jeeves.context import Context
+from jeeves.errors import MaxTurnsExceeded, UserError
+from jeeves.journal import error_type_name
 
-__all__ = ["DEFAULT_CRITIQUE_TEMPLATE", "DEFAULT_REFINE_TEMPLATE", "ActorCritic", "CriticOutput"]
+__all__ = [
+    "DEFAULT_CRITIQUE_TEMPLATE",
+    "DEFAULT_REFINE_TEMPLATE",
+    "NO_ISSUES",
+    "ActorCritic",
+    "CriticOutput",
+    "parse_critique",
+]
 
 DEFAULT_CRITIQUE_TEMPLATE = """\
 You are reviewing the output below against the original task. Find
@@ -99,20 +107,12 @@ Critique:
 NO_ISSUES = "(no specific issues listed; general improvement)"
 """What `{issues_bulleted}` holds when the critique lists no issue (jeevesagent's text)."""
 
+_parse_critique = parse_critique
+"""jeevesagent's private name, for code that imported it."""
+
 _CRITIQUE_FIELDS = ("prompt", "output")
 _REFINE_FIELDS = ("prompt", "output", "critique", "issues_bulleted")
-
-
-class CriticOutput(Verdict):
-    """jeevesagent's critic verdict (`issues`, `score`, `summary`), as a jeeves `Verdict`.
-
-    It is a Verdict, so a function critic may return it and everything that reads
-    verdicts reads it. As every Verdict it is immutable (`model_copy(update=...)` makes a
-    changed one) and its score is normalised (`8` is read as 8 out of 10); `score`
-    defaults to 0.0 as in jeevesagent.
-    """
-
-    score: float = 0.0
+_OUT_OF_TURNS = error_type_name(MaxTurnsExceeded()) + ":"
 
 
 def _checked(template: object, fields: tuple[str, ...], *, what: str) -> str:
@@ -153,9 +153,11 @@ def _refine_renderer(template: str) -> PromptRenderer:
     return render
 
 
-def _critic(critic: CriticLike) -> CriticLike:
-    """A critic Agent as jeevesagent runs it: its own instructions, nothing appended."""
-    if not isinstance(critic, Agent):
+def _critic(critic: object) -> Any:
+    """A critic Agent (jeevesagent's or jeeves') as jeevesagent runs it; other critics as they are."""
+    if hasattr(critic, "as_jeeves"):
+        critic = critic.as_jeeves()
+    if not isinstance(critic, JeevesAgent):
         return critic
     if critic.tools:
         raise UserError(
@@ -167,15 +169,32 @@ def _critic(critic: CriticLike) -> CriticLike:
             f"The critic Agent has output_type={critic.output_type!r}; jeevesagent's critic replies "
             f"with text that is read as a verdict, so leave output_type unset."
         )
-    name = critic.role if critic.role != "agent" else "llm"
-    return LLMCritic(critic.instructions, name=name, model=critic.route, params=critic.params)
+    return JeevesagentCritic(
+        critic.instructions,
+        name=critic.role if critic.role != "agent" else "llm",
+        route=critic.route,
+        params=critic.params,
+        max_turns=getattr(critic, "turns_allowed", critic.max_turns),
+    )
+
+
+def _check_numbers(max_rounds: object, approval_threshold: object) -> None:
+    if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
+        raise UserError(f"max_rounds must be an int >= 1 (jeevesagent counts reviews), got {max_rounds!r}.")
+    if (
+        isinstance(approval_threshold, bool)
+        or not isinstance(approval_threshold, int | float)
+        or not 0 <= approval_threshold <= 1
+    ):
+        raise UserError(f"approval_threshold must be a score in [0, 1], got {approval_threshold!r}.")
 
 
 class ActorCritic(_ActorCritic):
     """jeevesagent's `ActorCritic(actor=, critic=, ...)`, built as jeeves' ActorCritic.
 
     Args:
-        actor: The Agent (or any jeeves architecture) that drafts and revises.
+        actor: The Agent (jeevesagent-style from this layer, or any jeeves architecture)
+            that drafts and revises.
         critic: The reviewing Agent, or any critic jeeves' ActorCritic takes.
         max_rounds: Reviews at most (≥ 1); each but the last may be followed by a revision.
         approval_threshold: A review scoring at least this approves, in [0, 1].
@@ -184,13 +203,18 @@ class ActorCritic(_ActorCritic):
             `{critique}` and `{issues_bulleted}`.
         role: The role routing uses when this is the root of a run (jeeves' option).
         description: What it does, for a Supervisor's model (jeeves' option).
+
+    `run` returns a `CompatActorCriticOutput`: jeeves' ActorCriticOutput plus
+    `interrupted` and `interruption_reason`.
     """
+
+    name = "actor-critic"
 
     def __init__(
         self,
         *,
-        actor: Architecture,
-        critic: CriticLike | Sequence[CriticLike],
+        actor: Any,
+        critic: Any,
         max_rounds: int = 3,
         approval_threshold: float = 0.9,
         critique_template: str | None = None,
@@ -198,16 +222,7 @@ class ActorCritic(_ActorCritic):
         role: str = "actor_critic",
         description: str = "",
     ) -> None:
-        if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
-            raise UserError(
-                f"max_rounds must be an int >= 1 (jeevesagent counts reviews), got {max_rounds!r}."
-            )
-        if (
-            isinstance(approval_threshold, bool)
-            or not isinstance(approval_threshold, int | float)
-            or not 0 <= approval_threshold <= 1
-        ):
-            raise UserError(f"approval_threshold must be a score in [0, 1], got {approval_threshold!r}.")
+        _check_numbers(max_rounds, approval_threshold)
         critique = _checked(
             DEFAULT_CRITIQUE_TEMPLATE if critique_template is None else critique_template,
             _CRITIQUE_FIELDS,
@@ -218,11 +233,14 @@ class ActorCritic(_ActorCritic):
             _REFINE_FIELDS,
             what="refine_template",
         )
-        converted: CriticLike | list[CriticLike] = (
-            [_critic(c) for c in critic] if isinstance(critic, Sequence) else _critic(critic)
+        self._declared = {"actor": actor, "critic": critic}
+        converted: Any = (
+            [_critic(c) for c in critic]
+            if isinstance(critic, Sequence) and not isinstance(critic, str)
+            else _critic(critic)
         )
         super().__init__(
-            actor,
+            as_architecture(actor, what="actor"),
             converted,
             threshold=approval_threshold,
             max_rounds=max_rounds - 1,
@@ -234,3 +252,38 @@ class ActorCritic(_ActorCritic):
             critic_template=_critique_renderer(critique),
             refine_template=_refine_renderer(refine),
         )
+
+    def declared_workers(self) -> dict[str, Any]:
+        """The actor and the critic as they were given (jeevesagent's method)."""
+        return dict(self._declared)
+
+    def as_jeeves(self) -> Architecture:
+        """Itself: it runs as a child (a Supervisor's worker) as it is."""
+        return self
+
+    def bind(self, host: object) -> Architecture:
+        """Itself: the host Agent's model and tools play no part (jeevesagent's behaviour)."""
+        return self
+
+    async def run(self, ctx: Context, task: str) -> CompatActorCriticOutput:
+        loop = CriticLoop(ctx, task, self.actor, self.critic, self.settings, CompatActorCriticOutput)
+        try:
+            output = await loop.run()
+        except MaxTurnsExceeded as exc:
+            where = child_of(ctx.session_id, exc.session_id)
+            if where is None or where[0] != self.settings.actor_role:
+                raise
+            return _interrupted(getattr(exc, "output", None), f"actor:round_{where[1]}:{MAX_TURNS}")
+        if output.stop_reason == "critic_failed" and (output.critic_error or "").startswith(_OUT_OF_TURNS):
+            reviewed = output.rounds[-1].round + 1  # jeevesagent numbers reviews from 1
+            return _interrupted(output, f"critic:round_{reviewed}:{MAX_TURNS}")
+        return output
+
+
+def _interrupted(kept: object, reason: str) -> CompatActorCriticOutput:
+    """`kept` (the loop's output so far, if any) marked interrupted, as jeevesagent returns it."""
+    fields: dict[str, Any] = {"value": "", "text": ""}
+    if isinstance(kept, CompatActorCriticOutput):
+        fields = {name: getattr(kept, name) for name in CompatActorCriticOutput.model_fields}
+    fields.update(stop_reason="interrupted", interrupted=True, interruption_reason=reason)
+    return CompatActorCriticOutput(**fields)
