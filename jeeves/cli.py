@@ -398,6 +398,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _view(args)
     if args.command == "runs":
         journal = args.journal or os.environ.get(durable_commands.DATABASE_ENV) or _demo_journal()
+        journal = durable_commands.runs_journal(journal)
         return anyio.run(runs_command, journal, bool(args.json), args.status, bool(args.watch))
     if args.command in ("approve", "deny", "resume"):
         return _gate_command(args)

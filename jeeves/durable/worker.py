@@ -34,7 +34,7 @@ from jeeves.durable import engine
 from jeeves.durable.heartbeat import Heartbeat
 from jeeves.durable.runlock import run_lock
 from jeeves.durable.spread import Spreader, branch_queue_name, resolve_path
-from jeeves.durable.targets import Target, load_targets, queue_name
+from jeeves.durable.targets import Target, load_targets, queue_of
 from jeeves.errors import JeevesError, UserError
 from jeeves.journal import error_type_name
 from jeeves.replay.api import close_journal, open_journal
@@ -76,7 +76,8 @@ def journal_for(database: str, journal: str | None) -> str:
     if is_database_url(database):
         return database
     raise UserError(
-        f"database={database!r} is SQLite: give the runs a journal of their own (journal='runs.db'); "
+        f"database={database!r} is SQLite: give the runs a journal of their own (--journal runs.db, "
+        f"or journal='runs.db' in code); "
         f"DBOS's tables and jeeves' journal do not share a SQLite file."
     )
 
@@ -323,7 +324,7 @@ class Worker:
             await anyio.to_thread.run_sync(self.heartbeat.register)
             self.heartbeat.claiming = False  # beat while DBOS starts, take nobody over yet
             self.heartbeat.start()
-        queues = {queue_name(name): self.global_concurrency for name in self.targets}
+        queues = {queue_of(name): self.global_concurrency for name in self.targets}
         queues.update({branch_queue_name(name): self.global_concurrency for name in self.targets})
         try:
             engine.launch(
