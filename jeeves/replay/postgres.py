@@ -29,6 +29,7 @@ psycopg 3 (`pip install "jeeves[postgres]"`); `import jeeves` does not import it
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import threading
@@ -40,6 +41,7 @@ import anyio.to_thread
 
 from jeeves.errors import JournalError, UserError
 from jeeves.journal import DAMAGED, SCHEMA_VERSION, SessionRecord, StepRecord, excerpt
+from jeeves.replay._retry import DatabaseUnavailable, is_transient, retry
 from jeeves.replay.base import StoreBase, decode_text, encode_record
 from jeeves.replay.snapshot import RunSnapshot
 
@@ -117,14 +119,30 @@ class PostgresJournal(StoreBase):
     def _locked(self, fn: Callable[..., T], *args: object) -> T:
         psycopg = _psycopg()
         with self._lock:
-            conn = self._conn if self._conn is not None and not self._conn.closed else self._connect()
             try:
-                return fn(conn, *args)
-            except psycopg.OperationalError as exc:
-                self._drop()  # the server went away: the next call connects again
-                raise JournalError(f"{self.path}: the database connection failed ({_line(exc)}).") from exc
+                return retry(functools.partial(self._once, fn, *args), where=self.path, discard=self._discard)
+            except DatabaseUnavailable:
+                raise
+            except (psycopg.OperationalError, psycopg.InterfaceError) as exc:  # never reached: fail at once
+                raise JournalError(
+                    f"{self.path}: cannot connect to the journal database ({_line(exc)}); check the URL and "
+                    f"that the server is running."
+                ) from exc
             except psycopg.Error as exc:
                 raise JournalError(f"{self.path}: {_line(exc)}; the journal database refused it.") from exc
+
+    def _once(self, fn: Callable[..., T], *args: object) -> T:
+        conn = self._conn if self._conn is not None and not self._conn.closed else self._connect()
+        return fn(conn, *args)
+
+    def _discard(self) -> None:
+        """A connection fault: close this store's connection, and the idle ones kept for this
+        database, which the same restart or network fault has most likely killed too."""
+        if self._conn is not None:
+            with contextlib.suppress(Exception):
+                self._conn.close()
+            self._conn = None
+        _purge_idle(self.url)
 
     def _connect(self) -> psycopg.Connection[Any]:
         pooled = _take_idle(self.url)
@@ -136,14 +154,7 @@ class PostgresJournal(StoreBase):
                 raise
             self._conn = pooled
             return pooled
-        psycopg = _psycopg()
-        try:
-            conn = psycopg.connect(self.url, autocommit=True, connect_timeout=10)
-        except psycopg.Error as exc:
-            raise JournalError(
-                f"{self.path}: cannot connect to the journal database ({_line(exc)}); check the URL and "
-                f"that the server is running."
-            ) from exc
+        conn = _psycopg().connect(self.url, autocommit=True, connect_timeout=10)
         try:
             self._prepare(conn)
         except BaseException:
@@ -172,6 +183,8 @@ class PostgresJournal(StoreBase):
                         (str(SCHEMA_VERSION),),
                     )
         except psycopg.Error as exc:
+            if is_transient(exc):  # the connection failed: retried on a new one
+                raise
             raise JournalError(f"{self.path}: cannot prepare the journal tables ({_line(exc)}).") from exc
         self._check_version(conn)
 
@@ -180,6 +193,8 @@ class PostgresJournal(StoreBase):
         try:
             row = conn.execute("SELECT value FROM jeeves_journal WHERE key = 'schema_version'").fetchone()
         except psycopg.Error as exc:
+            if is_transient(exc):
+                raise
             raise JournalError(
                 f"{self.path}: cannot read the journal's schema version ({_line(exc)})."
             ) from exc
@@ -337,6 +352,16 @@ def _take_idle(url: str) -> psycopg.Connection[Any] | None:
         if not conn.closed and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
             return conn
         conn.close()
+
+
+def _purge_idle(url: str) -> None:
+    """Close every idle pooled connection to `url` (after a fault of one of them)."""
+    with _IDLE_LOCK:
+        dropped = [conn for kept, conn in _IDLE if kept == url]
+        _IDLE[:] = [(kept, conn) for kept, conn in _IDLE if kept != url]
+    for conn in dropped:
+        with contextlib.suppress(Exception):
+            conn.close()
 
 
 def _put_idle(url: str, conn: psycopg.Connection[Any]) -> bool:

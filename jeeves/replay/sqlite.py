@@ -30,6 +30,7 @@ import anyio.to_thread
 
 from jeeves.errors import JournalError, UserError
 from jeeves.journal import DAMAGED, SCHEMA_VERSION, SessionRecord, StepRecord, excerpt
+from jeeves.replay._retry import mark_reached, retry
 from jeeves.replay.base import StoreBase, decode_text, encode_record
 from jeeves.replay.snapshot import RunSnapshot
 
@@ -74,8 +75,9 @@ class SQLiteJournal(StoreBase):
     def _locked(self, fn: Callable[..., T], *args: object) -> T:
         with self._lock:
             conn = self._conn if self._conn is not None else self._connect()
+            mark_reached(str(self.path))  # opened: a locked file is waited for (`jeeves.replay._retry`)
             try:
-                return fn(conn, *args)
+                return retry(functools.partial(fn, conn, *args), where=str(self.path))
             except sqlite3.DatabaseError as exc:
                 raise JournalError(f"{self.path}: {exc}; the journal file is damaged or locked.") from exc
 
