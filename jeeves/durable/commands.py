@@ -22,9 +22,19 @@ from jeeves.durable.submit import WORKER_TIMEOUT_S, submit, wait, wake
 from jeeves.durable.worker import DATABASE_ENV, Worker
 from jeeves.errors import UserError
 from jeeves.invocation import command_line
+from jeeves.replay._retry import DEFAULT_DB_RETRY_S, configure
 from jeeves.replay.postgres import is_database_url
 
-__all__ = ["COMMANDS", "DATABASE_ENV", "add_commands", "dispatch", "runs_journal", "wake_after_decision"]
+__all__ = [
+    "COMMANDS",
+    "DATABASE_ENV",
+    "add_commands",
+    "add_db_retry",
+    "configure_db_retry",
+    "dispatch",
+    "runs_journal",
+    "wake_after_decision",
+]
 
 COMMANDS = ("worker", "submit")
 
@@ -59,6 +69,7 @@ def add_commands(commands: Any) -> None:
     )
     worker.add_argument("--poll", type=float, default=1.0, metavar="S", help="seconds between queue polls")
     worker.add_argument("--offline", action="store_true", help="answer from each spec's [demo] script")
+    add_db_retry(worker)
     worker.add_argument(
         "--spread",
         action=argparse.BooleanOptionalAction,
@@ -87,6 +98,23 @@ def add_commands(commands: Any) -> None:
         metavar="S",
         help=f"refuse a target no worker serves after this long (default: {WORKER_TIMEOUT_S:g})",
     )
+
+
+def add_db_retry(*parsers: argparse.ArgumentParser) -> None:
+    """Add `--db-retry-s` to commands that use a database (worker, serve, run)."""
+    for parser in parsers:
+        parser.add_argument(
+            "--db-retry-s",
+            type=float,
+            default=None,
+            metavar="S",
+            help=f"wait out a database fault this long before failing (default: {DEFAULT_DB_RETRY_S:g})",
+        )
+
+
+def configure_db_retry(args: argparse.Namespace) -> None:
+    """Apply `--db-retry-s` (or `$JEEVES_DB_RETRY_S`) for this process."""
+    configure(getattr(args, "db_retry_s", None))
 
 
 def dispatch(args: argparse.Namespace) -> int:

@@ -37,6 +37,7 @@ from jeeves.durable.spread import Spreader, branch_queue_name, resolve_path
 from jeeves.durable.targets import Target, load_targets, queue_of
 from jeeves.errors import UserError
 from jeeves.journal import SessionRecord, error_type_name
+from jeeves.replay._retry import configure as configure_db_retry
 from jeeves.replay.api import close_journal, open_journal
 from jeeves.replay.base import JournalStore
 from jeeves.replay.eventlog import open_event_log
@@ -107,6 +108,9 @@ class Worker:
             PlanExecute's worker steps) to any worker as branches (`jeeves.durable.spread`).
             Default: on PostgreSQL (many workers), off on SQLite (one). Every worker
             serves the branches of its targets either way.
+        db_retry_s: How long a database fault (a restart, a dead connection, the network)
+            is waited out before a run fails with a `JournalError` saying to resume it
+            (process-wide; default `$JEEVES_DB_RETRY_S`, else 60 s).
     """
 
     def __init__(
@@ -124,7 +128,10 @@ class Worker:
         offline: bool = False,
         approvals: Approvals | None = None,
         spread: bool | None = None,
+        db_retry_s: float | None = None,
     ) -> None:
+        if db_retry_s is not None:
+            configure_db_retry(db_retry_s)
         self.database = database_from_env(database)
         self.journal = journal_for(self.database, journal)
         self.concurrency = check_int(concurrency, name="concurrency", minimum=1)

@@ -137,9 +137,10 @@ def retry(op: Callable[[], T], *, where: str, discard: Callable[[], None] = lamb
                 raise
             now = time.monotonic()
             started = now if started is None else started
-            if now - started + delay > db_retry_s():
+            left = db_retry_s() - (now - started)
+            if left <= 0:
                 raise _unavailable(where, now - started, exc) from exc
-            time.sleep(delay)
+            time.sleep(min(delay, left))
             delay = min(delay * 2, _MAX_DELAY_S)
         else:
             mark_reached(where)
@@ -164,9 +165,10 @@ async def aretry(
                 raise
             now = time.monotonic()
             started = now if started is None else started
-            if now - started + delay > db_retry_s():
+            left = db_retry_s() - (now - started)
+            if left <= 0:
                 raise _unavailable(where, now - started, exc) from exc
-            await anyio.sleep(delay)
+            await anyio.sleep(min(delay, left))
             delay = min(delay * 2, _MAX_DELAY_S)
         else:
             mark_reached(where)
