@@ -60,9 +60,9 @@ async def test_the_journal_and_event_log_wait_out_a_restart_on_fresh_connections
     await store.aclose()  # its connection goes to the pool: after the restart it is dead
     store = PostgresJournal(db)
 
-    restarting = threading.Thread(target=own_postgres.restart, args=(1.5,))
+    own_postgres.stop_server()  # down for 1.5 s: the writes below wait for it
+    restarting = threading.Thread(target=lambda: (time.sleep(1.5), own_postgres.start_server()))
     restarting.start()
-    time.sleep(0.3)  # the server is down now: the writes below wait for it
     await store.put_step(step("r", 1))
     await log.set_status("r", "completed")
     restarting.join()
