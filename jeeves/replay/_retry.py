@@ -6,7 +6,7 @@ operation that fails with a fault of the connection (the server restarted, a poo
 connection died, the network dropped, a SQLite file is locked) has its connection
 discarded by the caller's `discard` (never handed out again) and runs again, after 0.05 s,
 doubling to at most 2 s, until it succeeds or `db_retry_s()` seconds have passed since the
-first failure. Past that bound it raises `DatabaseUnavailable`, a `JournalError` naming
+first failure. Past that bound it raises a `JournalError` naming
 the database (password masked) and saying to resume the run once it is back.
 
 Only a database this process has reached before is waited for (`reached`): a first
@@ -35,7 +35,6 @@ from jeeves.errors import JournalError, UserError
 __all__ = [
     "DEFAULT_DB_RETRY_S",
     "RETRY_ENV",
-    "DatabaseUnavailable",
     "aretry",
     "configure",
     "db_retry_s",
@@ -54,11 +53,6 @@ _FIRST_DELAY_S, _MAX_DELAY_S = 0.05, 2.0
 _bound: list[float] = []
 _reached: set[str] = set()
 _reached_lock = threading.Lock()
-
-
-class DatabaseUnavailable(JournalError):
-    """The database did not answer within the retry bound (`--db-retry-s`); the journal
-    holds every step completed before, so the run resumes once the database is back."""
 
 
 def configure(seconds: float | None) -> float:
@@ -112,9 +106,9 @@ def is_transient(exc: BaseException) -> bool:
     return False
 
 
-def _unavailable(where: str, waited: float, exc: BaseException) -> DatabaseUnavailable:
+def _unavailable(where: str, waited: float, exc: BaseException) -> JournalError:
     line = " ".join(str(exc).split())[:300]
-    return DatabaseUnavailable(
+    return JournalError(
         f"{where}: the database did not answer for {waited:.0f} s (the bound, --db-retry-s, is "
         f"{db_retry_s():g} s; last error {type(exc).__name__}: {line}); every completed step is in the "
         f"journal: once the database is back, resume the run (`jeeves resume`, or start a worker)."
@@ -123,7 +117,7 @@ def _unavailable(where: str, waited: float, exc: BaseException) -> DatabaseUnava
 
 def retry(op: Callable[[], T], *, where: str, discard: Callable[[], None] = lambda: None) -> T:
     """`op()`, run again on a transient fault (after `discard()`) until it succeeds or the
-    bound passes (`DatabaseUnavailable`). Blocking: call it from a worker thread."""
+    bound passes (a `JournalError` saying so). Blocking: call it from a worker thread."""
     started: float | None = None
     delay = _FIRST_DELAY_S
     while True:

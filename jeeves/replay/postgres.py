@@ -41,7 +41,7 @@ import anyio.to_thread
 
 from jeeves.errors import JournalError, UserError
 from jeeves.journal import DAMAGED, SCHEMA_VERSION, SessionRecord, StepRecord, excerpt
-from jeeves.replay._retry import DatabaseUnavailable, is_transient, retry
+from jeeves.replay._retry import is_transient, retry
 from jeeves.replay.base import StoreBase, decode_text, encode_record
 from jeeves.replay.snapshot import RunSnapshot
 
@@ -121,8 +121,6 @@ class PostgresJournal(StoreBase):
         with self._lock:
             try:
                 return retry(functools.partial(self._once, fn, *args), where=self.path, discard=self._discard)
-            except DatabaseUnavailable:
-                raise
             except (psycopg.OperationalError, psycopg.InterfaceError) as exc:  # never reached: fail at once
                 raise JournalError(
                     f"{self.path}: cannot connect to the journal database ({_line(exc)}); check the URL and "
