@@ -18,7 +18,7 @@ import socket
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
@@ -35,12 +35,13 @@ from jeeves.durable.heartbeat import Heartbeat
 from jeeves.durable.runlock import run_lock
 from jeeves.durable.spread import Spreader, branch_queue_name, resolve_path
 from jeeves.durable.targets import Target, load_targets, queue_of
-from jeeves.errors import UserError
+from jeeves.errors import JournalError, UserError
 from jeeves.journal import SessionRecord, error_type_name
 from jeeves.replay._retry import configure as configure_db_retry
+from jeeves.replay._retry import is_unavailable
 from jeeves.replay.api import close_journal, open_journal
 from jeeves.replay.base import JournalStore
-from jeeves.replay.eventlog import open_event_log
+from jeeves.replay.eventlog import ENDED, open_event_log
 from jeeves.replay.postgres import display_url, is_database_url
 from jeeves.replay.recorder import EventRecorder
 from jeeves.runner import RunResult, RunStream
@@ -415,8 +416,8 @@ class _Served:
                 self.status = self.result.status
             except Exception as exc:  # kept: the flusher's task group would wrap it
                 self.failure, self.status = _single(exc), "failed"
-            finally:
-                await self.recorder.close(self.status)  # None: cancelled, the run goes on elsewhere
+            finally:  # None: cancelled, the run goes on elsewhere
+                await _persist(functools.partial(self.recorder.close, self.status))
 
     async def _attempts(self) -> RunResult:
         while True:
@@ -437,31 +438,57 @@ class _Served:
             self.store = open_journal(self.worker.journal)
 
     async def record_failure(self) -> None:
-        """A run that failed before its root session was journaled (its target's build
-        failed, its lock or journal unreachable): record the root as failed, with the cause,
-        so `jeeves runs` and the run's record say why. Best effort: the database may be away."""
+        """A run that failed outside its sessions (its target's build failed, its lock or
+        journal unreachable past the retry bound): record its root as failed, with the
+        cause, so `jeeves runs`, the run's record and `jeeves serve` say why. Written once
+        the database answers again (a database fault is outlasted, not given up on)."""
         failure = self.failure
         if failure is None or "__" in self.session_id:  # a branch: its parent reports it
             return
-        with contextlib.suppress(Exception):
-            if await self.store.get_session(self.session_id) is None:
-                await self.store.put_session(
-                    SessionRecord(
-                        session_id=self.session_id,
-                        role="run",
-                        architecture=self.label,
-                        task=self.task,
-                        status="failed",
-                        stop_reason=error_type_name(failure),
-                        output=str(failure),
-                        created_at=time.time(),
-                    )
-                )
-        with contextlib.suppress(Exception):
-            await self.recorder.log.set_status(self.session_id, "failed")
+        await _persist(self._record_failure)
+        await _persist(functools.partial(self.recorder.log.set_status, self.session_id, "failed"))
+
+    async def _record_failure(self) -> None:
+        assert self.failure is not None
+        record = await self.store.get_session(self.session_id)
+        if record is not None and record.status not in ENDED:
+            record = record.model_copy(
+                update={
+                    "status": "failed",
+                    "stop_reason": error_type_name(self.failure),
+                    "output": str(self.failure),
+                }
+            )
+        elif record is None:
+            record = SessionRecord(
+                session_id=self.session_id,
+                role="run",
+                architecture=self.label,
+                task=self.task,
+                status="failed",
+                stop_reason=error_type_name(self.failure),
+                output=str(self.failure),
+                created_at=time.time(),
+            )
+        else:  # the run's own sessions recorded how it ended
+            return
+        await self.store.put_session(record)
 
     async def close(self) -> None:
         with contextlib.suppress(Exception):
             await close_journal(self.store)
         with contextlib.suppress(Exception):
             await self.recorder.log.aclose()
+
+
+async def _persist(write: Callable[[], Awaitable[None]]) -> None:
+    """`write()`, tried again every second while the database does not answer (past the retry
+    bound: the run already failed, but how it ended must reach the database)."""
+    while True:
+        try:
+            await write()
+            return
+        except JournalError as exc:
+            if not is_unavailable(exc):
+                raise
+        await anyio.sleep(1.0)

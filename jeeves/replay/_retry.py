@@ -39,6 +39,7 @@ __all__ = [
     "configure",
     "db_retry_s",
     "is_transient",
+    "is_unavailable",
     "mark_reached",
     "reached",
     "retry",
@@ -106,18 +107,33 @@ def is_transient(exc: BaseException) -> bool:
     return False
 
 
-def _unavailable(where: str, waited: float, exc: BaseException) -> JournalError:
+def _unavailable(where: str, waited: float, bound: float, exc: BaseException) -> JournalError:
     line = " ".join(str(exc).split())[:300]
-    return JournalError(
+    error = JournalError(
         f"{where}: the database did not answer for {waited:.0f} s (the bound, --db-retry-s, is "
-        f"{db_retry_s():g} s; last error {type(exc).__name__}: {line}); every completed step is in the "
+        f"{bound:g} s; last error {type(exc).__name__}: {line}); every completed step is in the "
         f"journal: once the database is back, resume the run (`jeeves resume`, or start a worker)."
     )
+    error._jeeves_db_unavailable = True  # type: ignore[attr-defined]
+    return error
 
 
-def retry(op: Callable[[], T], *, where: str, discard: Callable[[], None] = lambda: None) -> T:
+def is_unavailable(exc: BaseException) -> bool:
+    """Whether `exc` is the JournalError of a database that did not answer within the bound
+    (worth trying again later, unlike a damaged record)."""
+    return bool(getattr(exc, "_jeeves_db_unavailable", False))
+
+
+def retry(
+    op: Callable[[], T],
+    *,
+    where: str,
+    discard: Callable[[], None] = lambda: None,
+    bound_s: float | None = None,
+) -> T:
     """`op()`, run again on a transient fault (after `discard()`) until it succeeds or the
-    bound passes (a `JournalError` saying so). Blocking: call it from a worker thread."""
+    bound passes (`bound_s`, default `db_retry_s()`; then a `JournalError` saying so).
+    Blocking: call it from a worker thread."""
     started: float | None = None
     delay = _FIRST_DELAY_S
     while True:
@@ -131,9 +147,10 @@ def retry(op: Callable[[], T], *, where: str, discard: Callable[[], None] = lamb
                 raise
             now = time.monotonic()
             started = now if started is None else started
-            left = db_retry_s() - (now - started)
+            bound = db_retry_s() if bound_s is None else bound_s
+            left = bound - (now - started)
             if left <= 0:
-                raise _unavailable(where, now - started, exc) from exc
+                raise _unavailable(where, now - started, bound, exc) from exc
             time.sleep(min(delay, left))
             delay = min(delay * 2, _MAX_DELAY_S)
         else:
@@ -142,7 +159,11 @@ def retry(op: Callable[[], T], *, where: str, discard: Callable[[], None] = lamb
 
 
 async def aretry(
-    op: Callable[[], Awaitable[T]], *, where: str, discard: Callable[[], Awaitable[None]] | None = None
+    op: Callable[[], Awaitable[T]],
+    *,
+    where: str,
+    discard: Callable[[], Awaitable[None]] | None = None,
+    bound_s: float | None = None,
 ) -> T:
     """`retry` for async operations (the run lock's connection)."""
     started: float | None = None
@@ -159,9 +180,10 @@ async def aretry(
                 raise
             now = time.monotonic()
             started = now if started is None else started
-            left = db_retry_s() - (now - started)
+            bound = db_retry_s() if bound_s is None else bound_s
+            left = bound - (now - started)
             if left <= 0:
-                raise _unavailable(where, now - started, exc) from exc
+                raise _unavailable(where, now - started, bound, exc) from exc
             await anyio.sleep(min(delay, left))
             delay = min(delay * 2, _MAX_DELAY_S)
         else:

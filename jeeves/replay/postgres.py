@@ -96,9 +96,14 @@ class PostgresJournal(StoreBase):
         create: False to refuse a database that holds no journal yet (replaying and
             listing use this) instead of creating the tables.
         cached_sessions: How many sessions' steps to keep in memory for reading.
+        retry_s: How long a fault of the database (a restart, a dead connection) is waited
+            out before a call fails with a `JournalError` (default: the process's
+            `--db-retry-s`, 60 s; `jeeves.replay._retry`).
     """
 
-    def __init__(self, url: str, *, create: bool = True, cached_sessions: int = 64) -> None:
+    def __init__(
+        self, url: str, *, create: bool = True, cached_sessions: int = 64, retry_s: float | None = None
+    ) -> None:
         if not is_database_url(url):
             raise UserError(
                 f"url={url!r} is not a PostgreSQL URL; pass 'postgresql://user@host:5432/dbname'."
@@ -107,6 +112,7 @@ class PostgresJournal(StoreBase):
         self.path = display_url(url)
         """Where the journal is, as messages name it (the URL without its password)."""
         self._create = create
+        self._retry_s = retry_s
         self._lock = threading.Lock()
         self._conn: psycopg.Connection[Any] | None = None
         self._cache: OrderedDict[str, dict[int, str]] = OrderedDict()
@@ -120,7 +126,12 @@ class PostgresJournal(StoreBase):
         psycopg = _psycopg()
         with self._lock:
             try:
-                return retry(functools.partial(self._once, fn, *args), where=self.path, discard=self._discard)
+                return retry(
+                    functools.partial(self._once, fn, *args),
+                    where=self.path,
+                    discard=self._discard,
+                    bound_s=self._retry_s,
+                )
             except (psycopg.OperationalError, psycopg.InterfaceError) as exc:  # never reached: fail at once
                 raise JournalError(
                     f"{self.path}: cannot connect to the journal database ({_line(exc)}); check the URL and "
