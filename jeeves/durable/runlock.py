@@ -33,7 +33,7 @@ from typing import Any
 import anyio
 
 from jeeves.errors import JournalError
-from jeeves.replay._retry import aretry, db_retry_s, is_transient
+from jeeves.replay._retry import aretry, db_retry_s
 from jeeves.replay.postgres import display_url
 
 __all__ = ["run_lock"]
@@ -147,10 +147,8 @@ class _Holder:
                 await anyio.wait_readable(fd)
                 try:
                     await self.conn.execute("SELECT 1")
-                except Exception as exc:
-                    if is_transient(exc):
-                        return
-                    raise
+                except Exception:  # whatever it says, the session is no use: take the lock anew
+                    return
         finally:
             os.close(fd)
 
