@@ -23,7 +23,11 @@ to one process's view of a run: a worker opens one per run it executes, and a ru
 executed by one worker at a time (`jeeves.durable`).
 
 Each call runs in a worker thread (`anyio.to_thread`) on one connection guarded by a
-lock, so the event loop never waits on the network, on asyncio and trio alike. Needs
+lock, so the event loop never waits on the network, on asyncio and trio alike. A call that
+meets a fault of the connection (a server restart, a dead pooled connection) discards it,
+and the idle pooled ones of the same database, and runs again on a new one, for at most
+the retry bound (`jeeves.replay._retry`, `--db-retry-s`); past it, a `JournalError` names
+the database and says to resume. Needs
 psycopg 3 (`pip install "jeeves[postgres]"`); `import jeeves` does not import it.
 """
 
