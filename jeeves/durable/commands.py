@@ -151,7 +151,12 @@ def _worker(args: argparse.Namespace) -> int:
             await ready.wait()
             print(f"jeeves worker {worker.worker_id} ready: {', '.join(worker.targets)}", flush=True)
 
-    anyio.run(main, backend="asyncio")
+    try:
+        anyio.run(main, backend="asyncio")
+    except BaseExceptionGroup as group:  # a worker that cannot start says why in one line, not a group
+        if len(group.exceptions) != 1:
+            raise
+        raise group.exceptions[0]  # noqa: B904 (its own cause is kept)
     if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
         # A cancelled run left a blocking call in a worker thread (a sync tool, a socket read);
         # its run is handed over and nothing will read its result, so do not wait for it.

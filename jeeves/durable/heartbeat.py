@@ -34,6 +34,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from jeeves.errors import UserError
 from jeeves.replay._retry import retry
 from jeeves.replay.postgres import display_url
 
@@ -93,8 +94,17 @@ class Heartbeat:
         return psycopg.connect(self.url, autocommit=True, connect_timeout=10)
 
     def register(self) -> None:
-        """Create the table if needed and mark this worker alive (again, if it restarted)."""
-        retry(self._register, where=self.where)
+        """Create the table if needed and mark this worker alive (again, if it restarted);
+        a database that cannot be reached is a UserError naming it (password masked)."""
+        import psycopg
+
+        try:
+            retry(self._register, where=self.where)
+        except psycopg.OperationalError as exc:
+            raise UserError(
+                f"Cannot reach the database {self.where} ({_line(exc)}); check the URL and that the server "
+                f"is running."
+            ) from exc
 
     def _register(self) -> None:
         with self._connect() as conn:

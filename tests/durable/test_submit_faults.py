@@ -72,3 +72,12 @@ def test_a_target_whose_build_fails_on_the_worker_ends_the_run_with_the_cause(
     listed = jeeves_cli("runs", str(folder / "runs.db"), "--json")
     assert "the model registry at registry.internal is unreachable" in listed.stdout
     assert worker.poll() is None  # the worker serves on
+
+
+def test_a_worker_on_a_database_it_cannot_reach_says_so_in_one_line() -> None:
+    done = jeeves_cli(
+        "worker", "tests.durable.archs:actor_critic", "--database", "postgresql://nobody:s3cret@127.0.0.1:1/x"
+    )
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert "Cannot reach the database postgresql://nobody:***@127.0.0.1:1/x" in line and "s3cret" not in line
