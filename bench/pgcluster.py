@@ -80,6 +80,10 @@ class Cluster:
         )
         if done.returncode != 0:
             raise RuntimeError(f"initdb failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
+        self.start_server()
+
+    def start_server(self) -> None:
+        """Start the server on the cluster's data, port and settings (again, after `stop_server`)."""
         server = [
             str(self.bin_dir / "postgres"),
             "-D", str(self.data),
@@ -89,7 +93,7 @@ class Cluster:
             "-c", "fsync=off",  # a throwaway cluster: durability across power cuts is not under test
             "-c", f"max_connections={self.max_connections}",
         ]  # fmt: skip
-        with open(self.log, "wb") as log:
+        with open(self.log, "ab") as log:  # appended: a restarted server keeps the log
             self.process = subprocess.Popen(
                 [*self.prefix, *server], stdout=log, stderr=subprocess.STDOUT, cwd=self.root
             )
@@ -127,14 +131,25 @@ class Cluster:
             conn.execute(f'CREATE DATABASE "{name}"')  # type: ignore[arg-type]
         return self.url(name)
 
-    def stop(self) -> None:
+    def stop_server(self, *, immediate: bool = False) -> None:
+        """Stop the server, keeping its data: a fast shutdown (SIGINT: clients are told and
+        disconnected), or with `immediate` a crash-like stop (SIGQUIT: recovery at start)."""
         if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(2)  # SIGINT: fast shutdown (disconnect clients, stop cleanly)
+            self.process.send_signal(3 if immediate else 2)
             try:
                 self.process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(timeout=30)
+
+    def restart(self, down_s: float = 0.0) -> None:
+        """Stop the server, keep it down `down_s` seconds, start it again (ready on return)."""
+        self.stop_server()
+        time.sleep(down_s)  # the outage under test lasts this long
+        self.start_server()
+
+    def stop(self) -> None:
+        self.stop_server()
         shutil.rmtree(self.root, ignore_errors=True)
 
 

@@ -199,6 +199,7 @@ def _build_parser() -> argparse.ArgumentParser:
     rejudge.add_argument("--live", action="store_true", help="call LLM critics' models (default: skip them)")
     rejudge.add_argument("--json", action="store_true", help="print one JSON object per changed verdict")
     durable_commands.add_commands(commands)
+    durable_commands.add_db_retry(commands.choices["serve"], commands.choices["run"])
     return parser
 
 
@@ -386,6 +387,7 @@ def _gate_command(args: argparse.Namespace) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
+    durable_commands.configure_db_retry(args)
     if args.command in ("run", "validate"):
         return _spec_command(args)
     if args.command == "demo":
@@ -398,6 +400,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _view(args)
     if args.command == "runs":
         journal = args.journal or os.environ.get(durable_commands.DATABASE_ENV) or _demo_journal()
+        journal = durable_commands.runs_journal(journal)
         return anyio.run(runs_command, journal, bool(args.json), args.status, bool(args.watch))
     if args.command in ("approve", "deny", "resume"):
         return _gate_command(args)

@@ -4,6 +4,10 @@
 The cluster itself is `bench/pgcluster.py` (shared with bench/durable.py, which must run
 without pytest). Without the binaries the tests that need a server skip, saying how to
 install them. No mock database: every `postgres` test talks to this server.
+
+Fault tests take a server of their own (`own_postgres`, one per test module) and stop,
+start or restart it (`Cluster.stop_server`, `start_server`, `restart(down_s)`) while runs,
+gates and followers use it, without disturbing the session's server.
 """
 
 from __future__ import annotations
@@ -14,12 +18,22 @@ import pytest
 
 from bench.pgcluster import INSTALL, Cluster, find_binaries
 
-__all__ = ["INSTALL", "Cluster", "find_binaries", "postgres_cluster", "postgres_url"]
+__all__ = ["INSTALL", "Cluster", "find_binaries", "own_postgres", "postgres_cluster", "postgres_url"]
 
 
 @pytest.fixture(scope="session")
 def postgres_cluster() -> Iterator[Cluster]:
     """A PostgreSQL server for the whole test session (skips when the binaries are absent)."""
+    yield from _cluster()
+
+
+@pytest.fixture(scope="module")
+def own_postgres() -> Iterator[Cluster]:
+    """A PostgreSQL server for one test module, to stop and restart (skips as above)."""
+    yield from _cluster()
+
+
+def _cluster() -> Iterator[Cluster]:
     bin_dir = find_binaries()
     if bin_dir is None:
         pytest.skip(

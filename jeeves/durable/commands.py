@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import os
 import signal
@@ -17,12 +18,23 @@ from typing import Any
 import anyio
 
 from jeeves.approvals import APPROVAL_MODES, Approvals
-from jeeves.durable.submit import submit, wait, wake
+from jeeves.durable.submit import WORKER_TIMEOUT_S, submit, wait, wake
 from jeeves.durable.worker import DATABASE_ENV, Worker
+from jeeves.errors import UserError
 from jeeves.invocation import command_line
+from jeeves.replay._retry import DEFAULT_DB_RETRY_S, configure
 from jeeves.replay.postgres import is_database_url
 
-__all__ = ["COMMANDS", "DATABASE_ENV", "add_commands", "dispatch", "wake_after_decision"]
+__all__ = [
+    "COMMANDS",
+    "DATABASE_ENV",
+    "add_commands",
+    "add_db_retry",
+    "configure_db_retry",
+    "dispatch",
+    "runs_journal",
+    "wake_after_decision",
+]
 
 COMMANDS = ("worker", "submit")
 
@@ -57,6 +69,7 @@ def add_commands(commands: Any) -> None:
     )
     worker.add_argument("--poll", type=float, default=1.0, metavar="S", help="seconds between queue polls")
     worker.add_argument("--offline", action="store_true", help="answer from each spec's [demo] script")
+    add_db_retry(worker)
     worker.add_argument(
         "--spread",
         action=argparse.BooleanOptionalAction,
@@ -78,6 +91,30 @@ def add_commands(commands: Any) -> None:
     sub.add_argument("--session-id", default=None, metavar="ID", help="the run's root session id")
     sub.add_argument("--database", **database)
     sub.add_argument("--wait", action="store_true", help="wait for the run to end and print its output")
+    sub.add_argument(
+        "--worker-timeout",
+        type=float,
+        default=WORKER_TIMEOUT_S,
+        metavar="S",
+        help=f"refuse a target no worker serves after this long (default: {WORKER_TIMEOUT_S:g})",
+    )
+
+
+def add_db_retry(*parsers: argparse.ArgumentParser) -> None:
+    """Add `--db-retry-s` to commands that use a database (worker, serve, run)."""
+    for parser in parsers:
+        parser.add_argument(
+            "--db-retry-s",
+            type=float,
+            default=None,
+            metavar="S",
+            help=f"wait out a database fault this long before failing (default: {DEFAULT_DB_RETRY_S:g})",
+        )
+
+
+def configure_db_retry(args: argparse.Namespace) -> None:
+    """Apply `--db-retry-s` (or `$JEEVES_DB_RETRY_S`) for this process."""
+    configure(getattr(args, "db_retry_s", None))
 
 
 def dispatch(args: argparse.Namespace) -> int:
@@ -101,6 +138,10 @@ def _worker(args: argparse.Namespace) -> int:
         approvals=Approvals(ask=tuple(args.ask)) if args.ask else None,
         spread=args.spread,
     )
+    if not args.offline and any(target.endswith(".toml") for target in args.targets):
+        from jeeves.models.litellm import preload  # a spec's live routes call litellm: load it now
+
+        preload()  # so a fresh standby takes a run over as fast as a warm worker
 
     async def main() -> None:
         ready = anyio.Event()
@@ -110,7 +151,12 @@ def _worker(args: argparse.Namespace) -> int:
             await ready.wait()
             print(f"jeeves worker {worker.worker_id} ready: {', '.join(worker.targets)}", flush=True)
 
-    anyio.run(main, backend="asyncio")
+    try:
+        anyio.run(main, backend="asyncio")
+    except BaseExceptionGroup as group:  # a worker that cannot start says why in one line, not a group
+        if len(group.exceptions) != 1:
+            raise
+        raise group.exceptions[0]  # noqa: B904 (its own cause is kept)
     if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
         # A cancelled run left a blocking call in a worker thread (a sync tool, a socket read);
         # its run is handed over and nothing will read its result, so do not wait for it.
@@ -129,7 +175,13 @@ async def _stop_on_signal(scope: anyio.CancelScope) -> None:
 
 
 async def _submit(args: argparse.Namespace) -> int:
-    session_id = await submit(args.target, args.task, session_id=args.session_id, database=args.database)
+    session_id = await submit(
+        args.target,
+        args.task,
+        session_id=args.session_id,
+        database=args.database,
+        worker_timeout_s=args.worker_timeout,
+    )
     print(session_id, flush=True)
     if not args.wait:
         return 0
@@ -143,6 +195,36 @@ async def _submit(args: argparse.Namespace) -> int:
         return 1
     print(outcome.get("text", ""), flush=True)
     return 0
+
+
+def runs_journal(value: str) -> str:
+    """The journal `jeeves runs` reads for `value` (an argument or `$JEEVES_DATABASE`): a
+    `sqlite:///path` URL is the file at `path`; DBOS's own SQLite file, which holds no runs,
+    is refused with a line naming the workers' journal."""
+    if not value.startswith("sqlite:///"):
+        return value
+    path = value.removeprefix("sqlite:///")
+    if _is_dbos_file(path):
+        raise UserError(
+            f"{value!r} is DBOS's database, which holds no runs; on SQLite the runs are in the workers' "
+            f"journal: give it, e.g. `jeeves runs runs.db` (the file given to `jeeves worker --journal`)."
+        )
+    return path
+
+
+def _is_dbos_file(path: str) -> bool:
+    import sqlite3
+
+    if not os.path.isfile(path):
+        return False
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+            tables = {
+                str(name) for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            }
+    except sqlite3.DatabaseError:
+        return False
+    return "workflow_status" in tables and "jeeves_journal" not in tables
 
 
 async def wake_after_decision(journal: str, session_id: str) -> str | None:

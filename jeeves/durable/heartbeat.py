@@ -12,6 +12,12 @@ queue's atomic dequeue then admits one runner). The run starts again from its jo
 completed steps are served, the step that was in flight runs again under the same
 `(session_id, step)` key.
 
+A worker that was itself cut off (the database restarted, the network dropped) never
+declares the others dead on its return: it claims only workers whose lease lapsed while it
+was connected, so it first gives them one takeover period from its reconnection to beat
+again (`beat`). An outage longer than the takeover time therefore takes nobody over, and a
+worker that really died is taken over one takeover period after the database came back.
+
 Fencing: a worker that finds its own row `dead` (it stalled past the takeover time, and its
 runs now belong to another) stops at once, so a stall cannot become two runners for long.
 A worker that stops cleanly marks its heartbeat expired after its runs are cancelled, so
@@ -27,6 +33,10 @@ import socket
 import threading
 from collections.abc import Callable
 from typing import Any
+
+from jeeves.errors import UserError
+from jeeves.replay._retry import retry
+from jeeves.replay.postgres import display_url
 
 __all__ = ["Heartbeat"]
 
@@ -69,6 +79,9 @@ class Heartbeat:
         self._thread: threading.Thread | None = None
         self.taken_over: list[str] = []
         """Ids of the workers this one took over, in order."""
+        self.where = display_url(url)
+        self.connected_at: Any = None
+        """When this worker's heartbeat connection was last made (database time)."""
         self.claiming = True
         """Whether a beat also takes over silent workers. A starting worker beats with this
         off, from its registration on, so a slow start-up (importing and launching DBOS can
@@ -81,7 +94,19 @@ class Heartbeat:
         return psycopg.connect(self.url, autocommit=True, connect_timeout=10)
 
     def register(self) -> None:
-        """Create the table if needed and mark this worker alive (again, if it restarted)."""
+        """Create the table if needed and mark this worker alive (again, if it restarted);
+        a database that cannot be reached is a UserError naming it (password masked)."""
+        import psycopg
+
+        try:
+            retry(self._register, where=self.where)
+        except psycopg.OperationalError as exc:
+            raise UserError(
+                f"Cannot reach the database {self.where} ({_line(exc)}); check the URL and that the server "
+                f"is running."
+            ) from exc
+
+    def _register(self) -> None:
         with self._connect() as conn:
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
@@ -102,21 +127,37 @@ class Heartbeat:
 
     def _loop(self) -> None:
         conn: Any = None
+        failing = False
         while not self._stop.is_set():
             try:
-                conn = conn if conn is not None and not conn.closed else self._connect()
+                if conn is None or conn.closed:
+                    conn = self._connect()
+                    self.connected_at = conn.execute("SELECT now()").fetchone()[0]
                 self.beat(conn)
+                failing = False
             except Exception as exc:  # the database is away: keep trying; the next beat reconnects
                 if conn is not None:
                     conn.close()
                 conn = None
-                print(f"jeeves worker {self.worker_id}: heartbeat failed: {exc}", flush=True)
-            self._stop.wait(self.heartbeat_s)
+                if not failing:  # once per outage, not once per try
+                    print(
+                        f"jeeves worker {self.worker_id}: heartbeat failed, retrying: {_line(exc)}",
+                        flush=True,
+                    )
+                failing = True
+            # Back from an outage as soon as the database is: retry at once, then each beat.
+            self._stop.wait(min(self.heartbeat_s, 0.5) if failing else self.heartbeat_s)
         if conn is not None:
             conn.close()
 
     def beat(self, conn: Any) -> list[str]:
-        """Renew this worker's heartbeat, then take over the silent ones; returns their ids."""
+        """Renew this worker's heartbeat, then take over the silent ones; returns their ids.
+
+        A worker is taken over only when its lease lapsed while this one was connected: its
+        heartbeat is older than `takeover_after_s`, and this worker's connection has been up
+        for `takeover_after_s` too (database time both). So after an outage that cut every
+        worker off, each reconnected worker first gives the others one takeover period to
+        beat again, and only the ones that stay silent are taken over."""
         renewed = conn.execute(
             "UPDATE jeeves_workers SET heartbeat_at = now() WHERE worker_id = %s AND status = 'alive'",
             (self.worker_id,),
@@ -134,8 +175,15 @@ class Heartbeat:
             for (worker_id,) in conn.execute(
                 "UPDATE jeeves_workers SET status = 'dead', taken_over_by = %s, taken_over_at = now() "
                 "WHERE status = 'alive' AND worker_id <> %s "
-                "AND heartbeat_at < now() - make_interval(secs => %s) RETURNING worker_id",
-                (self.worker_id, self.worker_id, self.takeover_after_s),
+                "AND heartbeat_at < now() - make_interval(secs => %s) "
+                "AND COALESCE(%s::timestamptz, '-infinity') <= now() - make_interval(secs => %s) RETURNING worker_id",
+                (
+                    self.worker_id,
+                    self.worker_id,
+                    self.takeover_after_s,
+                    self.connected_at,
+                    self.takeover_after_s,
+                ),
             ).fetchall()
         ]
         if dead:
@@ -150,8 +198,15 @@ class Heartbeat:
         if self._thread is not None:
             self._thread.join(timeout=self.heartbeat_s + 15)
         if hand_over:
-            with self._connect() as conn:
-                conn.execute(
-                    "UPDATE jeeves_workers SET heartbeat_at = 'epoch' WHERE worker_id = %s AND status = 'alive'",
-                    (self.worker_id,),
-                )
+            retry(self._expire, where=self.where)
+
+    def _expire(self) -> None:
+        with self._connect() as conn:
+            conn.execute(
+                "UPDATE jeeves_workers SET heartbeat_at = 'epoch' WHERE worker_id = %s AND status = 'alive'",
+                (self.worker_id,),
+            )
+
+
+def _line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300]

@@ -31,7 +31,7 @@ from jeeves.architecture import Architecture
 from jeeves.branch import placement_of
 from jeeves.context import Context
 from jeeves.durable import engine
-from jeeves.durable.targets import QUEUE_PREFIX, target_name
+from jeeves.durable.targets import QUEUE_PREFIX
 from jeeves.errors import JournalError, UserError
 from jeeves.journal import TERMINAL
 
@@ -41,10 +41,10 @@ PathKey = str | int
 _MAX_DEPTH = 6
 
 
-def branch_queue_name(target: str) -> str:
-    """The DBOS queue the branches of `target`'s runs wait on (apart from its runs, so a
-    parent holding a run slot never waits for a run slot)."""
-    return f"{QUEUE_PREFIX}branch:{target_name(target)}"
+def branch_queue_name(name: str) -> str:
+    """The DBOS queue the branches of the runs of the target named `name` (a `target_name`)
+    wait on (apart from its runs, so a parent holding a run slot never waits for a run slot)."""
+    return f"{QUEUE_PREFIX}branch:{name}"
 
 
 def _children(node: object) -> list[tuple[PathKey, object]]:

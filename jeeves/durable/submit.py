@@ -9,22 +9,31 @@ so a retried `jeeves submit` is safe.
 from __future__ import annotations
 
 import functools
+import importlib.util
+import time
 from typing import Any
 
 import anyio.to_thread
 
+from jeeves.checks import check_number
 from jeeves.durable import engine
 from jeeves.durable.targets import queue_name, target_name
 from jeeves.durable.worker import database_from_env
 from jeeves.errors import UserError
 from jeeves.ids import new_root_id, validate_root_id
+from jeeves.replay.postgres import display_url
 
 __all__ = ["submit", "wait", "wake"]
 
 
-def _enqueue(database: str, target: str, task: str, session_id: str) -> str:
+WORKER_TIMEOUT_S = 10.0
+"""How long `submit` waits for a worker to serve a target no worker registered yet."""
+
+
+def _enqueue(database: str, target: str, task: str, session_id: str, worker_timeout_s: float) -> str:
     client = engine.client(database)
     try:
+        _await_worker(client, database, target, worker_timeout_s)
         options = {
             "queue_name": queue_name(target),
             "workflow_name": engine.WORKFLOW_NAME,
@@ -37,21 +46,68 @@ def _enqueue(database: str, target: str, task: str, session_id: str) -> str:
         client.destroy()
 
 
+def _await_worker(client: Any, database: str, target: str, timeout_s: float) -> None:
+    """Return once a worker has registered `target`'s queue in `database` (it serves the
+    target, or did: runs wait on the queue for the next one); past `timeout_s`, a UserError
+    saying no worker serves it. A run queued for a target nobody serves would wait forever."""
+    name = queue_name(target)
+    deadline = time.monotonic() + timeout_s
+    while not _queue_registered(client, name):
+        if time.monotonic() >= deadline:
+            raise UserError(_no_worker(database, target, name, timeout_s))
+        time.sleep(0.2)  # a worker starting now registers its queues within its start-up
+
+
+def _queue_registered(client: Any, name: str) -> bool:
+    import sqlalchemy.exc  # DBOS's dependency
+
+    try:
+        return client.retrieve_queue(name) is not None
+    except sqlalchemy.exc.DatabaseError:  # a database no worker ever used: DBOS's tables are not there
+        return False
+
+
+def _no_worker(database: str, target: str, queue: str, timeout_s: float) -> str:
+    where = display_url(database)
+    why = f"no worker on {where} serves target {target!r} (its queue {queue!r} was not registered within {timeout_s:g} s)"
+    module = target.partition(":")[0] if ":" in target and not target.endswith(".toml") else None
+    if module and not _importable(module):
+        why += f", and module {module!r} is not importable here either: check the name"
+    return f"{why}; start one first: `jeeves worker {target} --database {where}`."
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 async def submit(
-    target: str, task: str, *, session_id: str | None = None, database: str | None = None
+    target: str,
+    task: str,
+    *,
+    session_id: str | None = None,
+    database: str | None = None,
+    worker_timeout_s: float = WORKER_TIMEOUT_S,
 ) -> str:
     """Queue a run of `target` (a spec file or 'module:attr', as the workers name it) on
     `task`; returns its root session id (generated when not given).
 
-    `database` defaults to `$JEEVES_DATABASE`. Follow the run with `wait`, `jeeves runs`
-    or `jeeves replay` on the journal the workers record into.
+    `database` defaults to `$JEEVES_DATABASE`. A target no worker has served on this
+    database (its queue is not registered) is refused with a UserError after waiting
+    `worker_timeout_s` for one to start. Follow the run with `wait`, `jeeves runs` or
+    `jeeves replay` on the journal the workers record into.
     """
     if not isinstance(task, str) or not task.strip():
         raise UserError(f"task={task!r} is empty; give the run something to do.")
     target_name(target)
+    check_number(worker_timeout_s, name="worker_timeout_s", minimum=0)
     root = validate_root_id(session_id) if session_id is not None else new_root_id()
     url = database_from_env(database)
-    return await anyio.to_thread.run_sync(functools.partial(_enqueue, url, target, task, root))
+    return await anyio.to_thread.run_sync(
+        functools.partial(_enqueue, url, target, task, root, worker_timeout_s)
+    )
 
 
 async def wait(

@@ -24,7 +24,7 @@ from jeeves.errors import UserError
 from jeeves.models.router import Router
 from jeeves.replay.source import resolve_ref, source_of
 
-__all__ = ["QUEUE_PREFIX", "Target", "load_targets", "queue_name", "target_name"]
+__all__ = ["QUEUE_PREFIX", "Target", "load_targets", "queue_name", "queue_of", "target_name"]
 
 QUEUE_PREFIX = "jeeves:"
 
@@ -45,7 +45,12 @@ def target_name(target: str) -> str:
 
 def queue_name(target: str) -> str:
     """The DBOS queue runs of `target` wait on."""
-    return QUEUE_PREFIX + target_name(target)
+    return queue_of(target_name(target))
+
+
+def queue_of(name: str) -> str:
+    """The DBOS queue of the target named `name` (a `target_name`, as a worker keys it)."""
+    return QUEUE_PREFIX + name
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import socket
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
@@ -34,15 +34,17 @@ from jeeves.durable import engine
 from jeeves.durable.heartbeat import Heartbeat
 from jeeves.durable.runlock import run_lock
 from jeeves.durable.spread import Spreader, branch_queue_name, resolve_path
-from jeeves.durable.targets import Target, load_targets, queue_name
-from jeeves.errors import JeevesError, UserError
-from jeeves.journal import error_type_name
+from jeeves.durable.targets import Target, load_targets, queue_of
+from jeeves.errors import JournalError, UserError
+from jeeves.journal import SessionRecord, error_type_name
+from jeeves.replay._retry import configure as configure_db_retry
+from jeeves.replay._retry import is_unavailable
 from jeeves.replay.api import close_journal, open_journal
 from jeeves.replay.base import JournalStore
-from jeeves.replay.eventlog import open_event_log
+from jeeves.replay.eventlog import ENDED, open_event_log
 from jeeves.replay.postgres import display_url, is_database_url
 from jeeves.replay.recorder import EventRecorder
-from jeeves.runner import RunStream
+from jeeves.runner import RunResult, RunStream
 from jeeves.runner import stream as stream_architecture
 
 __all__ = ["DATABASE_ENV", "Worker", "database_from_env", "journal_for"]
@@ -76,7 +78,8 @@ def journal_for(database: str, journal: str | None) -> str:
     if is_database_url(database):
         return database
     raise UserError(
-        f"database={database!r} is SQLite: give the runs a journal of their own (journal='runs.db'); "
+        f"database={database!r} is SQLite: give the runs a journal of their own (--journal runs.db, "
+        f"or journal='runs.db' in code); "
         f"DBOS's tables and jeeves' journal do not share a SQLite file."
     )
 
@@ -106,6 +109,9 @@ class Worker:
             PlanExecute's worker steps) to any worker as branches (`jeeves.durable.spread`).
             Default: on PostgreSQL (many workers), off on SQLite (one). Every worker
             serves the branches of its targets either way.
+        db_retry_s: How long a database fault (a restart, a dead connection, the network)
+            is waited out before a run fails with a `JournalError` saying to resume it
+            (process-wide; default `$JEEVES_DB_RETRY_S`, else 60 s).
     """
 
     def __init__(
@@ -123,7 +129,10 @@ class Worker:
         offline: bool = False,
         approvals: Approvals | None = None,
         spread: bool | None = None,
+        db_retry_s: float | None = None,
     ) -> None:
+        if db_retry_s is not None:
+            configure_db_retry(db_retry_s)
         self.database = database_from_env(database)
         self.journal = journal_for(self.database, journal)
         self.concurrency = check_int(concurrency, name="concurrency", minimum=1)
@@ -227,55 +236,37 @@ class Worker:
     ) -> dict[str, Any]:
         """Execute a run (or a branch) under its lock, recording its events, until it ends:
         at a gate nobody decided yet it waits here, durably, for a decision, then goes on from
-        the journal."""
-        store = open_journal(self.journal)
-        recorder = EventRecorder(open_event_log(self.journal), session_id, architecture=label, task=task)
+        the journal.
+
+        Whatever stops it is returned as the run's failure, typed (`Type: message`): a
+        JeevesError (a database past its retry bound is a `JournalError` saying to resume),
+        or an error of the target's own code (a build that fails); never an exception group."""
         scope = anyio.CancelScope()
         self._running.add(scope)
-        status: str | None = None
-        failure: JeevesError | None = None
+        run = _Served(self, session_id, label, task, attempt)
         try:
             with scope:
-                async with self._exclusive(session_id), anyio.create_task_group() as flusher:
-                    await recorder.open()
-                    flusher.start_soon(recorder.run)
-                    try:
-                        while True:
-                            async with attempt(store) as events:
-                                recorder.new_attempt()
-                                async for event in events:
-                                    recorder.add(event)
-                                result = await events.result()
-                            if result.status != "awaiting_approval":
-                                break
-                            pending = [gate.gate_id for gate in result.pending]
-                            await recorder.set_status("awaiting_approval")
-                            await engine.publish({"status": "awaiting_approval", "pending": pending})
-                            await engine.receive(_gate_wait(result.pending))
-                            await engine.publish({"status": "running"})
-                            await recorder.set_status("running")
-                            await close_journal(store)  # a fresh store reads the decision recorded elsewhere
-                            store = open_journal(self.journal)
-                        status = result.status
-                    except JeevesError as exc:  # kept, not raised: the task group would wrap it
-                        status, failure = "failed", exc
-                    finally:
-                        await recorder.close(status)  # None: cancelled, the run goes on elsewhere
+                try:
+                    await run.serve()
+                except Exception as exc:  # kept, not raised: DBOS would record an untyped error
+                    run.failure = _single(exc)
+                if run.failure is not None:
+                    await run.record_failure()
         finally:
             self._running.discard(scope)
             if not self._running and self._drained is not None:
                 self._drained.set()
             with anyio.CancelScope(shield=True):
-                await close_journal(store)
-                await recorder.log.aclose()
-        if failure is not None:
+                await run.close()
+        if run.failure is not None:
             return {
                 "session_id": session_id,
                 "status": "failed",
-                "error": f"{error_type_name(failure)}: {failure}",
+                "error": f"{error_type_name(run.failure)}: {run.failure}",
             }
-        if scope.cancelled_caught:  # this worker is stopping: the run is handed over, unfinished
+        if scope.cancelled_caught or run.result is None:  # stopping: the run is handed over, unfinished
             raise anyio.get_cancelled_exc_class()()
+        result = run.result
         outcome: dict[str, Any] = {
             "session_id": session_id,
             "status": result.status,
@@ -323,7 +314,7 @@ class Worker:
             await anyio.to_thread.run_sync(self.heartbeat.register)
             self.heartbeat.claiming = False  # beat while DBOS starts, take nobody over yet
             self.heartbeat.start()
-        queues = {queue_name(name): self.global_concurrency for name in self.targets}
+        queues = {queue_of(name): self.global_concurrency for name in self.targets}
         queues.update({branch_queue_name(name): self.global_concurrency for name in self.targets})
         try:
             engine.launch(
@@ -386,3 +377,118 @@ def _gate_wait(pending: Sequence[PendingGate]) -> float:
     if not expiries:
         return GATE_RECHECK_S
     return max(1.0, min(GATE_RECHECK_S, min(expiries) - time.time() + 0.5))
+
+
+def _single(exc: BaseException) -> BaseException:
+    """The error inside an exception group (a task group's), the first when several."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+class _Served:
+    """One run (or branch) a worker executes: its journal, its event recorder, its attempts."""
+
+    def __init__(
+        self,
+        worker: Worker,
+        session_id: str,
+        label: str,
+        task: str,
+        attempt: Callable[[JournalStore], AbstractAsyncContextManager[RunStream]],
+    ) -> None:
+        self.worker, self.session_id, self.label, self.task = worker, session_id, label, task
+        self.attempt = attempt
+        self.store = open_journal(worker.journal)
+        self.recorder = EventRecorder(
+            open_event_log(worker.journal), session_id, architecture=label, task=task
+        )
+        self.result: RunResult | None = None
+        self.failure: BaseException | None = None
+        self.status: str | None = None
+
+    async def serve(self) -> None:
+        async with self.worker._exclusive(self.session_id), anyio.create_task_group() as flusher:
+            await self.recorder.open()
+            flusher.start_soon(self.recorder.run)
+            try:
+                self.result = await self._attempts()
+                self.status = self.result.status
+            except Exception as exc:  # kept: the flusher's task group would wrap it
+                self.failure, self.status = _single(exc), "failed"
+            finally:  # None: cancelled, the run goes on elsewhere
+                await _persist(functools.partial(self.recorder.close, self.status))
+
+    async def _attempts(self) -> RunResult:
+        while True:
+            async with self.attempt(self.store) as events:
+                self.recorder.new_attempt()
+                async for event in events:
+                    self.recorder.add(event)
+                result = await events.result()
+            if result.status != "awaiting_approval":
+                return result
+            pending = [gate.gate_id for gate in result.pending]
+            await self.recorder.set_status("awaiting_approval")
+            await engine.publish({"status": "awaiting_approval", "pending": pending})
+            await engine.receive(_gate_wait(result.pending))
+            await engine.publish({"status": "running"})
+            await self.recorder.set_status("running")
+            await close_journal(self.store)  # a fresh store reads the decision recorded elsewhere
+            self.store = open_journal(self.worker.journal)
+
+    async def record_failure(self) -> None:
+        """A run that failed outside its sessions (its target's build failed, its lock or
+        journal unreachable past the retry bound): record its root as failed, with the
+        cause, so `jeeves runs`, the run's record and `jeeves serve` say why. Written once
+        the database answers again (a database fault is outlasted, not given up on)."""
+        failure = self.failure
+        if failure is None or "__" in self.session_id:  # a branch: its parent reports it
+            return
+        await _persist(self._record_failure)
+        await _persist(functools.partial(self.recorder.log.set_status, self.session_id, "failed"))
+
+    async def _record_failure(self) -> None:
+        assert self.failure is not None
+        record = await self.store.get_session(self.session_id)
+        if record is not None and record.status not in ENDED:
+            record = record.model_copy(
+                update={
+                    "status": "failed",
+                    "stop_reason": error_type_name(self.failure),
+                    "output": str(self.failure),
+                }
+            )
+        elif record is None:
+            record = SessionRecord(
+                session_id=self.session_id,
+                role="run",
+                architecture=self.label,
+                task=self.task,
+                status="failed",
+                stop_reason=error_type_name(self.failure),
+                output=str(self.failure),
+                created_at=time.time(),
+            )
+        else:  # the run's own sessions recorded how it ended
+            return
+        await self.store.put_session(record)
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await close_journal(self.store)
+        with contextlib.suppress(Exception):
+            await self.recorder.log.aclose()
+
+
+async def _persist(write: Callable[[], Awaitable[None]]) -> None:
+    """`write()`, tried again every second while the database does not answer (past the retry
+    bound: the run already failed, but how it ended must reach the database)."""
+    while True:
+        try:
+            await write()
+            return
+        except JournalError as exc:
+            if not is_unavailable(exc):
+                raise
+        await anyio.sleep(1.0)

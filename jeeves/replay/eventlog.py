@@ -92,22 +92,30 @@ class EventLog(Protocol):
         """The most recently updated runs, newest first."""
         ...
 
+    async def recorded_status(self, root: str) -> str | None:
+        """How the journal beside the log says run `root` ended (`ENDED`), or None while it
+        has not: what a reader trusts when the log's own status write was lost."""
+        ...
+
     async def aclose(self) -> None: ...
 
 
-def open_event_log(target: str | os.PathLike[str], *, create: bool = True) -> EventLog:
+def open_event_log(
+    target: str | os.PathLike[str], *, create: bool = True, retry_s: float | None = None
+) -> EventLog:
     """The event log in the database at `target`: a `postgresql://` URL, or a SQLite
     journal file (a path, or `sqlite:///path`). `create=False` refuses a database that
-    holds no journal yet, instead of creating one. Connects on first use."""
+    holds no journal yet, instead of creating one; `retry_s` bounds how long a database
+    fault is waited out (default: the process's `--db-retry-s`). Connects on first use."""
     from jeeves.replay.eventlog_sql import PostgresEventLog, SQLiteEventLog
     from jeeves.replay.postgres import is_database_url
 
     if is_database_url(target):
-        return PostgresEventLog(str(target), create=create)
+        return PostgresEventLog(str(target), create=create, retry_s=retry_s)
     if isinstance(target, str) and target.startswith("sqlite:///"):
         target = target.removeprefix("sqlite:///")
     if isinstance(target, str | os.PathLike) and str(target) and not str(target).endswith(".jsonl"):
-        return SQLiteEventLog(target, create=create)
+        return SQLiteEventLog(target, create=create, retry_s=retry_s)
     raise UserError(
         f"database={target!r} cannot hold an event log; give 'postgresql://user@host/db' or a SQLite "
         f"journal file ('runs.db', 'sqlite:///runs.db')."

@@ -24,7 +24,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from jeeves.events import Event, event_from_json, event_to_json
-from jeeves.replay.eventlog import LoggedRun
+from jeeves.replay.eventlog import ENDED, LoggedRun
 from jeeves.replay.postgres import PostgresJournal
 from jeeves.replay.sqlite import SQLiteJournal
 
@@ -147,6 +147,14 @@ class _SqlEventLog:
         )
         return [_logged(row) for row in rows]
 
+    async def recorded_status(self, root: str) -> str | None:
+        """How the journal says run `root` ended (its root session's status), or None while
+        it has not (or holds no such run)."""
+        record = await self._journal.get_session(root)
+        if record is None or record.status not in ENDED:
+            return None
+        return str(record.status)
+
     async def aclose(self) -> None:
         await self._journal.aclose()
 
@@ -162,9 +170,11 @@ def _logged(row: Sequence[Any]) -> LoggedRun:
 class SQLiteEventLog(_SqlEventLog):
     """The event log in a SQLite journal file (WAL: followers read beside the writer)."""
 
-    def __init__(self, path: str | os.PathLike[str], *, create: bool = True) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, create: bool = True, retry_s: float | None = None
+    ) -> None:
         super().__init__()
-        self._journal = SQLiteJournal(path, create=create)
+        self._journal = SQLiteJournal(path, create=create, retry_s=retry_s)
 
     @contextlib.contextmanager
     def _transaction(self, conn: Any) -> Iterator[Any]:
@@ -186,9 +196,9 @@ class PostgresEventLog(_SqlEventLog):
     _param = "%s"
     _types = {"int": "BIGINT", "real": "DOUBLE PRECISION"}
 
-    def __init__(self, url: str, *, create: bool = True) -> None:
+    def __init__(self, url: str, *, create: bool = True, retry_s: float | None = None) -> None:
         super().__init__()
-        self._journal = PostgresJournal(url, create=create)
+        self._journal = PostgresJournal(url, create=create, retry_s=retry_s)
 
     def _transaction(self, conn: Any) -> contextlib.AbstractContextManager[Any]:
         return conn.transaction()  # type: ignore[no-any-return]

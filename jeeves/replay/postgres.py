@@ -23,12 +23,17 @@ to one process's view of a run: a worker opens one per run it executes, and a ru
 executed by one worker at a time (`jeeves.durable`).
 
 Each call runs in a worker thread (`anyio.to_thread`) on one connection guarded by a
-lock, so the event loop never waits on the network, on asyncio and trio alike. Needs
+lock, so the event loop never waits on the network, on asyncio and trio alike. A call that
+meets a fault of the connection (a server restart, a dead pooled connection) discards it,
+and the idle pooled ones of the same database, and runs again on a new one, for at most
+the retry bound (`jeeves.replay._retry`, `--db-retry-s`); past it, a `JournalError` names
+the database and says to resume. Needs
 psycopg 3 (`pip install "jeeves[postgres]"`); `import jeeves` does not import it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import threading
@@ -40,6 +45,7 @@ import anyio.to_thread
 
 from jeeves.errors import JournalError, UserError
 from jeeves.journal import DAMAGED, SCHEMA_VERSION, SessionRecord, StepRecord, excerpt
+from jeeves.replay._retry import is_transient, retry
 from jeeves.replay.base import StoreBase, decode_text, encode_record
 from jeeves.replay.snapshot import RunSnapshot
 
@@ -94,9 +100,14 @@ class PostgresJournal(StoreBase):
         create: False to refuse a database that holds no journal yet (replaying and
             listing use this) instead of creating the tables.
         cached_sessions: How many sessions' steps to keep in memory for reading.
+        retry_s: How long a fault of the database (a restart, a dead connection) is waited
+            out before a call fails with a `JournalError` (default: the process's
+            `--db-retry-s`, 60 s; `jeeves.replay._retry`).
     """
 
-    def __init__(self, url: str, *, create: bool = True, cached_sessions: int = 64) -> None:
+    def __init__(
+        self, url: str, *, create: bool = True, cached_sessions: int = 64, retry_s: float | None = None
+    ) -> None:
         if not is_database_url(url):
             raise UserError(
                 f"url={url!r} is not a PostgreSQL URL; pass 'postgresql://user@host:5432/dbname'."
@@ -105,6 +116,7 @@ class PostgresJournal(StoreBase):
         self.path = display_url(url)
         """Where the journal is, as messages name it (the URL without its password)."""
         self._create = create
+        self._retry_s = retry_s
         self._lock = threading.Lock()
         self._conn: psycopg.Connection[Any] | None = None
         self._cache: OrderedDict[str, dict[int, str]] = OrderedDict()
@@ -117,14 +129,33 @@ class PostgresJournal(StoreBase):
     def _locked(self, fn: Callable[..., T], *args: object) -> T:
         psycopg = _psycopg()
         with self._lock:
-            conn = self._conn if self._conn is not None and not self._conn.closed else self._connect()
             try:
-                return fn(conn, *args)
-            except psycopg.OperationalError as exc:
-                self._drop()  # the server went away: the next call connects again
-                raise JournalError(f"{self.path}: the database connection failed ({_line(exc)}).") from exc
+                return retry(
+                    functools.partial(self._once, fn, *args),
+                    where=self.path,
+                    discard=self._discard,
+                    bound_s=self._retry_s,
+                )
+            except (psycopg.OperationalError, psycopg.InterfaceError) as exc:  # never reached: fail at once
+                raise JournalError(
+                    f"{self.path}: cannot connect to the journal database ({_line(exc)}); check the URL and "
+                    f"that the server is running."
+                ) from exc
             except psycopg.Error as exc:
                 raise JournalError(f"{self.path}: {_line(exc)}; the journal database refused it.") from exc
+
+    def _once(self, fn: Callable[..., T], *args: object) -> T:
+        conn = self._conn if self._conn is not None and not self._conn.closed else self._connect()
+        return fn(conn, *args)
+
+    def _discard(self) -> None:
+        """A connection fault: close this store's connection, and the idle ones kept for this
+        database, which the same restart or network fault has most likely killed too."""
+        if self._conn is not None:
+            with contextlib.suppress(Exception):
+                self._conn.close()
+            self._conn = None
+        _purge_idle(self.url)
 
     def _connect(self) -> psycopg.Connection[Any]:
         pooled = _take_idle(self.url)
@@ -136,14 +167,7 @@ class PostgresJournal(StoreBase):
                 raise
             self._conn = pooled
             return pooled
-        psycopg = _psycopg()
-        try:
-            conn = psycopg.connect(self.url, autocommit=True, connect_timeout=10)
-        except psycopg.Error as exc:
-            raise JournalError(
-                f"{self.path}: cannot connect to the journal database ({_line(exc)}); check the URL and "
-                f"that the server is running."
-            ) from exc
+        conn = _psycopg().connect(self.url, autocommit=True, connect_timeout=10)
         try:
             self._prepare(conn)
         except BaseException:
@@ -172,6 +196,8 @@ class PostgresJournal(StoreBase):
                         (str(SCHEMA_VERSION),),
                     )
         except psycopg.Error as exc:
+            if is_transient(exc):  # the connection failed: retried on a new one
+                raise
             raise JournalError(f"{self.path}: cannot prepare the journal tables ({_line(exc)}).") from exc
         self._check_version(conn)
 
@@ -180,6 +206,8 @@ class PostgresJournal(StoreBase):
         try:
             row = conn.execute("SELECT value FROM jeeves_journal WHERE key = 'schema_version'").fetchone()
         except psycopg.Error as exc:
+            if is_transient(exc):
+                raise
             raise JournalError(
                 f"{self.path}: cannot read the journal's schema version ({_line(exc)})."
             ) from exc
@@ -337,6 +365,16 @@ def _take_idle(url: str) -> psycopg.Connection[Any] | None:
         if not conn.closed and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
             return conn
         conn.close()
+
+
+def _purge_idle(url: str) -> None:
+    """Close every idle pooled connection to `url` (after a fault of one of them)."""
+    with _IDLE_LOCK:
+        dropped = [conn for kept, conn in _IDLE if kept == url]
+        _IDLE[:] = [(kept, conn) for kept, conn in _IDLE if kept != url]
+    for conn in dropped:
+        with contextlib.suppress(Exception):
+            conn.close()
 
 
 def _put_idle(url: str, conn: psycopg.Connection[Any]) -> bool:

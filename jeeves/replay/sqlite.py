@@ -30,6 +30,7 @@ import anyio.to_thread
 
 from jeeves.errors import JournalError, UserError
 from jeeves.journal import DAMAGED, SCHEMA_VERSION, SessionRecord, StepRecord, excerpt
+from jeeves.replay._retry import mark_reached, retry
 from jeeves.replay.base import StoreBase, decode_text, encode_record
 from jeeves.replay.snapshot import RunSnapshot
 
@@ -55,13 +56,21 @@ class SQLiteJournal(StoreBase):
         path: The database file; created (with its folder) on first use.
         create: False to refuse a missing file (replaying and listing use this).
         cached_sessions: How many sessions' steps to keep in memory for reading.
+        retry_s: How long a locked file is waited for before a call fails (default: the
+            process's `--db-retry-s`; `jeeves.replay._retry`).
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], *, create: bool = True, cached_sessions: int = 64
+        self,
+        path: str | os.PathLike[str],
+        *,
+        create: bool = True,
+        cached_sessions: int = 64,
+        retry_s: float | None = None,
     ) -> None:
         self.path = Path(path)
         self._create = create
+        self._retry_s = retry_s
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._cache: OrderedDict[str, dict[int, str]] = OrderedDict()
@@ -74,8 +83,9 @@ class SQLiteJournal(StoreBase):
     def _locked(self, fn: Callable[..., T], *args: object) -> T:
         with self._lock:
             conn = self._conn if self._conn is not None else self._connect()
+            mark_reached(str(self.path))  # opened: a locked file is waited for (`jeeves.replay._retry`)
             try:
-                return fn(conn, *args)
+                return retry(functools.partial(fn, conn, *args), where=str(self.path), bound_s=self._retry_s)
             except sqlite3.DatabaseError as exc:
                 raise JournalError(f"{self.path}: {exc}; the journal file is damaged or locked.") from exc
 

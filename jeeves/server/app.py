@@ -69,7 +69,7 @@ from jeeves.server.agui_stream import AguiFormat, task_from_input
 from jeeves.server.catalog import ArchitectureLike, Catalog, RouterLike, UnknownArchitecture
 from jeeves.server.decisions import Decisions
 from jeeves.server.explorer import explorer_routes
-from jeeves.server.followed import DatabaseRuns
+from jeeves.server.followed import DatabaseRuns, DatabaseUnreachable, database_unreachable
 from jeeves.server.gates import DecisionBody
 from jeeves.server.guard import RequestGuard, host_names
 from jeeves.server.recorded import JournalBrowser
@@ -430,7 +430,11 @@ def create_app(
         routes=routes,
         middleware=middleware,
         lifespan=lifespan,
-        exception_handlers={UserError: _user_error, ValidationError: _user_error},
+        exception_handlers={
+            UserError: _user_error,
+            ValidationError: _user_error,
+            DatabaseUnreachable: database_unreachable,
+        },
     )
     app.state.runs = registry
     app.state.decisions = decisions

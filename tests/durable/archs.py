@@ -148,3 +148,15 @@ def gated_fan_out() -> Supervisor:
         },
         model=FunctionModel(_gated_supervisor_reply, model_name="counted"),
     )
+
+
+_builds: list[int] = []
+
+
+def breaks_after_loading() -> Agent:
+    """Builds once, when the worker loads it, then fails: every run's build fails on the worker
+    (as a target whose configuration or dependency went away after the worker started)."""
+    _builds.append(1)
+    if len(_builds) > 1:
+        raise RuntimeError("the model registry at registry.internal is unreachable")
+    return Agent("Write.", model=FunctionModel(_reply, model_name="counted"))

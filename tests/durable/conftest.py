@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO, subprocess_env
+from tests.postgres import own_postgres  # noqa: F401  (the fault tests' server of their own)
 
 pytest.importorskip("dbos", reason="the durable tests need DBOS: pip install -e '.[dev,dbos]'")
 

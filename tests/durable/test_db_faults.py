@@ -1,0 +1,192 @@
+"""Database faults, in process, on a real PostgreSQL that the tests stop and restart: the
+journal, the event log, the run lock and the heartbeat wait a restart out (dead pooled
+connections are discarded, never handed out again), and past the retry bound fail with a
+`JournalError` naming the database, never an exception group."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import anyio
+import psycopg
+import pytest
+
+import jeeves
+from jeeves import FunctionModel
+from jeeves.durable.heartbeat import Heartbeat
+from jeeves.durable.runlock import run_lock
+from jeeves.errors import JournalError
+from jeeves.journal import StepRecord
+from jeeves.messages import ModelRequest
+from jeeves.replay import _retry
+from jeeves.replay.eventlog import open_event_log
+from jeeves.replay.postgres import PostgresJournal
+from tests.postgres import Cluster
+
+pytestmark = [pytest.mark.postgres]
+
+
+@pytest.fixture
+def db(own_postgres: Cluster) -> str:
+    return own_postgres.database()
+
+
+@pytest.fixture
+def bound() -> Iterator[None]:
+    """A short retry bound for the test, the default restored after."""
+    _retry.configure(8.0)
+    try:
+        yield
+    finally:
+        _retry.configure(None)
+
+
+def step(session: str, index: int) -> StepRecord:
+    return StepRecord(
+        session_id=session, index=index, kind="model", fingerprint=f"f{index}", result={"i": index}
+    )
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_the_journal_and_event_log_wait_out_a_restart_on_fresh_connections(
+    own_postgres: Cluster, db: str, bound: None
+) -> None:
+    store, log = PostgresJournal(db), open_event_log(db)
+    await store.put_step(step("r", 0))
+    await log.start("r", architecture="t", task="x")
+    await store.aclose()  # its connection goes to the pool: after the restart it is dead
+    store = PostgresJournal(db)
+
+    own_postgres.stop_server()  # down for 1.5 s: the writes below wait for it
+    restarting = threading.Thread(target=lambda: (time.sleep(1.5), own_postgres.start_server()))
+    restarting.start()
+    await store.put_step(step("r", 1))
+    await log.set_status("r", "completed")
+    restarting.join()
+
+    reader = PostgresJournal(db)
+    assert sorted(await reader.step_indices("r")) == [0, 1]
+    await reader.aclose()
+    logged = await log.run("r")
+    assert logged is not None and logged.status == "completed"
+    await store.aclose()
+    await log.aclose()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_past_the_bound_a_write_fails_with_a_journal_error_naming_the_database(
+    own_postgres: Cluster, bound: None
+) -> None:
+    url = own_postgres.database().replace("jeeves@", "jeeves:s3cret@")
+    store = PostgresJournal(url)
+    await store.put_step(step("r", 0))
+    _retry.configure(1.0)
+    own_postgres.stop_server()
+    try:
+        started = time.monotonic()
+        with pytest.raises(JournalError) as caught:
+            await store.put_step(step("r", 1))
+        assert 0.8 < time.monotonic() - started < 5
+    finally:
+        own_postgres.start_server()
+    message = str(caught.value)
+    assert "s3cret" not in message and "jeeves:***@127.0.0.1" in message
+    assert "did not answer" in message and "jeeves resume" in message
+    await store.put_step(step("r", 1))  # back: the same store goes on
+    await store.aclose()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_database_never_reached_fails_at_once(bound: None) -> None:
+    started = time.monotonic()
+    with pytest.raises(JournalError, match="cannot connect"):
+        await PostgresJournal("postgresql://nobody@127.0.0.1:1/x").put_step(step("r", 0))
+    assert time.monotonic() - started < 3
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_run_restarted_mid_step_completes_with_no_step_repeated(
+    own_postgres: Cluster, db: str, bound: None
+) -> None:
+    calls: list[int] = []
+
+    def reply(request: ModelRequest) -> str:
+        calls.append(len(calls))
+        if len(calls) == 2:  # the first step is journaled; restart while the second is in flight
+            own_postgres.restart(1.0)
+        return "draft" if len(calls) < 4 else '{"score": 0.9, "issues": [], "summary": "ok"}'
+
+    arch = jeeves.ActorCritic(
+        actor=jeeves.Agent("Write.", model=FunctionModel(reply)),
+        critic=jeeves.Agent("Judge.", model=FunctionModel(reply)),
+        max_rounds=3,
+    )
+    result = await jeeves.run(arch, "Write add", journal=db, session_id="mid-1")
+    assert result.status == "completed"
+    made = len(calls)
+    resumed = await jeeves.resume(arch, "mid-1", journal=db)  # everything is journaled: nothing runs again
+    assert resumed.text == result.text and len(calls) == made
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_the_run_lock_is_taken_back_after_a_restart(
+    own_postgres: Cluster, db: str, bound: None
+) -> None:
+    async with run_lock(db, "r-lock", poll_s=0.05):
+        await anyio.to_thread.run_sync(own_postgres.restart, 1.0)
+        with anyio.fail_after(10):
+            while True:  # the holder notices its session ended and takes the lock again
+                async with await psycopg.AsyncConnection.connect(db, autocommit=True) as conn:
+                    row = await (
+                        await conn.execute("SELECT pg_try_advisory_lock(27254, hashtext('r-lock'))")
+                    ).fetchone()
+                    if row is not None and not row[0]:
+                        break
+                await anyio.sleep(0.1)
+
+
+def test_after_an_outage_longer_than_the_takeover_time_no_live_worker_is_taken_over(
+    own_postgres: Cluster, db: str, bound: None
+) -> None:
+    recovered: list[list[str]] = []
+    fenced: list[str] = []
+    beats = [
+        Heartbeat(
+            db,
+            name,
+            recover=recovered.append,
+            fenced=fenced.append,
+            heartbeat_s=0.2,
+            takeover_after_s=1.5,
+        )
+        for name in ("a", "b", "c")
+    ]
+    for beat in beats:
+        beat.register()
+    dead = Heartbeat(
+        db, "dead", recover=recovered.append, fenced=fenced.append, heartbeat_s=0.2, takeover_after_s=1.5
+    )
+    dead.register()  # registered, never beats: really dead
+    for beat in beats:
+        beat.start()
+    try:
+        own_postgres.restart(3.0)  # twice the takeover time
+        time.sleep(1.0)  # within one takeover period of the reconnection: nobody is claimed yet
+        assert recovered == []
+        deadline = time.monotonic() + 10
+        while not recovered and time.monotonic() < deadline:
+            time.sleep(0.1)  # the really dead one is claimed one takeover period after reconnecting
+    finally:
+        for beat in beats:
+            beat.stop(hand_over=False)
+    assert recovered == [["dead"]] and fenced == []
+    with psycopg.connect(db, autocommit=True) as conn:
+        rows = dict(conn.execute("SELECT worker_id, status FROM jeeves_workers").fetchall())
+    assert rows == {"a": "alive", "b": "alive", "c": "alive", "dead": "dead"}
