@@ -56,7 +56,7 @@ class Cluster:
         self.root = Path(tempfile.mkdtemp(prefix="jeeves-pg-"))
         self.data = self.root / "data"
         self.port = _free_port()
-        self.process: subprocess.Popen[bytes] | None = None
+        self.running = False
         self.prefix: list[str] = []
         if os.geteuid() == 0:  # postgres refuses root: run it as an unprivileged user
             user = _unprivileged_user()
@@ -83,31 +83,32 @@ class Cluster:
         self.start_server()
 
     def start_server(self) -> None:
-        """Start the server on the cluster's data, port and settings (again, after `stop_server`)."""
-        server = [
-            str(self.bin_dir / "postgres"),
-            "-D", str(self.data),
-            "-h", "127.0.0.1",
-            "-p", str(self.port),
-            "-k", str(self.root),  # the unix socket in our own folder, not /var/run/postgresql
-            "-c", "fsync=off",  # a throwaway cluster: durability across power cuts is not under test
-            "-c", f"max_connections={self.max_connections}",
-        ]  # fmt: skip
-        with open(self.log, "ab") as log:  # appended: a restarted server keeps the log
-            self.process = subprocess.Popen(
-                [*self.prefix, *server], stdout=log, stderr=subprocess.STDOUT, cwd=self.root
-            )
+        """Start the server with `pg_ctl start` on the cluster's data, port and settings (again,
+        after `stop_server`); ready on return."""
+        options = " ".join([
+            "-h 127.0.0.1",
+            f"-p {self.port}",
+            f"-k {self.root}",  # the unix socket in our own folder, not /var/run/postgresql
+            "-c fsync=off",  # a throwaway cluster: durability across power cuts is not under test
+            f"-c max_connections={self.max_connections}",
+        ])  # fmt: skip
+        self._pg_ctl("start", "-l", str(self.log), "-o", options)  # -l appends: a restart keeps the log
+        self.running = True
         self._wait_ready(deadline=time.monotonic() + 60)
+
+    def _pg_ctl(self, *args: str) -> None:
+        command = [str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-w", "-t", "60", *args]
+        done = subprocess.run(
+            [*self.prefix, *command], capture_output=True, text=True, timeout=120, cwd=self.root
+        )
+        if done.returncode != 0:
+            tail = self.log.read_text()[-2000:] if self.log.exists() else ""
+            raise RuntimeError(f"pg_ctl {args[0]} failed ({done.returncode}): {done.stderr.strip()} {tail}")
 
     def _wait_ready(self, deadline: float) -> None:
         import psycopg
 
         while True:
-            assert self.process is not None
-            if self.process.poll() is not None:
-                raise RuntimeError(
-                    f"postgres exited ({self.process.returncode}): {self.log.read_text()[-2000:]}"
-                )
             try:
                 with psycopg.connect(self.url("postgres"), connect_timeout=2) as conn:
                     conn.execute("SELECT 1")
@@ -132,24 +133,22 @@ class Cluster:
         return self.url(name)
 
     def stop_server(self, *, immediate: bool = False) -> None:
-        """Stop the server, keeping its data: a fast shutdown (SIGINT: clients are told and
-        disconnected), or with `immediate` a crash-like stop (SIGQUIT: recovery at start)."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(3 if immediate else 2)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=30)
+        """Stop the server with `pg_ctl stop`, keeping its data: a fast shutdown (clients are told
+        and disconnected), or with `immediate` a crash-like stop (recovery at the next start)."""
+        if self.running:
+            self._pg_ctl("stop", "-m", "immediate" if immediate else "fast")
+            self.running = False
 
     def restart(self, down_s: float = 0.0) -> None:
-        """Stop the server, keep it down `down_s` seconds, start it again (ready on return)."""
+        """Stop the server (`pg_ctl stop`), keep it down `down_s` seconds, start it again
+        (`pg_ctl start`; ready on return)."""
         self.stop_server()
         time.sleep(down_s)  # the outage under test lasts this long
         self.start_server()
 
     def stop(self) -> None:
-        self.stop_server()
+        with contextlib.suppress(RuntimeError):  # a server that is already gone: only clean up
+            self.stop_server(immediate=True)
         shutil.rmtree(self.root, ignore_errors=True)
 
 
