@@ -339,9 +339,14 @@ class PlanVerified(BaseEvent):
     plan_id: str
     ok: bool
     kind: str | None = None
-    """The refusal kind: violates_decision_spec, loop_guard, approval_mode_mismatch, missing_evidence, budget_exceeded."""
+    """The refusal kind: violates_decision_spec, approval_mode_mismatch, missing_evidence,
+    unresolved_evidence, loop_guard, budget_exceeded."""
     reasons: list[str] = Field(default_factory=list)
-    offending_step: str | None = None
+    """A refusal's reasons, or what a passing verify covered ("2 steps, 2 required outputs covered")."""
+    offending_step: int | None = None
+    """The offending step's index in the plan."""
+    offending_step_id: str | None = None
+    """The offending step's id."""
 
 
 class PlanDecided(BaseEvent):

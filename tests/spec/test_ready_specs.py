@@ -50,18 +50,25 @@ async def test_refund_plan_offline_refuses_plan_a_before_any_tool_and_completes_
     assert isinstance(detail, PlanExecuteOutput) and detail.report is not None
     assert result.stop_reason == "completed"
     first, second = detail.reports
-    assert (first.status, first.verify.kind, first.verify.offending_step) == (
+    assert (first.status, first.verify.kind, first.verify.offending_step, first.verify.offending_step_id) == (
         "refused_by_critic",
         "missing_evidence",
-        "lookup",
+        1,
+        "refund",
     )
-    assert second.status == "completed" and second.score is not None
+    assert second.verify.reasons == ["2 steps, 2 required outputs covered"]
+    assert (second.status, second.rationale) == ("completed", "verify and score passed")
+    assert second.score is not None
     assert [(i.name, i.hard, i.passed) for i in second.score.items] == [
-        ("policy_check", True, True),
+        ("policy", True, True),
+        ("safety", True, True),
+        ("correctness", False, True),
+        ("completeness", False, True),
         ("reviewer", False, True),
     ]
-    assert [s.step_id for s in detail.steps] == ["lookup", "policy", "refund"]
-    assert result.text.endswith("[refund] refunded 42.0 on 881")
+    assert all(i.score >= 0.9 for i in second.score.items)  # the seed: "all five pass with score >= 0.9"
+    assert [s.step_id for s in detail.steps] == ["lookup", "refund"]
+    assert result.text.endswith("[refund] refunded 24500 INR on pay_8861")
 
 
 async def test_codegen_offline_first_draft_fails_a_test_second_passes() -> None:
