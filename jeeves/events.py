@@ -220,6 +220,20 @@ class AuditStats(BaseModel):
     duration_ms: float
     """How long the audit took live (model call and fusion). Journaled as a step, so a replay
     reports the recorded duration, not its own."""
+    confidence: float | None = None
+    """The fused confidence (the audit's, normalised, times the citation penalties)."""
+    hallucination_detected: bool = False
+    """The model said so, or the answer cites evidence that was not given."""
+    unsupported_claims: list[str] = Field(default_factory=list)
+    logical_gaps: list[str] = Field(default_factory=list)
+    conflicting_evidence: list[str] = Field(default_factory=list)
+    needs_retry: bool = False
+    """The structured critique's retry signal (forced by an invalid citation)."""
+
+    @property
+    def conflicts(self) -> int:
+        """How many pieces of conflicting evidence the audit found (the seed's telemetry)."""
+        return len(self.conflicting_evidence)
 
 
 class Critique(BaseEvent):
