@@ -4,8 +4,9 @@
 journal, no approval policy and no TTL needs neither, and runs the root alone):
 
 - the heartbeat renews the run's lease in the root's session record every
-  `LEASE_S / 3` seconds (and writes the latest progress envelope there), so
-  `jeeves runs` shows a run whose process died as `paused` once `LEASE_S` passed;
+  `HEARTBEAT_S` seconds (and writes the latest progress envelope there), so
+  `jeeves runs` shows a run whose process died as `paused` once `LEASE_S`
+  (2 × `HEARTBEAT_S`) passed;
 - the suspension watcher waits for `Suspension.settled()` (a gate with no approver,
   everything in flight recorded) and cancels the tree.
 
@@ -26,7 +27,7 @@ from jeeves.architecture import Architecture, Output
 from jeeves.context import Context
 from jeeves.errors import SessionExpired
 from jeeves.gating import Approvals
-from jeeves.journal import LEASE_S, TERMINAL, SessionStatus
+from jeeves.journal import HEARTBEAT_S, TERMINAL, SessionStatus
 
 __all__ = ["Outcome", "prepare", "set_root_status", "supervise"]
 
@@ -84,7 +85,7 @@ async def _heartbeat(state: RunState, root_id: str) -> None:
     if journal is None or state.mode == "replay":
         return
     while True:
-        await anyio.sleep(LEASE_S / 3)
+        await anyio.sleep(HEARTBEAT_S)
         async with state.root_lock:
             record = await journal.get_session(root_id)
             if record is None or record.status != "in_progress":

@@ -415,7 +415,8 @@ class Progress(BaseEvent):
     step: int
     """The step just completed, in `session_id`."""
     completed_steps: int
-    """Steps completed live by this process in the whole run."""
+    """Steps the whole run has completed, across resumes (those an earlier attempt recorded
+    and this one was served count too)."""
     tokens_left: int | None = None
     model_calls_left: int | None = None
     usd_left: float | None = None
@@ -423,6 +424,13 @@ class Progress(BaseEvent):
     """Budget remaining on each axis the run's Budget limits (None: unlimited)."""
     gate: str | None = None
     """The id of a gate the run is waiting on, if any."""
+    total_steps: int | None = None
+    """The verified plan's step count, where the run executes one (PlanExecute); None when no
+    plan knows a total."""
+    plan_steps_completed: int | None = None
+    """How many of the verified plan's steps have completed (with `total_steps`)."""
+    current_step: str | None = None
+    """The plan step last started (its id), with `total_steps`."""
 
 
 Event = Annotated[

@@ -379,6 +379,7 @@ class _Runs:
         self.result_text = ""
         self.evaluations: list[Evaluation] = []
         self.manifest: list[Evidence] = []
+        self.plan_total = self.plan_done = 0
 
     def output(self, stop_reason: str, steps: list[StepResult]) -> PlanExecuteOutput:
         report = self.reports[-1] if self.reports else None
@@ -503,6 +504,8 @@ class _Runs:
         position = {s.id: k for k, s in enumerate(plan.steps)}
         done: dict[str, StepResult] = {}
         remaining = list(plan.steps)
+        self.plan_total, self.plan_done = len(plan.steps), 0
+        ctx.report_plan(self.plan_total, 0)  # progress envelopes carry the verified plan's total
         while remaining:
             ready = [s for s in remaining if all(d in done for d in s.depends_on)]
             remaining = [s for s in remaining if s not in ready]
@@ -518,8 +521,9 @@ class _Runs:
         budget = arch.step_slice(step)
 
         async def go() -> StepResult:
+            ctx.report_plan(self.plan_total, self.plan_done, step.id)
             try:
-                return await self._step(ctx, step, k, done, budget)
+                result = await self._step(ctx, step, k, done, budget)
             except BudgetExceeded as exc:
                 if exc.slice_id != child_id(ctx.session_id, "step", k):
                     raise  # the run's own budget (or another's slice): the run stops, as before
@@ -528,6 +532,10 @@ class _Runs:
                     why += ", and its next call could cross it"
                 text = f"budget_exceeded: the step ran out of its budget slice ({why})"
                 return StepResult(text=text, step_id=step.id, failed=True, failure="budget_exceeded")
+            if not result.failed:
+                self.plan_done += 1
+                ctx.report_plan(self.plan_total, self.plan_done, step.id)
+            return result
 
         return go
 
