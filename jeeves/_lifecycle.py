@@ -51,6 +51,8 @@ async def prepare(state: RunState, root_id: str, session_ttl_s: float | None) ->
         state.expires_at = state.created_at + session_ttl_s
     if state.approvals is None and existing is not None and existing.approvals is not None:
         state.approvals = Approvals.model_validate(existing.approvals)
+    if state.mode != "replay" and existing is not None and existing.progress is not None:
+        state.progress = existing.progress  # a resume shows where the last attempt was until it moves on
     if state.mode != "replay" and state.expires_at is not None and now >= state.expires_at:
         await set_root_status(state, root_id, "expired", stop_reason="session_ttl")
         return False
@@ -73,7 +75,7 @@ async def set_root_status(
                 "status": status,
                 "lease_owner": None,
                 "lease_renewed_at": None,
-                "progress": state.progress,
+                "progress": state.progress if state.progress is not None else record.progress,
             }
             if stop_reason is not None:
                 update["stop_reason"] = stop_reason
@@ -96,7 +98,8 @@ async def _heartbeat(state: RunState, root_id: str) -> None:
                     update={
                         "lease_owner": state.owner,
                         "lease_renewed_at": state.lease_renewed_at,
-                        "progress": state.progress,
+                        # a resume keeps its last attempt's envelope until it completes a step
+                        "progress": state.progress if state.progress is not None else record.progress,
                     }
                 )
             )

@@ -64,10 +64,10 @@ def tried_again_on_resume(record: StepRecord) -> bool:
     if record.error is None:
         return False
     error = decode_error(record.error, f"session {record.session_id!r} step {record.index}")
-    return not completed(record.kind, error)
+    return not step_completed(record.kind, error)
 
 
-def completed(kind: str, error: BaseException | None) -> bool:
+def step_completed(kind: str, error: BaseException | None) -> bool:
     """Whether a step that ended with `error` (None: a result) completed: see
     `tried_again_on_resume`, whose steps did not (progress envelopes do not count them)."""
     if error is None:
@@ -284,7 +284,7 @@ class StepsCore:
                 if record.error is not None:
                     recorded = decode_error(record.error, where)
                     self._meter.restore(recorded)  # a slice that stopped this step stopped it again
-                    if completed(kind, recorded):
+                    if step_completed(kind, recorded):
                         state.completed_steps += 1
                     raise recorded
                 state.completed_steps += 1  # a step of this run completed by an earlier attempt
@@ -319,7 +319,7 @@ class StepsCore:
                     events=[e.model_dump(mode="json", exclude={"seq", "ts", "replayed"}) for e in emitted],
                 )
             )
-        if completed(kind, error):
+        if step_completed(kind, error):
             state.completed_steps += 1
         if kind != "model" or error is not None:  # a model call's envelope waits for its charge
             await self._completed(index)

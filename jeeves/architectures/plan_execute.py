@@ -199,7 +199,8 @@ class PlanExecute:
             planning, so a replay and `jeeves rejudge` read the same manifest offline. None:
             the manifest is empty, and a plan can pin no evidence.
         replan_budget: New plans allowed after the first.
-        retry_budget: Re-executions of a verified plan allowed after a partial score.
+        retry_budget: Re-executions of a verified plan allowed when an evaluator (not hard-fail)
+            scored its result under the threshold.
         step_budget: Each executed step's own slice of the run's budget (see "Budget
             slices" in the docs); None: steps share the run's budget.
         estimate_headroom: When set, a step's `estimated_tokens` (if above 0) times this caps
