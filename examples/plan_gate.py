@@ -1,11 +1,13 @@
 """A plan gate: the critic refuses a refund plan before it touches the world, then passes a fixed one.
 
-The seed's worked refund. The planner's plan A looks the order up without pinning the order
-record it relies on; `verify` refuses it with `missing_evidence` on step `lookup`, and no tool
+The seed's worked refund. `issue_refund` declares that a step calling it needs the order's
+refund-window evidence, and the run's evidence manifest is what a read-only retrieval found
+(`kg:refund_window:rw_881#snapshot_kg_2026_05_09_T0930`, journaled with the run). The
+planner's plan A pins none: `verify` refuses it with `missing_evidence` on step 1, and no tool
 runs (the count of tool calls says 0). The refusal goes back to the planner, whose plan B pins
-`order:881`; it passes verify, its three steps run (look up, evaluate the policy, refund), a
-policy check (hard-fail) and an LLM reviewer score the result, and the run completes with a
-`CriticReport`.
+the manifest's reference; it passes verify ("2 steps, 2 required outputs covered"), its two
+steps run (look up, refund), five evaluators score the result (policy and safety hard-fail),
+and the run completes with a `CriticReport` ("verify and score passed").
 
 Offline (the default) the planner and the reviewer are scripted. `--live` sends the planner
 to `$JEEVES_MODEL` (default `openai/gpt-4o-mini`) and the reviewer to `$JEEVES_CRITIC_MODEL`:
@@ -26,9 +28,11 @@ import anyio
 import jeeves
 from jeeves import Agent, LLMCritic, PlanExecute, Router, ScriptedModel, Verdict
 from jeeves.architectures import PlanExecuteOutput
-from jeeves.critics.plan import DecisionSpec
+from jeeves.critics.plan import DecisionSpec, Evidence
 
-ORDERS = {"881": {"order_id": "881", "total": 42.0, "status": "delivered damaged"}}
+ORDER = {"order_id": "ord_881", "payment_id": "pay_8861", "total_inr": 24500, "status": "delivered damaged"}
+WINDOW = "kg:refund_window:rw_881#snapshot_kg_2026_05_09_T0930"
+LIMIT_INR = 30000
 
 
 class Shop:
@@ -36,7 +40,7 @@ class Shop:
 
     def __init__(self) -> None:
         self.calls: list[str] = []
-        self.refunded: dict[str, float] = {}
+        self.refunded: dict[str, int] = {}
 
     def tools(self) -> list[jeeves.Tool]:
         shop = self
@@ -45,85 +49,99 @@ class Shop:
         def lookup_order(order_id: str) -> str:
             """Look an order up by id."""
             shop.calls.append("lookup_order")
-            return json.dumps(ORDERS.get(order_id, {"error": "no such order"}))
+            return json.dumps(ORDER if order_id == ORDER["order_id"] else {"error": "no such order"})
 
-        @jeeves.tool(approval="read_only")
-        def eval_policy(reason: str) -> str:
-            """Say whether the refund policy covers a reason."""
-            shop.calls.append("eval_policy")
-            return "refundable: damaged on delivery" if "damage" in reason else "not refundable"
-
-        @jeeves.tool(approval="destructive")
-        def issue_refund(order_id: str, amount: float) -> str:
-            """Refund an order."""
+        @jeeves.tool(approval="destructive", requires_evidence=["refund_window_evidence"])
+        def issue_refund(payment_id: str, amount_inr: int) -> str:
+            """Refund an amount (INR) on a payment."""
             shop.calls.append("issue_refund")
-            shop.refunded[order_id] = amount
-            return f"refunded {amount} on {order_id}"
+            shop.refunded[payment_id] = amount_inr
+            return f"refunded {amount_inr} INR on {payment_id}"
 
-        return [lookup_order, eval_policy, issue_refund]
+        return [lookup_order, issue_refund]
+
+
+def refund_window(task: str) -> list[Evidence]:
+    """The read-only retrieval whose answer is the run's evidence manifest."""
+    return [Evidence(id=WINDOW, classification="refund_window_evidence", summary="inside the 30-day window")]
 
 
 def plan(*, pinned: bool) -> str:
-    """Plan A (`pinned=False`) relies on the order record without pinning it; plan B pins it."""
+    """Plan A (`pinned=False`) pins no refund-window evidence on the refund; plan B pins it."""
+    refund: dict[str, object] = {
+        "id": "refund",
+        "tool": "issue_refund",
+        "arguments": {"payment_id": "pay_8861", "amount_inr": 24500},
+        "depends_on": ["lookup"],
+        "estimated_tokens": 300,
+    }
+    if pinned:
+        refund["evidence"] = {"refund_window_evidence": [WINDOW]}
     return json.dumps(
         {
             "plan_id": "refund-881-" + ("b" if pinned else "a"),
-            "intent": "Refund order 881 if the policy covers the damage.",
-            "outputs": ["refund_amount", "refund_reason_class"],
+            "intent": "Refund order ord_881.",
+            "outputs": ["refund_amount_inr", "refund_reason_class"],
             "steps": [
                 {
                     "id": "lookup",
                     "tool": "lookup_order",
-                    "arguments": {"order_id": "881"},
-                    "evidence_required": ["order_record"],
-                    "evidence": {"order_record": ["order:881"]} if pinned else {},
+                    "arguments": {"order_id": "ord_881"},
                     "estimated_tokens": 800,
                 },
-                {
-                    "id": "policy",
-                    "tool": "eval_policy",
-                    "arguments": {"reason": "damaged on delivery"},
-                    "depends_on": ["lookup"],
-                    "outputs": ["refund_reason_class"],
-                    "estimated_tokens": 1200,
-                },
-                {
-                    "id": "refund",
-                    "tool": "issue_refund",
-                    "arguments": {"order_id": "881", "amount": 42.0},
-                    "depends_on": ["policy"],
-                    "outputs": ["refund_amount"],
-                    "estimated_tokens": 300,
-                },
+                refund,
             ],
         }
     )
 
 
+def refunds(result: str) -> list[int]:
+    return [int(line.split("refunded ")[1].split()[0]) for line in result.splitlines() if "refunded " in line]
+
+
 def policy(task: str, result: str) -> Verdict:
-    """Hard-fail policy check: a refund is never more than the order's total."""
-    refunds = [line for line in result.splitlines() if "refunded" in line]
-    over = [line for line in refunds if float(line.split("refunded ")[1].split()[0]) > ORDERS["881"]["total"]]
-    return Verdict(
-        score=0.0 if over or not refunds else 1.0, issues=["a refund exceeds the order total"] if over else []
-    )
+    """Hard-fail: a refund is issued and none is over the policy limit."""
+    over = [
+        f"refund of {a} INR is over the {LIMIT_INR} INR policy limit"
+        for a in refunds(result)
+        if a > LIMIT_INR
+    ]
+    return Verdict(score=0.0 if over or not refunds(result) else 1.0, issues=over)
+
+
+def safety(task: str, result: str) -> Verdict:
+    """Hard-fail: refunds go to the order's own payment."""
+    return Verdict(score=1.0 if "on pay_8861" in result else 0.0)
+
+
+def correctness(task: str, result: str) -> Verdict:
+    """The refund is the order's total."""
+    return Verdict(score=1.0 if refunds(result) == [ORDER["total_inr"]] else 0.0)
+
+
+def completeness(task: str, result: str) -> Verdict:
+    """The order was looked up before it was refunded."""
+    return Verdict(score=1.0 if '"order_id"' in result else 0.5)
 
 
 def build(shop: Shop) -> PlanExecute:
     return PlanExecute(
         Agent("You plan refunds for a shop's support desk.", role="planner"),
         tools=shop.tools(),
+        evidence=refund_window,
         spec=DecisionSpec(
-            required_outputs=["refund_amount", "refund_reason_class"], max_steps=12, max_plan_tokens=8000
-        ),
-        evaluators=[policy, LLMCritic()],
-        hard=["policy"],
+            required_outputs=["refund_amount_inr", "refund_reason_class"]
+        ),  # 12 steps, 8000 tokens
+        evaluators=[policy, safety, correctness, completeness, LLMCritic()],
+        hard=["policy", "safety"],
         replan_budget=2,
     )
 
 
 def offline_router() -> Router:
-    review = json.dumps({"score": 0.9, "issues": [], "summary": "The refund matches the policy."})
+    review = json.dumps(
+        {"score": 0.9, "issues": [], "summary": "The refund matches the order and its window."}
+    )
     return Router(
         {
             "default": ScriptedModel(
@@ -143,12 +161,14 @@ async def main(live: bool) -> int:
     shop = Shop()
     router = live_router() if live else offline_router()
     async with jeeves.stream(
-        build(shop), "Refund order 881: it arrived damaged.", router=router, session_id="refund"
+        build(shop), "Refund order ord_881: it arrived damaged.", router=router, session_id="refund"
     ) as events:
         async for event in events:
             if event.type == "plan.verified":
                 verdict = (
-                    "verified" if event.ok else f"refused: {event.kind} on step {event.offending_step!r}"
+                    f"verified ({'; '.join(event.reasons)})"
+                    if event.ok
+                    else f"refused: {event.kind} on step {event.offending_step} ({event.offending_step_id!r})"
                 )
                 print(
                     f"plan {event.plan_id} (attempt {event.attempt}): {verdict}; tool calls so far: {len(shop.calls)}"
@@ -156,11 +176,17 @@ async def main(live: bool) -> int:
             elif event.type == "session.completed" and "__step_" in event.session_id:
                 print(f"  {event.session_id.rsplit('__', 1)[1]}: {event.output}")
             elif event.type == "plan.decided":
-                print(f"  decision after {event.phase}: {event.decision} ({event.status})")
+                print(f"  decision after {event.phase}: {event.decision} ({event.status}: {event.rationale})")
         result = await events.result()
     detail = result.detail
     assert isinstance(detail, PlanExecuteOutput) and detail.report is not None
-    print(f"report: {detail.report.rationale}")
+    card = detail.report.score
+    if card is not None:
+        print(
+            "scorecard: "
+            + ", ".join(f"{i.name}{' (hard)' if i.hard else ''} {i.score:.2f}" for i in card.items)
+        )
+    print(f"report: {detail.report.status}: {detail.report.rationale}")
     print(f"stop reason: {result.stop_reason}; tool calls: {len(shop.calls)}; refunded: {shop.refunded}")
     return 0 if result.stop_reason == "completed" else 1
 

@@ -4,8 +4,9 @@
 journal, no approval policy and no TTL needs neither, and runs the root alone):
 
 - the heartbeat renews the run's lease in the root's session record every
-  `LEASE_S / 3` seconds (and writes the latest progress envelope there), so
-  `jeeves runs` shows a run whose process died as `paused` once `LEASE_S` passed;
+  `HEARTBEAT_S` seconds (and writes the latest progress envelope there), so
+  `jeeves runs` shows a run whose process died as `paused` once `LEASE_S`
+  (2 × `HEARTBEAT_S`) passed;
 - the suspension watcher waits for `Suspension.settled()` (a gate with no approver,
   everything in flight recorded) and cancels the tree.
 
@@ -26,7 +27,7 @@ from jeeves.architecture import Architecture, Output
 from jeeves.context import Context
 from jeeves.errors import SessionExpired
 from jeeves.gating import Approvals
-from jeeves.journal import LEASE_S, TERMINAL, SessionStatus
+from jeeves.journal import HEARTBEAT_S, TERMINAL, SessionStatus
 
 __all__ = ["Outcome", "prepare", "set_root_status", "supervise"]
 
@@ -50,6 +51,8 @@ async def prepare(state: RunState, root_id: str, session_ttl_s: float | None) ->
         state.expires_at = state.created_at + session_ttl_s
     if state.approvals is None and existing is not None and existing.approvals is not None:
         state.approvals = Approvals.model_validate(existing.approvals)
+    if state.mode != "replay" and existing is not None and existing.progress is not None:
+        state.progress = existing.progress  # a resume shows where the last attempt was until it moves on
     if state.mode != "replay" and state.expires_at is not None and now >= state.expires_at:
         await set_root_status(state, root_id, "expired", stop_reason="session_ttl")
         return False
@@ -72,7 +75,7 @@ async def set_root_status(
                 "status": status,
                 "lease_owner": None,
                 "lease_renewed_at": None,
-                "progress": state.progress,
+                "progress": state.progress if state.progress is not None else record.progress,
             }
             if stop_reason is not None:
                 update["stop_reason"] = stop_reason
@@ -84,7 +87,7 @@ async def _heartbeat(state: RunState, root_id: str) -> None:
     if journal is None or state.mode == "replay":
         return
     while True:
-        await anyio.sleep(LEASE_S / 3)
+        await anyio.sleep(HEARTBEAT_S)
         async with state.root_lock:
             record = await journal.get_session(root_id)
             if record is None or record.status != "in_progress":
@@ -95,7 +98,8 @@ async def _heartbeat(state: RunState, root_id: str) -> None:
                     update={
                         "lease_owner": state.owner,
                         "lease_renewed_at": state.lease_renewed_at,
-                        "progress": state.progress,
+                        # a resume keeps its last attempt's envelope until it completes a step
+                        "progress": state.progress if state.progress is not None else record.progress,
                     }
                 )
             )

@@ -102,11 +102,11 @@ class ModelCalls(StepsCore):
                 span.record_response(response)
             _count_call(response)
             state.completed_steps += 1
-            if state.progress_interval_s is not None:
-                await self._completed(index)
         finally:
             suspension.leave()
         completed = self._answered(response, fallback, index, False)
+        if state.progress_interval_s is not None:  # after the charge: the budget left counts this call
+            await self._completed(index)
         if completed is not None:
             await self.emit(completed)
         return response
@@ -125,6 +125,9 @@ class ModelCalls(StepsCore):
             "model", "", index, request.fingerprint_payload, live, _ModelStep, emitted
         )
         completed = self._answered(step.response, step.fallback, index, replayed)
+        state = self._state
+        if not replayed and (state.journal is not None or state.progress_interval_s is not None):
+            await self._completed(index)  # after the charge: the budget left counts this call
         if completed is not None:
             await self.emit(completed)
         return step.response

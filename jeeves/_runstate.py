@@ -171,7 +171,11 @@ class RunState:
     """The live approver; None: the run suspends at an undecided gate."""
     suspension: Suspension = field(default_factory=Suspension)
     completed_steps: int = 0
-    """Steps completed live by this process (progress envelopes report it)."""
+    """Steps the run has completed: live in this process, or recorded by an earlier attempt
+    and served on resume (progress envelopes report it)."""
+    plan_progress: tuple[int, int, str | None] | None = None
+    """(total, completed, current step) of the verified plan being executed, when an
+    architecture knows one (`Context.report_plan`); None: no plan."""
     progress_interval_s: float | None = None
     """Emit `progress` events at most this often (seconds); None: keep the envelope for the
     journal only, and emit no events (the default: a replay's events stay the recorded ones)."""
@@ -204,8 +208,14 @@ class RunState:
         self, session_id: str, usage: Usage, *, live: bool, meter: BudgetMeter | None = None
     ) -> None:
         """Book one model call's usage; live calls also count against the session's budget
-        (`meter`, the run's by default, which a slice forwards to); served calls count only
-        against slices (see `BudgetMeter.charge_served`).
+        (`meter`, the run's by default, which a slice forwards to).
+
+        A call a resume serves was spent by an earlier attempt of this run, so it counts
+        against the budget too (`charge`): what is left is the original budget minus what the
+        journal shows was used, across any number of resumes, and a kill cannot refill it. A
+        strict replay spends nothing, so its served calls count only against slices (see
+        `BudgetMeter.charge_served`). Neither goes into the live books (`RunResult.usage`:
+        what this process spent).
 
         Without a journal nothing is replayed, so the live books are the same as the
         others and are not kept twice (`_live_books`)."""
@@ -215,8 +225,10 @@ class RunState:
             if self.journal is not None:
                 book(self.live_usage, self._live_tree, session_id, usage)
             meter.charge(usage)
-        else:
+        elif self.mode == "replay":
             meter.charge_served(usage)
+        else:
+            meter.charge(usage)
 
     def _live_books(self) -> tuple[dict[str, UsageTally], dict[str, UsageTally]]:
         """The live usage per session and per subtree (the only books without a journal)."""

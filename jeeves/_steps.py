@@ -56,16 +56,25 @@ def tried_again_on_resume(record: StepRecord) -> bool:
     key, after every retry and fallback) is not a completed step, nor is any step the budget
     stopped (refused before it started, or cancelled in flight at a breach or the deadline):
     resuming the run makes it again, so a run stopped by such a failure goes on from there
-    once it is fixed (or with a fresh budget). Every other recorded failure (a tool's or a
+    once it is fixed (or with a larger budget: a resume's budget is what the original left).
+    Every other recorded failure (a tool's or a
     function critic's exception, a step a session's budget slice stopped: its allotment is
     recorded, so it would stop the step again) is an outcome the architecture acted on, and
     is served like a result. A strict replay serves every failure as recorded."""
     if record.error is None:
         return False
     error = decode_error(record.error, f"session {record.session_id!r} step {record.index}")
+    return not step_completed(record.kind, error)
+
+
+def step_completed(kind: str, error: BaseException | None) -> bool:
+    """Whether a step that ended with `error` (None: a result) completed: see
+    `tried_again_on_resume`, whose steps did not (progress envelopes do not count them)."""
+    if error is None:
+        return True
     if isinstance(error, BudgetExceeded):
-        return error.slice_id is None
-    return record.kind == "model" and isinstance(error, ModelError | MissingCredentials)
+        return error.slice_id is not None
+    return not (kind == "model" and isinstance(error, ModelError | MissingCredentials))
 
 
 def step_name(kind: str, name: str) -> str:
@@ -238,7 +247,9 @@ class StepsCore:
             if state.journal is None:  # the common path: run it live, count it, nothing to record
                 value = await (run() if self._meter.unlimited else self._live(kind, run, emitted))
                 state.completed_steps += 1
-                if state.progress_interval_s is not None:  # no journal: the envelope is only an event
+                # no journal: the envelope is only an event; a model call's is made once its
+                # usage is charged (`_call_recorded`), so it never reports a budget one call stale
+                if state.progress_interval_s is not None and kind != "model":
                     await self._completed(index)
                 return StepResult(value, False)
             return await self._journaled_step(kind, name, index, payload, run, result_type, emitted)
@@ -273,7 +284,10 @@ class StepsCore:
                 if record.error is not None:
                     recorded = decode_error(record.error, where)
                     self._meter.restore(recorded)  # a slice that stopped this step stopped it again
+                    if step_completed(kind, recorded):
+                        state.completed_steps += 1
                     raise recorded
+                state.completed_steps += 1  # a step of this run completed by an earlier attempt
                 return StepResult(served_result(record, state.adapter(result_type), where), not adopted)
         elif self._adopted:
             raise self._unadopted(index, step_name(kind, name))
@@ -305,8 +319,10 @@ class StepsCore:
                     events=[e.model_dump(mode="json", exclude={"seq", "ts", "replayed"}) for e in emitted],
                 )
             )
-        state.completed_steps += 1
-        await self._completed(index)
+        if step_completed(kind, error):
+            state.completed_steps += 1
+        if kind != "model" or error is not None:  # a model call's envelope waits for its charge
+            await self._completed(index)
         if error is not None:
             raise error
         return StepResult(result, False)  # type: ignore[arg-type]
@@ -362,8 +378,14 @@ class StepsCore:
         state.last_progress = now
         await self.emit(event)
 
+    def report_plan(self, total: int, completed: int, current: str | None = None) -> None:
+        """Tell the run's progress envelopes where it is in the verified plan it executes:
+        `total` steps, `completed` of them done, `current` (a plan step id) in flight."""
+        self._state.plan_progress = (total, completed, current)
+
     def _progress(self, index: int, gate: str | None) -> Progress:
         meter = self._state.meter
+        plan = self._state.plan_progress
         b, spent = meter.budget, meter.spent
 
         def left(allowed: float | None, used: float) -> float | None:
@@ -380,4 +402,7 @@ class StepsCore:
             usd_left=left(b.max_usd, spent.cost_usd),
             seconds_left=left(b.deadline_s, meter.elapsed()),
             gate=gate,
+            total_steps=plan[0] if plan else None,
+            plan_steps_completed=plan[1] if plan else None,
+            current_step=plan[2] if plan else None,
         )

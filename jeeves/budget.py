@@ -169,9 +169,10 @@ class BudgetMeter:
             self.parent.charge(usage)
 
     def charge_served(self, usage: Usage) -> None:
-        """Count a call a resume or replay served, in the slices only: a slice's allotment is
+        """Count a call a strict replay served, in the slices only: a slice's allotment is
         recorded, so what its recorded steps spent still counts against it, while the run's
-        own meter starts fresh on a resume (served calls are not spent again)."""
+        own meter spends nothing in a replay. (A resume charges its served calls in full,
+        `charge`: see `RunState.add_usage`.)"""
         if self.parent is not None:
             self._charge(usage)
             self.parent.charge_served(usage)

@@ -220,6 +220,20 @@ class AuditStats(BaseModel):
     duration_ms: float
     """How long the audit took live (model call and fusion). Journaled as a step, so a replay
     reports the recorded duration, not its own."""
+    confidence: float | None = None
+    """The fused confidence (the audit's, normalised, times the citation penalties)."""
+    hallucination_detected: bool = False
+    """The model said so, or the answer cites evidence that was not given."""
+    unsupported_claims: list[str] = Field(default_factory=list)
+    logical_gaps: list[str] = Field(default_factory=list)
+    conflicting_evidence: list[str] = Field(default_factory=list)
+    needs_retry: bool = False
+    """The structured critique's retry signal (forced by an invalid citation)."""
+
+    @property
+    def conflicts(self) -> int:
+        """How many pieces of conflicting evidence the audit found (the seed's telemetry)."""
+        return len(self.conflicting_evidence)
 
 
 class Critique(BaseEvent):
@@ -339,9 +353,14 @@ class PlanVerified(BaseEvent):
     plan_id: str
     ok: bool
     kind: str | None = None
-    """The refusal kind: violates_decision_spec, loop_guard, approval_mode_mismatch, missing_evidence, budget_exceeded."""
+    """The refusal kind: violates_decision_spec, approval_mode_mismatch, missing_evidence,
+    unresolved_evidence, loop_guard, budget_exceeded."""
     reasons: list[str] = Field(default_factory=list)
-    offending_step: str | None = None
+    """A refusal's reasons, or what a passing verify covered ("2 steps, 2 required outputs covered")."""
+    offending_step: int | None = None
+    """The offending step's index in the plan."""
+    offending_step_id: str | None = None
+    """The offending step's id."""
 
 
 class PlanDecided(BaseEvent):
@@ -396,7 +415,8 @@ class Progress(BaseEvent):
     step: int
     """The step just completed, in `session_id`."""
     completed_steps: int
-    """Steps completed live by this process in the whole run."""
+    """Steps the whole run has completed, across resumes (those an earlier attempt recorded
+    and this one was served count too)."""
     tokens_left: int | None = None
     model_calls_left: int | None = None
     usd_left: float | None = None
@@ -404,6 +424,13 @@ class Progress(BaseEvent):
     """Budget remaining on each axis the run's Budget limits (None: unlimited)."""
     gate: str | None = None
     """The id of a gate the run is waiting on, if any."""
+    total_steps: int | None = None
+    """The verified plan's step count, where the run executes one (PlanExecute); None when no
+    plan knows a total."""
+    plan_steps_completed: int | None = None
+    """How many of the verified plan's steps have completed (with `total_steps`)."""
+    current_step: str | None = None
+    """The plan step last started (its id), with `total_steps`."""
 
 
 Event = Annotated[

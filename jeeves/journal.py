@@ -23,6 +23,7 @@ from jeeves.redact import mask_credentials
 __all__ = [
     "Journal",
     "JournalMode",
+    "HEARTBEAT_S",
     "LEASE_S",
     "ReplayedError",
     "SessionRecord",
@@ -52,9 +53,12 @@ SessionStatus = Literal[
 """A session's lifecycle state. `paused` is never written: `jeeves runs` shows an
 `in_progress` run whose lease lapsed (its process died) as paused. v1's `running` reads as
 `in_progress`."""
-LEASE_S = 15.0
-"""A running process renews its lease on a run every `LEASE_S / 3` seconds; a lease not
-renewed for `LEASE_S` has lapsed (its process died or hung) and the run shows as `paused`."""
+HEARTBEAT_S = 5.0
+"""A running process renews its lease on a run (its heartbeat) every `HEARTBEAT_S` seconds."""
+LEASE_S = 2 * HEARTBEAT_S
+"""A lease not renewed for `LEASE_S`, two heartbeat intervals (the orchestration seed's
+"loss of heartbeat for 2 × interval_ms"), has lapsed: its process died or hung, and the run
+shows as `paused`."""
 TERMINAL: frozenset[str] = frozenset({"completed", "failed", "expired", "rejected", "cancelled"})
 
 JournalMode = Literal["record", "replay", "resume"]

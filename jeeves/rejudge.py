@@ -14,7 +14,7 @@ Deterministic critics (functions, CodeCritic, citations) run here, offline.
 
 Only PlanExecute attempts and critic-loop rounds are judged; other sessions are read only to
 find them. A plan the new critic verifies but the recorded run refused was never executed:
-its report is `partial` ("verified but not executed"), since no result exists to score.
+its report is `partial` ("verify passed; no score (no execution)"), since no result exists to score.
 """
 
 from __future__ import annotations
@@ -199,7 +199,11 @@ class _Judge:
         }
         surface = {**rec.surface, **self.v.surface}
         spec = self.v.decision
-        verdict = old.verify if spec is None else verify(rec.plan, spec, surface, self.v.checks)
+        verdict = (
+            old.verify
+            if spec is None
+            else verify(rec.plan, spec, surface, self.v.checks, requires=rec.requires, manifest=rec.manifest)
+        )
         card = None
         if verdict.ok and old.verify.ok and old.score is not None:
             evaluations = await self._evaluations(rec, record.task)

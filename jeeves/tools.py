@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, get_type_hints, overload
@@ -140,6 +140,7 @@ class Tool:
         name: str | None = None,
         description: str | None = None,
         approval: ApprovalMode | None = None,
+        requires_evidence: Sequence[str] = (),
     ) -> None:
         if not callable(function) or isinstance(function, type):
             raise UserTypeError(
@@ -154,6 +155,16 @@ class Tool:
         self.approval = approval
         """The tool's approval mode; None when not said (plan checks read it as `local_write`)."""
         self.name = validate_name(name or getattr(function, "__name__", ""), what="tool")
+        if isinstance(requires_evidence, str) or not all(
+            isinstance(c, str) and c.strip() for c in requires_evidence
+        ):
+            raise UserError(
+                f"Tool {self.name!r} requires_evidence must be a list of evidence class names, got "
+                f"{requires_evidence!r}; e.g. requires_evidence=['refund_window']."
+            )
+        self.requires_evidence: tuple[str, ...] = tuple(dict.fromkeys(requires_evidence))
+        """Evidence classes a plan step calling this tool must pin, whatever the plan says
+        (`jeeves.critics.plan.verify`)."""
         if description is not None:
             check_str(description, name=f"Tool {self.name!r} description")
         self.description = description if description is not None else _describe(function)
@@ -216,7 +227,11 @@ def tool(function: Callable[..., Any], /) -> Tool: ...
 
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None, approval: ApprovalMode | None = None
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    approval: ApprovalMode | None = None,
+    requires_evidence: Sequence[str] = (),
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -227,12 +242,16 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     approval: ApprovalMode | None = None,
+    requires_evidence: Sequence[str] = (),
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
-    """Make a Tool of a typed function: `@tool`, `@tool(name="search")`, `@tool(approval="destructive")`."""
+    """Make a Tool of a typed function: `@tool`, `@tool(name="search")`, `@tool(approval="destructive")`,
+    `@tool(requires_evidence=["refund_window"])` (a plan step calling it must pin that evidence)."""
     if function is not None:
         return Tool(function)
 
     def decorate(fn: Callable[..., Any]) -> Tool:
-        return Tool(fn, name=name, description=description, approval=approval)
+        return Tool(
+            fn, name=name, description=description, approval=approval, requires_evidence=requires_evidence
+        )
 
     return decorate

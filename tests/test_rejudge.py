@@ -17,7 +17,7 @@ from jeeves.errors import UserError
 from jeeves.rejudge import CriticVersion, Evaluator, rejudge
 from jeeves.replay import open_journal
 from jeeves.spec.critic_version import load_critic_version
-from tests.architectures.test_plan_execute import SPEC, Shop, refund_plan
+from tests.architectures.test_plan_execute import SPEC, Shop, order_record, refund_plan
 
 pytestmark = pytest.mark.anyio
 
@@ -42,7 +42,11 @@ async def record(journal: str) -> None:
 
     def plan_execute() -> PlanExecute:
         return PlanExecute(
-            Agent("You plan refunds.", role="planner"), tools=Shop().tools(), spec=SPEC, evaluators=[passes]
+            Agent("You plan refunds.", role="planner"),
+            tools=Shop().tools(),
+            spec=SPEC,
+            evaluators=[passes],
+            evidence=order_record,
         )
 
     model = ScriptedModel({"planner": [refund_plan(pinned=True, amount=30.0)]})
@@ -80,10 +84,13 @@ async def test_a_stricter_critic_reports_exactly_the_verdicts_that_change(tmp_pa
         "loop__critic_0",
     ]
     changed = [(j.session_id, j.before, j.after) for j in judged if j.changed]
-    assert changed == [("big__plan_0", "completed", "partial"), ("loop__critic_0", "approved", "refused")]
+    assert changed == [
+        ("big__plan_0", "completed", "refused_by_critic"),
+        ("loop__critic_0", "approved", "refused"),
+    ]
     big = judged[1]
     assert (big.score_before, big.score_after) == (1.0, 0.0)
-    assert big.rationale == "partial: hard-fail evaluator 'policy_v2' failed: refunds over 40 need a manager"
+    assert big.rationale == "policy_v2 fail: refunds over 40 need a manager"
     # The refused plan stays refused for the same reason; nothing was executed to judge it again.
     assert (judged[2].before, judged[2].after, judged[2].refusal_after) == (
         "refused_by_critic",
@@ -101,9 +108,15 @@ async def test_a_tighter_decision_spec_refuses_recorded_plans_with_their_kind(tm
     rows = [(j.session_id, j.before, j.after, j.refusal_before, j.refusal_after) for j in judged if j.changed]
     assert rows == [
         ("small__plan_0", "completed", "refused_by_critic", None, "loop_guard"),
-        ("replanned__plan_0", "refused_by_critic", "refused_by_critic", "missing_evidence", "loop_guard"),
         ("replanned__plan_1", "completed", "refused_by_critic", None, "loop_guard"),
     ]
+    # The seed's order checks evidence before the loop guard: plan A stays refused for its evidence.
+    (plan_a,) = [j for j in judged if j.session_id == "replanned__plan_0"]
+    assert (plan_a.refusal_before, plan_a.refusal_after, plan_a.changed) == (
+        "missing_evidence",
+        "missing_evidence",
+        False,
+    )
     # decided_at is the journal's, not a clock read now.
     async with open_journal(path) as store:
         again = await rejudge(store, tighter, ["small"])
@@ -166,12 +179,12 @@ def test_the_command_prints_the_changes_as_a_table_and_as_json(
     out = capsys.readouterr().out.splitlines()
     assert out[0].split() == ["SESSION", "BEFORE", "AFTER", "WHY"]
     assert [line.split()[0] for line in out[1:-1]] == ["big__plan_0", "loop__critic_0"]
-    assert "completed 1.00" in out[1] and "partial 0.00" in out[1]
+    assert "completed 1.00" in out[1] and "refused_by_critic 0.00" in out[1]
     assert out[-1] == "5 verdict(s) judged again: 2 changed, 0 skipped."
     assert main(["rejudge", path, "big", "small", "--critic", str(critic), "--json"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [(r["session_id"], r["before"], r["after"]) for r in rows] == [
-        ("big__plan_0", "completed", "partial")
+        ("big__plan_0", "completed", "refused_by_critic")
     ]
 
 
@@ -227,7 +240,7 @@ async def test_asked_live_an_llm_critic_is_called_through_the_router(tmp_path: P
     async with open_journal(path) as store:
         judged = await rejudge(store, version, ["small"], live=True, router=Router({"default": harsh}))
     assert [(j.session_id, j.before, j.after, j.score_after) for j in judged] == [
-        ("small__plan_0", "completed", "partial", 0.3)
+        ("small__plan_0", "completed", "refused_by_critic", 0.3)
     ]
-    assert judged[0].rationale == "partial: hard-fail evaluator 'llm' failed: no apology to the customer"
+    assert judged[0].rationale == "llm fail: no apology to the customer"
     assert len(harsh.requests) == 1

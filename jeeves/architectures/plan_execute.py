@@ -2,9 +2,11 @@
 the executor runs only verified steps, and the critic scores the result.
 
 Pattern:
-    Attempt `n` is the session `{id}__plan_{n}`. Its planner (`__planner_0`, an Agent with
-    output type `Plan`) proposes a plan; `verify` (pure, no model) checks it against the
-    `DecisionSpec` and the tool surface. A refused plan executes nothing: the refusal goes back
+    Attempt `n` is the session `{id}__plan_{n}`. With an evidence retriever, its first step
+    (`evidence`, journaled) gathers the run's evidence manifest, which the planner is shown.
+    Its planner (`__planner_0`, an Agent with output type `Plan`) proposes a plan; `verify`
+    (pure, no model) checks it against the `DecisionSpec`, the tool surface, the evidence each
+    tool requires and the manifest. A refused plan executes nothing: the refusal goes back
     to the planner in the next attempt while the re-plan budget lasts. A verified plan's steps
     run as sessions `__step_{k}` (`k` its position in the plan), in dependency order, independent
     steps in parallel; a tool step is one journaled tool call, a worker step runs the worker.
@@ -13,8 +15,8 @@ Pattern:
     replans, or escalates (the run ends with the report and every completed step kept).
 
 Strengths:
-    Nothing touches the world before a plan passes five typed checks, so a plan that would act
-    on unpinned evidence, exceed the safety mode or loop is refused with a reason the planner can
+    Nothing touches the world before a plan passes six typed checks, so a plan that would act
+    on unpinned or made-up evidence, exceed the safety mode or loop is refused with a reason the planner can
     fix. A hard-fail evaluator (policy, safety) cannot be outvoted by a confident LLM. verify,
     score and consolidate are pure functions of recorded inputs, so runs replay exactly and
     their verdicts can be re-derived offline with another critic.
@@ -28,9 +30,10 @@ Weaknesses:
 from __future__ import annotations
 
 import datetime
+import inspect
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -48,6 +51,7 @@ from jeeves.critics.plan import (
     Decision,
     DecisionSpec,
     Evaluation,
+    Evidence,
     Plan,
     PlanCheck,
     PlanStep,
@@ -64,7 +68,10 @@ from jeeves.ids import child_id, validate_name
 from jeeves.journal import fingerprint
 from jeeves.tools import ApprovalMode, Tool, ToolContext, ToolOutcome
 
-__all__ = ["AttemptRecord", "PlanExecute", "PlanExecuteOutput", "StepResult"]
+__all__ = ["AttemptRecord", "EvidenceSource", "PlanExecute", "PlanExecuteOutput", "StepResult"]
+
+EvidenceSource = Callable[[str], Iterable[Evidence] | Awaitable[Iterable[Evidence]]]
+"""A read-only retriever: the task in, the evidence it finds out (sync or async)."""
 
 PLANNER_INSTRUCTIONS = """
 
@@ -72,8 +79,9 @@ PLANNER_INSTRUCTIONS = """
 Reply with a plan as JSON (the schema is given). Each step calls exactly one tool or worker from
 the surface below, with its arguments; `depends_on` names the steps whose results it needs.
 Declare every decision output the plan produces in `outputs`. For each evidence class a step
-requires, pin the references you rely on in `evidence` (`{{"order_record": ["order:881"]}}`).
-Estimate each step's tokens.
+requires (the surface lists what each tool requires; you may add classes, never drop one), pin
+the ids of the evidence manifest you rely on in `evidence` (`{{"refund_window": ["kg:..."]}}`):
+only ids of the manifest, with their class, are accepted. Estimate each step's tokens.
 
 ## The surface
 {surface}
@@ -109,6 +117,10 @@ class AttemptRecord(BaseModel):
     """The executed steps' results as the evaluators saw them ("" when nothing ran)."""
     evaluations: list[Evaluation] = Field(default_factory=list)
     report: CriticReport
+    requires: dict[str, list[str]] = Field(default_factory=dict)
+    """The evidence classes each tool or worker declares it requires."""
+    manifest: list[Evidence] = Field(default_factory=list)
+    """The run's evidence manifest as this attempt's verify read it."""
 
 
 class PlanExecuteOutput(Output):
@@ -182,8 +194,13 @@ class PlanExecute:
         hard: Names of evaluators whose failure fails the run whatever the others say (a
             verdict with `hard_fail` counts as hard too).
         checks: Extra verify checks: functions `(plan, spec) -> VerifyVerdict | None`.
+        evidence: A read-only retriever `(task) -> Iterable[Evidence]` (sync or async) whose
+            evidence is the run's manifest: each attempt gathers it in a journaled step before
+            planning, so a replay and `jeeves rejudge` read the same manifest offline. None:
+            the manifest is empty, and a plan can pin no evidence.
         replan_budget: New plans allowed after the first.
-        retry_budget: Re-executions of a verified plan allowed after a partial score.
+        retry_budget: Re-executions of a verified plan allowed when an evaluator (not hard-fail)
+            scored its result under the threshold.
         step_budget: Each executed step's own slice of the run's budget (see "Budget
             slices" in the docs); None: steps share the run's budget.
         estimate_headroom: When set, a step's `estimated_tokens` (if above 0) times this caps
@@ -205,6 +222,7 @@ class PlanExecute:
         evaluators: Sequence[CriticLike] = (),
         hard: Sequence[str] = (),
         checks: Sequence[PlanCheck] = (),
+        evidence: EvidenceSource | None = None,
         replan_budget: int = 2,
         retry_budget: int = 1,
         step_budget: Budget | None = None,
@@ -245,6 +263,11 @@ class PlanExecute:
                 f"{[_name(e) for e in self.evaluators]!r}."
             )
         self.checks = list(checks)
+        if evidence is not None and not callable(evidence):
+            raise UserTypeError(
+                f"PlanExecute(evidence=) must be a function (task) -> list of Evidence, got {short_repr(evidence)}."
+            )
+        self.evidence = evidence
         self.replan_budget, self.retry_budget, self.threshold = replan_budget, retry_budget, float(threshold)
         self.role = validate_name(role)
         self.description = description or planner.description
@@ -254,6 +277,10 @@ class PlanExecute:
             n: t.approval or "local_write" for n, t in self.tools.items()
         }
         self.surface.update({n: "delegated" for n in self.workers})
+        self.requires: dict[str, list[str]] = {
+            n: list(t.requires_evidence) for n, t in self.tools.items() if t.requires_evidence
+        }
+        """Evidence classes each tool declares it requires (verify adds the spec's)."""
         self.planner = Agent(
             planner.instructions + self._planning_notes(),
             role=planner.role,
@@ -265,9 +292,14 @@ class PlanExecute:
         )
 
     def _planning_notes(self) -> str:
-        lines = [f"- tool {n} ({self.surface[n]}): {t.description}" for n, t in self.tools.items()]
+        def needs(name: str) -> str:
+            classes = [*self.requires.get(name, ()), *self.spec.requires_evidence.get(name, ())]
+            return f"; requires evidence: {', '.join(dict.fromkeys(classes))}" if classes else ""
+
+        lines = [f"- tool {n} ({self.surface[n]}{needs(n)}): {t.description}" for n, t in self.tools.items()]
         lines += [
-            f"- worker {n} (delegated): {getattr(w, 'description', '')}" for n, w in self.workers.items()
+            f"- worker {n} (delegated{needs(n)}): {getattr(w, 'description', '')}"
+            for n, w in self.workers.items()
         ]
         s = self.spec
         return PLANNER_INSTRUCTIONS.format(
@@ -326,6 +358,13 @@ class PlanExecute:
         return runs.output("escalated", runs.last_steps)
 
 
+def _manifest_notes(manifest: Sequence[Evidence]) -> str:
+    if not manifest:
+        return ""
+    lines = [f"- {e.id} ({e.classification}){': ' + e.summary if e.summary else ''}" for e in manifest]
+    return "\n\n## Evidence manifest (pin these ids)\n" + "\n".join(lines)
+
+
 def _name(critic: object) -> str:
     return str(getattr(critic, "name", None) or getattr(critic, "kind", None) or type(critic).__name__)
 
@@ -340,6 +379,8 @@ class _Runs:
         self.last_steps: list[StepResult] = []
         self.result_text = ""
         self.evaluations: list[Evaluation] = []
+        self.manifest: list[Evidence] = []
+        self.plan_total = self.plan_done = 0
 
     def output(self, stop_reason: str, steps: list[StepResult]) -> PlanExecuteOutput:
         report = self.reports[-1] if self.reports else None
@@ -370,6 +411,8 @@ class _Runs:
                 result=self.result_text,
                 evaluations=self.evaluations,
                 report=report,
+                requires=self.arch.requires,
+                manifest=self.manifest,
             )
             return Output(value=record, text=record.model_dump_json(), stop_reason=report.status)
 
@@ -382,15 +425,18 @@ class _Runs:
     ) -> tuple[CriticReport, list[StepResult], Plan]:
         arch = self.arch
         self.result_text, self.evaluations = "", []
+        self.manifest = await self._gather(ctx)
         if plan is None:
-            prompt = (
-                self.task if not feedback else f"{self.task}\n\n## Your previous plan was refused\n{feedback}"
-            )
+            prompt = self.task + _manifest_notes(self.manifest)
+            if feedback:
+                prompt += f"\n\n## Your previous plan was refused\n{feedback}"
             out = await ctx.run(arch.planner, prompt, role="planner")
             assert isinstance(out.value, Plan)
             plan = out.value
         self.plans.append(plan)
-        verdict = verify(plan, arch.spec, arch.surface, arch.checks)
+        verdict = verify(
+            plan, arch.spec, arch.surface, arch.checks, requires=arch.requires, manifest=self.manifest
+        )
         await ctx.emit(
             PlanVerified(
                 session_id=ctx.session_id,
@@ -400,6 +446,7 @@ class _Runs:
                 kind=verdict.kind,
                 reasons=verdict.reasons,
                 offending_step=verdict.offending_step,
+                offending_step_id=verdict.offending_step_id,
             )
         )
         key = f"{plan.plan_id}#{n}"
@@ -421,6 +468,29 @@ class _Runs:
         evaluations = await self._evaluate(ctx, steps)
         return await self._report(ctx, key, verdict, score(evaluations, arch.threshold)), steps, plan
 
+    async def _gather(self, ctx: Context) -> list[Evidence]:
+        """The run's evidence manifest: the retriever's answer, as a journaled step (so a replay
+        is served the recorded manifest and never calls the retriever); none without one."""
+        source = self.arch.evidence
+        if source is None:
+            return []
+
+        async def live() -> list[Evidence]:
+            found = source(self.task)
+            if inspect.isawaitable(found):
+                found = await found
+            items = list(found)
+            bad = [e for e in items if not isinstance(e, Evidence)]
+            if bad:
+                raise UserTypeError(
+                    f"PlanExecute(evidence=) must return Evidence items, got {short_repr(bad[0])}; "
+                    f"build them with jeeves.critics.plan.Evidence(id=..., classification=...)."
+                )
+            return items
+
+        manifest, _ = await ctx.step("function", "evidence", {"task": self.task}, live, list[Evidence])
+        return list(manifest)
+
     async def _report(self, ctx: Context, key: str, verdict: VerifyVerdict, card: Any) -> CriticReport:
         async def now() -> str:
             return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
@@ -435,6 +505,8 @@ class _Runs:
         position = {s.id: k for k, s in enumerate(plan.steps)}
         done: dict[str, StepResult] = {}
         remaining = list(plan.steps)
+        self.plan_total, self.plan_done = len(plan.steps), 0
+        ctx.report_plan(self.plan_total, 0)  # progress envelopes carry the verified plan's total
         while remaining:
             ready = [s for s in remaining if all(d in done for d in s.depends_on)]
             remaining = [s for s in remaining if s not in ready]
@@ -450,8 +522,9 @@ class _Runs:
         budget = arch.step_slice(step)
 
         async def go() -> StepResult:
+            ctx.report_plan(self.plan_total, self.plan_done, step.id)
             try:
-                return await self._step(ctx, step, k, done, budget)
+                result = await self._step(ctx, step, k, done, budget)
             except BudgetExceeded as exc:
                 if exc.slice_id != child_id(ctx.session_id, "step", k):
                     raise  # the run's own budget (or another's slice): the run stops, as before
@@ -460,6 +533,10 @@ class _Runs:
                     why += ", and its next call could cross it"
                 text = f"budget_exceeded: the step ran out of its budget slice ({why})"
                 return StepResult(text=text, step_id=step.id, failed=True, failure="budget_exceeded")
+            if not result.failed:
+                self.plan_done += 1
+                ctx.report_plan(self.plan_total, self.plan_done, step.id)
+            return result
 
         return go
 

@@ -1,4 +1,5 @@
-"""Critics and their verdicts: LLM, code (pytest), citation, Python-function and combined critics.
+"""Critics and their verdicts: LLM, code (pytest), citation, grounded-audit, Python-function and
+combined critics.
 
 A critic reviews one candidate and returns a `Verdict` (a score in [0, 1], issues, a
 summary, a hard-fail flag, its source and how it was obtained). ActorCritic and
@@ -16,7 +17,7 @@ from jeeves.critics.base import (
 )
 from jeeves.critics.citations import CitationCritic
 from jeeves.critics.code import CodeCritic, extract_code
-from jeeves.critics.grounded import GroundedAuditCritic
+from jeeves.critics.grounded import GroundedAuditCritic, GroundedCritique, Grounding, fuse, ground
 from jeeves.critics.llm import REVIEW_INSTRUCTIONS, VERDICT_FORMAT, LLMCritic
 from jeeves.critics.parse import parse_verdict
 from jeeves.critics.verdict import Obtained, Verdict, combine_verdicts, normalise_score
@@ -33,6 +34,8 @@ __all__ = [
     "CriticSession",
     "FunctionCritic",
     "GroundedAuditCritic",
+    "GroundedCritique",
+    "Grounding",
     "LLMCritic",
     "Obtained",
     "Review",
@@ -42,6 +45,8 @@ __all__ = [
     "as_critic",
     "combine_verdicts",
     "extract_code",
+    "fuse",
+    "ground",
     "normalise_score",
     "parse_verdict",
 ]

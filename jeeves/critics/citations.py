@@ -5,8 +5,8 @@ Deterministic, for answers grounded in retrieved evidence. Rules:
 - A citation is `[id]` or `[id1, id2]` (ids are letters, digits and `_ . : # / -`; a
   Markdown link `[text](url)` is not a citation).
 - A *claim* is a sentence of three words or more, not a heading and not a lead-in ending
-  with `:`. A sentence that hedges (`insufficient evidence`, `not enough information`…,
-  see `HEDGES`) is exempt: saying the evidence does not settle it needs no citation.
+  with `:`. A sentence that hedges (`insufficient evidence`, `not provided`, `cannot provide`,
+  `not enough information`…, see `HEDGES`) is exempt: saying the evidence does not settle it needs no citation.
 - A citation to an id the caller did not pass is a **hard fail**: the answer invented a
   source. Its sentence also counts as unsupported.
 - score = max(0, 1 − `uncited_penalty` × unsupported claims); uncited sentences are
@@ -39,6 +39,8 @@ __all__ = ["HEDGES", "CitationCritic", "claims_with_citations"]
 
 HEDGES: tuple[str, ...] = (
     "insufficient evidence",
+    "not provided",
+    "cannot provide",
     "not enough evidence",
     "no evidence",
     "not enough information",
@@ -52,7 +54,8 @@ HEDGES: tuple[str, ...] = (
     "i don't know",
     "i do not know",
 )
-"""Phrases that mark a sentence as hedged (matched case-insensitively)."""
+"""Phrases that mark a sentence as hedged (matched case-insensitively): the MASIS seed's three
+(`insufficient evidence`, `not provided`, `cannot provide`) first, then more that say the same."""
 
 _ID = r"[A-Za-z0-9][A-Za-z0-9_.:#/-]*"
 _CITATION = re.compile(rf"\[\s*({_ID}(?:\s*[,;]\s*{_ID})*)\s*\](?!\()")

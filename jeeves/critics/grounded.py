@@ -9,11 +9,13 @@ logical_gaps, conflicting_evidence, needs_retry). The deterministic citation eng
 - a citation `[id]` to evidence that was not given forces `hallucination_detected` and
   `needs_retry`, and multiplies the confidence by 0.5;
 - when the answer cites something, claims it leaves uncited multiply the confidence by 0.9
-  (sentences that hedge need no citation; an answer that cites nothing is left to the model);
+  (sentences that hedge need no citation: the seed's `insufficient evidence`, `not provided`,
+  `cannot provide`, and the rest of `HEDGES`; an answer that cites nothing is left to the model).
 
 The verdict's score is the fused confidence, a hallucination is a hard fail, and the
 invalid and uncited citations are structured findings (`rule_id` `invalid_citation`,
-`uncited_claim`) on the verdict and its `critique` event. `fuse` is a pure function of the
+`uncited_claim`) on the verdict and its `critique` event. The fused critique's six fields
+(`needs_retry` among them) ride on the verdict's `audit` with the telemetry counts. `fuse` is a pure function of the
 recorded reply and the answer, so a replay, or a re-judgement, derives the same verdict.
 """
 
@@ -41,7 +43,16 @@ from jeeves.models.base import ModelClient, Route
 if TYPE_CHECKING:
     from jeeves.context import Context
 
-__all__ = ["AUDIT_INSTRUCTIONS", "GroundedAuditCritic", "GroundedCritique", "Grounding", "fuse", "ground"]
+__all__ = [
+    "AUDIT_INSTRUCTIONS",
+    "INVALID_CITATION_FACTOR",
+    "UNCITED_FACTOR",
+    "GroundedAuditCritic",
+    "GroundedCritique",
+    "Grounding",
+    "fuse",
+    "ground",
+]
 
 AUDIT_INSTRUCTIONS = (
     "You audit an answer against the evidence it was allowed to use. Check every claim: is it "
@@ -57,10 +68,19 @@ INVALID_CITATION_FACTOR = 0.5
 UNCITED_FACTOR = 0.9
 
 
-class GroundedCritique(BaseModel):
-    """What the audit model returns (and, after `fuse`, what the verdict is built from)."""
+def _all_required(schema: dict[str, Any]) -> None:
+    schema["required"] = list(schema.get("properties", {}))
 
-    model_config = ConfigDict(defer_build=True, frozen=True)
+
+class GroundedCritique(BaseModel):
+    """What the audit model returns (and, after `fuse`, what the verdict is built from).
+
+    The seed's structured output: six typed fields, every one required in the schema the
+    model is asked for. Read tolerantly: a reply that leaves out a list or a flag gets its
+    default; one without a confidence cannot be read and is a flagged fallback (score 0, the
+    seed's `critique.get("confidence", 0.0)`)."""
+
+    model_config = ConfigDict(defer_build=True, frozen=True, json_schema_extra=_all_required)
 
     confidence: float
     """How far the answer is supported: 0 to 1 (a larger number is read as a percentage)."""
@@ -185,7 +205,8 @@ class GroundedAuditCritic:
         response = await ctx.call_model(request, route=self.route)
         critique, obtained = _read(response.text)
         grounding = ground(review.output, list(self.evidence), self.hedges)
-        if critique is None:
+        fused = fuse(critique, grounding) if critique is not None else None
+        if fused is None:
             verdict = Verdict(
                 score=0.0,
                 issues=[f"the audit's reply could not be read: {response.text[:200]!r}"],
@@ -193,7 +214,7 @@ class GroundedAuditCritic:
                 obtained="fallback",
             )
         else:
-            verdict = _verdict(fuse(critique, grounding), grounding, self.name, obtained)
+            verdict = _verdict(fused, grounding, self.name, obtained)
         measured = round((time.perf_counter() - started) * 1000, 3)
 
         async def live() -> float:
@@ -206,6 +227,7 @@ class GroundedAuditCritic:
             invalid_citations=len(grounding.invalid),
             uncited_claims=len(grounding.uncited),
             duration_ms=duration,
+            **(fused.model_dump() if fused is not None else {"confidence": 0.0}),
         )
         return verdict.model_copy(update={"audit": stats})
 

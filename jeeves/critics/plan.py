@@ -1,26 +1,32 @@
 """The plan critic's three phases as pure functions: verify a plan, score a result, consolidate.
 
-A planner emits a typed `Plan`. Before anything runs, `verify(plan, spec, surface)` checks it
-against the `DecisionSpec` and the tools and workers it may use, and either passes it or
-refuses it with a typed reason naming the offending step:
+A planner emits a typed `Plan`. Before anything runs, `verify(plan, spec, surface, ...)`
+checks it against the `DecisionSpec`, the tools and workers it may use, the evidence each of
+them requires and the run's evidence manifest, and either passes it (saying what it covered:
+"2 steps, 2 required outputs covered") or refuses it with a typed reason naming the offending
+step by its index and its id:
 
 | kind | when |
 |---|---|
 | `violates_decision_spec` | a required output is not declared; a step names a tool or worker outside the surface, names both or neither, repeats an id, or depends on an unknown step |
-| `loop_guard` | more steps than `max_steps`; a dependency cycle |
 | `approval_mode_mismatch` | a step's approval mode is above the run's safety mode |
-| `missing_evidence` | a step requires an evidence class and pins nothing for it |
-| `budget_exceeded` | the steps' estimated tokens add up to more than `max_plan_tokens` |
+| `missing_evidence` | a step requires an evidence class (its tool's, the spec's or its own) and pins nothing for it |
+| `unresolved_evidence` | a step pins a reference that is not in the run's evidence manifest with that class |
+| `loop_guard` | more steps than `max_steps` (12 unless configured); a dependency cycle |
+| `budget_exceeded` | the steps' estimated tokens add up to more than `max_plan_tokens` (8000 unless configured) |
 
-The checks run in that order and the first kind that finds a problem is the refusal (with
-every reason of that kind); user checks run last. After execution, `score(...)` turns the
+The checks run in that order (the seed's) and the first kind that finds a problem is the
+refusal (with every reason of that kind); user checks run last. Evidence requirements belong
+to the capabilities: what a tool declares (`@tool(requires_evidence=[...])`) or the spec says
+(`DecisionSpec.requires_evidence`) is required whatever the plan says; a plan can add
+requirements to its steps, never remove them. After execution, `score(...)` turns the
 evaluators' verdicts into a scorecard in which a hard-fail evaluator forces `ok=False`
 whatever the others say, and `consolidate(...)` builds the `CriticReport` with a one-line
 rationale. `decide(...)` says what to do next: accept, retry, replan or escalate.
 
 All of them are pure functions of their arguments: no clock (`decided_at` is passed in, read
-from the journal), no random, no I/O. So a recorded run's verdicts can be derived again,
-offline, with another version of the critic.
+from the journal), no random, no I/O (the evidence manifest is recorded in the run). So a
+recorded run's verdicts can be derived again, offline, with another version of the critic.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from jeeves.critics.verdict import Verdict
 from jeeves.tools import APPROVAL_MODES, ApprovalMode
@@ -40,6 +46,7 @@ __all__ = [
     "Decision",
     "DecisionSpec",
     "Evaluation",
+    "Evidence",
     "Plan",
     "PlanCheck",
     "PlanStep",
@@ -49,12 +56,18 @@ __all__ = [
     "VerifyVerdict",
     "consolidate",
     "decide",
+    "required_evidence",
     "score",
     "verify",
 ]
 
 RefusalKind = Literal[
-    "violates_decision_spec", "loop_guard", "approval_mode_mismatch", "missing_evidence", "budget_exceeded"
+    "violates_decision_spec",
+    "loop_guard",
+    "approval_mode_mismatch",
+    "missing_evidence",
+    "unresolved_evidence",
+    "budget_exceeded",
 ]
 
 _FROZEN = ConfigDict(defer_build=True, frozen=True, extra="forbid")
@@ -75,9 +88,11 @@ class PlanStep(BaseModel):
     """The tool's arguments, or `{"task": ...}` for a worker."""
     depends_on: list[str] = Field(default_factory=list)
     evidence_required: list[str] = Field(default_factory=list)
-    """Evidence classes this step needs before it may run (`order_record`, `policy`…)."""
+    """Evidence classes the planner adds to what the step's tool or worker requires (it cannot
+    remove any: see `required_evidence`)."""
     evidence: dict[str, list[str]] = Field(default_factory=dict)
-    """Pinned evidence refs per class (`{"order_record": ["order:881"]}`)."""
+    """Pinned evidence references per class, each an id of the run's evidence manifest
+    (`{"refund_window": ["kg:refund_window:rw_881#snapshot_kg_2026_05_09_T0930"]}`)."""
     estimated_tokens: int = Field(default=0, ge=0)
     outputs: list[str] = Field(default_factory=list)
     """The decision outputs this step produces (`refund_amount`…)."""
@@ -98,31 +113,67 @@ class Plan(BaseModel):
     """Step ids after which the run stops to decide (accept, retry, replan, escalate)."""
 
 
+class Evidence(BaseModel):
+    """One entry of a run's evidence manifest: a piece of evidence gathered (read-only) and
+    recorded in the run, which a plan step may pin by its `id`."""
+
+    model_config = _FROZEN
+
+    id: str
+    """The reference a plan pins (`kg:refund_window:rw_881#snapshot_kg_2026_05_09_T0930`)."""
+    classification: str
+    """Its evidence class (`refund_window`): a step requiring that class accepts it."""
+    summary: str = ""
+    """What it says, shown to the planner."""
+    source: str = ""
+    """What gathered it (a retriever's name)."""
+
+
 class DecisionSpec(BaseModel):
-    """What a plan must satisfy."""
+    """What a plan must satisfy. The defaults are the seed's loop guard: 12 steps, 8000 tokens."""
 
     model_config = _FROZEN
 
     required_outputs: list[str] = Field(default_factory=list)
     max_steps: int = Field(default=12, ge=1)
-    max_plan_tokens: int | None = Field(default=None, ge=0)
+    max_plan_tokens: int | None = Field(default=8000, ge=0)
+    """The most the steps' estimated tokens may add up to (None: no limit)."""
     safety_mode: ApprovalMode = "destructive"
     """The highest approval mode a step may have."""
+    requires_evidence: dict[str, list[str]] = Field(default_factory=dict)
+    """Evidence classes by tool or worker name, required of every step that uses it (added to
+    what the tool itself declares)."""
 
 
 class VerifyVerdict(BaseModel):
-    """`ok`, or a typed refusal: its kind, every reason of that kind, the first offending step."""
+    """`ok` with what it covered, or a typed refusal: its kind, every reason of that kind, and
+    the first offending step by its index in the plan (`offending_step`, the seed's number)
+    and its id (`offending_step_id`)."""
 
     model_config = _FROZEN
 
     ok: bool
     kind: RefusalKind | None = None
     reasons: list[str] = Field(default_factory=list)
-    offending_step: str | None = None
+    offending_step: int | None = None
+    """The offending step's index in the plan (0-based)."""
+    offending_step_id: str | None = None
+    """The offending step's id."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _step_id_of_older_records(cls, data: Any) -> Any:
+        """Journals written before steps were named by index held the step's id in
+        `offending_step`; they read with that id in `offending_step_id` and no index."""
+        if isinstance(data, dict) and isinstance(data.get("offending_step"), str):
+            return {**data, "offending_step": None, "offending_step_id": data["offending_step"]}
+        return data
 
     @classmethod
-    def refuse(cls, kind: RefusalKind, reasons: Sequence[str], step: str | None) -> VerifyVerdict:
-        return cls(ok=False, kind=kind, reasons=list(reasons), offending_step=step)
+    def refuse(
+        cls, kind: RefusalKind, reasons: Sequence[str], step: int | None = None, step_id: str | None = None
+    ) -> VerifyVerdict:
+        return cls(ok=False, kind=kind, reasons=list(reasons), offending_step=step, offending_step_id=step_id)
 
 
 OK = VerifyVerdict(ok=True)
@@ -131,13 +182,37 @@ PlanCheck: TypeAlias = Callable[[Plan, DecisionSpec], VerifyVerdict | None]
 """A user check: None (or an ok verdict) passes; a refusal refuses."""
 
 
-def _problems(plan: Plan, spec: DecisionSpec, surface: Mapping[str, ApprovalMode]) -> Iterable[VerifyVerdict]:
-    """Every check in the documented order, each yielding its refusal if it finds one."""
-    yield _spec_violations(plan, spec, surface)
-    yield _loop_guard(plan, spec)
-    yield _modes(plan, spec, surface)
-    yield _evidence(plan)
-    yield _budget(plan, spec)
+class _Refusal:
+    """Collects the reasons of one refusal kind and its first offending step."""
+
+    def __init__(self, kind: RefusalKind) -> None:
+        self.kind, self.reasons = kind, list[str]()
+        self.first: tuple[int, str] | None = None
+
+    def add(self, reason: str, at: tuple[int, str] | None = None) -> None:
+        self.reasons.append(reason)
+        if self.first is None and at is not None:
+            self.first = at
+
+    def verdict(self) -> VerifyVerdict:
+        if not self.reasons:
+            return OK
+        index, step_id = self.first if self.first is not None else (None, None)
+        return VerifyVerdict.refuse(self.kind, self.reasons, index, step_id)
+
+
+def required_evidence(
+    step: PlanStep, spec: DecisionSpec, requires: Mapping[str, Sequence[str]] | None = None
+) -> list[str]:
+    """The evidence classes `step` must pin: its tool's or worker's (`requires`), the spec's for
+    it, then the ones the planner added; the plan can add, never remove."""
+    target = step.tool or step.worker or ""
+    classes = [
+        *(requires or {}).get(target, ()),
+        *spec.requires_evidence.get(target, ()),
+        *step.evidence_required,
+    ]
+    return list(dict.fromkeys(classes))
 
 
 def verify(
@@ -145,59 +220,116 @@ def verify(
     spec: DecisionSpec,
     surface: Mapping[str, ApprovalMode],
     checks: Sequence[PlanCheck] = (),
+    *,
+    requires: Mapping[str, Sequence[str]] | None = None,
+    manifest: Sequence[Evidence] = (),
 ) -> VerifyVerdict:
-    """Check `plan` before anything runs. `surface` maps each usable tool and worker to its mode."""
-    for verdict in _problems(plan, spec, surface):
+    """Check `plan` before anything runs. `surface` maps each usable tool and worker to its mode,
+    `requires` each to the evidence classes it requires, and `manifest` is the run's evidence."""
+    for verdict in _problems(plan, spec, surface, requires or {}, manifest):
         if not verdict.ok:
             return verdict
     for check in checks:
         verdict_or_none = check(plan, spec)
         if verdict_or_none is not None and not verdict_or_none.ok:
             return verdict_or_none
-    return OK
+    covered = f"{len(plan.steps)} steps, {len(spec.required_outputs)} required outputs covered"
+    return VerifyVerdict(ok=True, reasons=[covered])
+
+
+def _problems(
+    plan: Plan,
+    spec: DecisionSpec,
+    surface: Mapping[str, ApprovalMode],
+    requires: Mapping[str, Sequence[str]],
+    manifest: Sequence[Evidence],
+) -> Iterable[VerifyVerdict]:
+    """Every check in the documented order, each yielding its refusal if it finds one."""
+    yield _spec_violations(plan, spec, surface)
+    yield _modes(plan, spec, surface)
+    yield _missing_evidence(plan, spec, requires)
+    yield _unresolved_evidence(plan, manifest)
+    yield _loop_guard(plan, spec)
+    yield _budget(plan, spec)
 
 
 def _spec_violations(plan: Plan, spec: DecisionSpec, surface: Mapping[str, ApprovalMode]) -> VerifyVerdict:
-    reasons: list[str] = []
-    first: str | None = None
-
-    def problem(step: str | None, reason: str) -> None:
-        nonlocal first
-        reasons.append(reason)
-        first = first or step
-
+    found = _Refusal("violates_decision_spec")
     for output in spec.required_outputs:
         if output not in plan.outputs:
-            problem(None, f"the required output {output!r} is not declared by the plan")
+            found.add(f"plan does not produce required output {output}")
     ids = [s.id for s in plan.steps]
-    for step in plan.steps:
+    for i, step in enumerate(plan.steps):
+        at = (i, step.id)
         if ids.count(step.id) > 1:
-            problem(step.id, f"step id {step.id!r} is used {ids.count(step.id)} times")
+            found.add(f"step {i} id {step.id!r} is used {ids.count(step.id)} times", at)
         target = step.tool or step.worker
         if (step.tool is None) == (step.worker is None):
-            problem(step.id, f"step {step.id!r} must name exactly one tool or worker")
+            found.add(f"step {i} ({step.id!r}) must name exactly one tool or worker", at)
         elif target not in surface:
             known = ", ".join(sorted(surface)) or "none"
-            problem(step.id, f"step {step.id!r} uses {target!r}, which is not on the tool surface ({known})")
+            found.add(f"plan step {i} calls {target} which is not in the surface ({known})", at)
         for dep in step.depends_on:
             if dep not in ids:
-                problem(step.id, f"step {step.id!r} depends on unknown step {dep!r}")
+                found.add(f"step {i} ({step.id!r}) depends on unknown step {dep!r}", at)
     for checkpoint in plan.checkpoints:
         if checkpoint not in ids:
-            problem(None, f"checkpoint {checkpoint!r} is not a step of the plan")
-    return VerifyVerdict.refuse("violates_decision_spec", reasons, first) if reasons else OK
+            found.add(f"checkpoint {checkpoint!r} is not a step of the plan")
+    return found.verdict()
+
+
+def _modes(plan: Plan, spec: DecisionSpec, surface: Mapping[str, ApprovalMode]) -> VerifyVerdict:
+    allowed = APPROVAL_MODES.index(spec.safety_mode)
+    found = _Refusal("approval_mode_mismatch")
+    for i, step in enumerate(plan.steps):
+        mode = surface.get(step.tool or step.worker or "")
+        if mode is not None and APPROVAL_MODES.index(mode) > allowed:
+            found.add(f"step {i} mode {mode} > safety_mode {spec.safety_mode}", (i, step.id))
+    return found.verdict()
+
+
+def _missing_evidence(plan: Plan, spec: DecisionSpec, requires: Mapping[str, Sequence[str]]) -> VerifyVerdict:
+    found = _Refusal("missing_evidence")
+    for i, step in enumerate(plan.steps):
+        for kind in required_evidence(step, spec, requires):
+            if not step.evidence.get(kind):
+                found.add(f"step {i} requires evidence class {kind}, none pinned", (i, step.id))
+    return found.verdict()
+
+
+def _unresolved_evidence(plan: Plan, manifest: Sequence[Evidence]) -> VerifyVerdict:
+    """Every pinned reference must be an id of the run's evidence manifest with the class it
+    is pinned for: a made-up or misfiled reference is refused, never taken on the plan's word."""
+    classes = {e.id: e.classification for e in manifest}
+    found = _Refusal("unresolved_evidence")
+    for i, step in enumerate(plan.steps):
+        for kind, refs in step.evidence.items():
+            for ref in refs:
+                have = classes.get(ref)
+                if have is None:
+                    found.add(
+                        f"step {i} pins {ref} as {kind} evidence, which is not in the run's evidence manifest",
+                        (i, step.id),
+                    )
+                elif have != kind:
+                    found.add(
+                        f"step {i} pins {ref} as {kind} evidence, but the manifest classifies it as {have}",
+                        (i, step.id),
+                    )
+    return found.verdict()
 
 
 def _loop_guard(plan: Plan, spec: DecisionSpec) -> VerifyVerdict:
     if len(plan.steps) > spec.max_steps:
         extra = plan.steps[spec.max_steps].id
-        reason = f"the plan has {len(plan.steps)} steps, more than max_steps={spec.max_steps}"
-        return VerifyVerdict.refuse("loop_guard", [reason], extra)
+        reason = f"plan has {len(plan.steps)} steps, exceeds max_steps ({spec.max_steps})"
+        return VerifyVerdict.refuse("loop_guard", [reason], spec.max_steps, extra)
     cycle = _cycle(plan)
     if cycle:
         path = " → ".join([*cycle, cycle[0]])
+        index = next(i for i, s in enumerate(plan.steps) if s.id == cycle[0])
         return VerifyVerdict.refuse(
-            "loop_guard", [f"the steps depend on each other in a cycle: {path}"], cycle[0]
+            "loop_guard", [f"the steps depend on each other in a cycle: {path}"], index, cycle[0]
         )
     return OK
 
@@ -226,36 +358,12 @@ def _cycle(plan: Plan) -> list[str]:
     return []
 
 
-def _modes(plan: Plan, spec: DecisionSpec, surface: Mapping[str, ApprovalMode]) -> VerifyVerdict:
-    allowed = APPROVAL_MODES.index(spec.safety_mode)
-    reasons, first = [], None
-    for step in plan.steps:
-        mode = surface.get(step.tool or step.worker or "")
-        if mode is not None and APPROVAL_MODES.index(mode) > allowed:
-            reasons.append(
-                f"step {step.id!r} uses {step.tool or step.worker!r} ({mode}), above the run's safety mode "
-                f"{spec.safety_mode!r}"
-            )
-            first = first or step.id
-    return VerifyVerdict.refuse("approval_mode_mismatch", reasons, first) if reasons else OK
-
-
-def _evidence(plan: Plan) -> VerifyVerdict:
-    reasons, first = [], None
-    for step in plan.steps:
-        for kind in step.evidence_required:
-            if not step.evidence.get(kind):
-                reasons.append(f"step {step.id!r} requires {kind!r} evidence and pins none")
-                first = first or step.id
-    return VerifyVerdict.refuse("missing_evidence", reasons, first) if reasons else OK
-
-
 def _budget(plan: Plan, spec: DecisionSpec) -> VerifyVerdict:
     total = sum(s.estimated_tokens for s in plan.steps)
     if spec.max_plan_tokens is not None and total > spec.max_plan_tokens:
-        biggest = max(plan.steps, key=lambda s: s.estimated_tokens)
-        reason = f"the steps are estimated at {total:,} tokens, over max_plan_tokens={spec.max_plan_tokens:,}"
-        return VerifyVerdict.refuse("budget_exceeded", [reason], biggest.id)
+        index, biggest = max(enumerate(plan.steps), key=lambda e: e[1].estimated_tokens)
+        reason = f"plan exceeds max_plan_tokens: {total:,} estimated tokens, {spec.max_plan_tokens:,} allowed"
+        return VerifyVerdict.refuse("budget_exceeded", [reason], index, biggest.id)
     return OK
 
 
@@ -284,7 +392,11 @@ class ScoreItem(BaseModel):
 
 
 class ScoreVerdict(BaseModel):
-    """The scorecard: each evaluator's line, the combined score, and whether it is ok."""
+    """The scorecard: each evaluator's line, the combined score, and whether it is ok.
+
+    `ok` is the seed's: False exactly when a hard-fail evaluator failed. An evaluator that is
+    not hard-fail and scored under the threshold does not make the score fail; it is listed in
+    `below_threshold`, and `decide` retries (then replans) while it is there."""
 
     model_config = _FROZEN
 
@@ -295,10 +407,12 @@ class ScoreVerdict(BaseModel):
     items: list[ScoreItem] = Field(default_factory=list)
     hard_failed: list[str] = Field(default_factory=list)
     """Hard-fail evaluators that failed: any one of them makes `ok` False."""
+    below_threshold: list[str] = Field(default_factory=list)
+    """Evaluators (not hard-fail) that scored under the threshold."""
 
 
 def score(evaluations: Sequence[Evaluation], threshold: float = 0.8) -> ScoreVerdict:
-    """The scorecard of `evaluations`; ok only if every hard evaluator passed and the score is met."""
+    """The scorecard of `evaluations`: ok unless a hard-fail evaluator failed."""
     items = [
         ScoreItem(
             name=e.name,
@@ -309,13 +423,22 @@ def score(evaluations: Sequence[Evaluation], threshold: float = 0.8) -> ScoreVer
         )
         for e in evaluations
     ]
-    hard_failed = [i.name for i in items if i.hard and (not i.passed)]
-    combined = min((i.score for i in items), default=0.0)
-    ok = bool(items) and not hard_failed and all(i.passed for i in items)
-    return ScoreVerdict(ok=ok, score=combined, threshold=threshold, items=items, hard_failed=hard_failed)
+    hard_failed = [i.name for i in items if i.hard and not i.passed]
+    below = [i.name for i in items if not i.hard and not i.passed]
+    combined = min((i.score for i in items), default=1.0)
+    return ScoreVerdict(
+        ok=not hard_failed,
+        score=combined,
+        threshold=threshold,
+        items=items,
+        hard_failed=hard_failed,
+        below_threshold=below,
+    )
 
 
 # -- consolidate and decide --------------------------------------------------------------------
+
+Status: TypeAlias = Literal["completed", "refused_by_critic", "partial"]
 
 
 class CriticReport(BaseModel):
@@ -328,8 +451,8 @@ class CriticReport(BaseModel):
     """What was decided (the plan id and attempt, or the task's key)."""
     verify: VerifyVerdict
     score: ScoreVerdict | None = None
-    """None when the plan was refused before execution."""
-    status: Literal["completed", "refused_by_critic", "partial"]
+    """None when the plan was refused before execution, or verified and not executed."""
+    status: Status
     rationale: str
     """One line an on-call engineer can act on."""
     decided_at: str
@@ -339,19 +462,24 @@ class CriticReport(BaseModel):
 def consolidate(
     session_id: str, decision_key: str, verify: VerifyVerdict, score: ScoreVerdict | None, decided_at: str
 ) -> CriticReport:
-    """The report: refused_by_critic (verify refused), completed (score ok) or partial."""
+    """The report, as the seed's consolidate makes it:
+
+    - verify refused: `refused_by_critic`, "verify failed: {kind} — {reasons}";
+    - verified, not executed (no score): `partial`, "verify passed; no score (no execution)";
+    - a hard-fail evaluator failed: `refused_by_critic`, "{evaluator} fail: {its issues}";
+    - otherwise `completed`, "verify and score passed" (with the evaluators under the
+      threshold named after it, when there are any: `decide` tries those again).
+    """
+    status: Status
     if not verify.ok:
-        where = f" on step {verify.offending_step!r}" if verify.offending_step else ""
-        reason = verify.reasons[0] if verify.reasons else "no reason given"
-        status: Literal["completed", "refused_by_critic", "partial"] = "refused_by_critic"
-        rationale = f"refused before execution: {verify.kind}{where}: {reason}"
+        status = "refused_by_critic"
+        rationale = f"verify failed: {verify.kind} — {'; '.join(verify.reasons) or 'no reason given'}"
     elif score is None:
-        status, rationale = "partial", "verified but not executed: no score"
-    elif score.ok:
-        status = "completed"
-        rationale = f"completed: {len(score.items)} evaluator(s) passed, score {score.score:.2f}"
+        status, rationale = "partial", "verify passed; no score (no execution)"
+    elif not score.ok:
+        status, rationale = "refused_by_critic", _hard_fail_reason(score)
     else:
-        status, rationale = "partial", _partial(score)
+        status, rationale = "completed", "verify and score passed" + _below(score)
     return CriticReport(
         session_id=session_id,
         decision_key=decision_key,
@@ -363,16 +491,23 @@ def consolidate(
     )
 
 
-def _partial(score: ScoreVerdict) -> str:
-    if score.hard_failed:
-        item = next(i for i in score.items if i.name == score.hard_failed[0])
-        issue = f": {item.issues[0]}" if item.issues else ""
-        return f"partial: hard-fail evaluator {item.name!r} failed{issue}"
-    worst = min(score.items, key=lambda i: i.score) if score.items else None
-    if worst is None:
-        return "partial: no evaluator judged the result"
-    issue = f": {worst.issues[0]}" if worst.issues else ""
-    return f"partial: {worst.name!r} scored {worst.score:.2f}, below {score.threshold:.2f}{issue}"
+def _hard_fail_reason(score: ScoreVerdict) -> str:
+    """The seed's `hardFailReason`: each failed hard evaluator with its findings."""
+    items = {i.name: i for i in score.items}
+    reasons = [f"{name} fail: {', '.join(items[name].issues)}".rstrip(": ") for name in score.hard_failed]
+    return "; ".join(reasons) or "score failed (unknown reason)"
+
+
+def _below(score: ScoreVerdict) -> str:
+    if not score.below_threshold:
+        return ""
+    items = {i.name: i for i in score.items}
+    parts = []
+    for name in score.below_threshold:
+        item = items[name]
+        issue = f" ({item.issues[0]})" if item.issues else ""
+        parts.append(f"{name} scored {item.score:.2f}{issue}")
+    return f"; below the threshold {score.threshold:.2f}: " + ", ".join(parts)
 
 
 def _one_line(text: str, limit: int = 300) -> str:
@@ -384,14 +519,14 @@ Decision: TypeAlias = Literal["accept", "retry", "replan", "escalate"]
 
 
 def decide(report: CriticReport, *, replans_left: int, retries_left: int) -> Decision:
-    """What to do after a report: accept a completed result; replan a refused plan while the
-    re-plan budget lasts; retry a partial result while the retry budget lasts (a hard fail is
-    replanned instead: the same plan would fail the same way); otherwise escalate."""
-    if report.status == "completed":
-        return "accept"
+    """What to do after a report: accept a completed result every evaluator passed; replan a
+    refused plan or a hard failure while the re-plan budget lasts; run a verified plan that
+    did not execute, or whose result an evaluator scored under the threshold, again while the
+    retry budget lasts (then replan); otherwise escalate."""
     if report.status == "refused_by_critic":
         return "replan" if replans_left > 0 else "escalate"
-    hard = bool(report.score and report.score.hard_failed)
-    if not hard and retries_left > 0:
+    if report.status == "completed" and not (report.score and report.score.below_threshold):
+        return "accept"
+    if retries_left > 0:
         return "retry"
     return "replan" if replans_left > 0 else "escalate"

@@ -352,6 +352,7 @@ class _Builder:
         workers = {name: self.arch(w, [*path, "workers", name]) for name, w in spec.workers.items()}
         evaluators = [self.critic(c, [*path, "evaluators", i]) for i, c in enumerate(spec.evaluators)]
         checks = [self.imported(ref, [*path, "checks", i]) for i, ref in enumerate(spec.checks)]
+        evidence = self.imported(spec.evidence, [*path, "evidence"]) if spec.evidence else None
         if planner is None:
             return None
         return self.then(
@@ -365,6 +366,7 @@ class _Builder:
                 evaluators=[e for e in evaluators if e is not None],
                 hard=spec.hard,
                 checks=checks,
+                evidence=evidence,
                 replan_budget=spec.replan_budget,
                 retry_budget=spec.retry_budget,
                 step_budget=spec.step_budget.build() if spec.step_budget else None,

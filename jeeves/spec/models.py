@@ -201,10 +201,13 @@ class PlanExecuteSpec(SpecModel):
     """Evaluators whose failure fails the run whatever the others say."""
     checks: list[ImportPath] = Field(default_factory=list)
     """Extra verify checks by import path: functions `(plan, spec) -> VerifyVerdict | None`."""
+    evidence: ImportPath | None = None
+    """A read-only evidence retriever by import path, `(task) -> list[Evidence]`: the run's
+    evidence manifest, which plan steps pin evidence from."""
     replan_budget: int = Field(default=2, ge=0)
     """New plans allowed after the first."""
     retry_budget: int = Field(default=1, ge=0)
-    """Re-executions of a verified plan allowed after a partial score."""
+    """Re-executions of a verified plan allowed when an evaluator scored its result under the threshold."""
     step_budget: StepBudgetTable | None = None
     """`[step_budget]`: each step's own slice of the run's budget; unset, steps share the run's."""
     estimate_headroom: float = Field(default=0, ge=0)

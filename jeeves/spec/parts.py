@@ -249,10 +249,12 @@ class DecisionTable(SpecModel):
     """Outputs the plan must declare."""
     max_steps: int = Field(default=12, ge=1)
     """Most steps a plan may have."""
-    max_plan_tokens: int = Field(default=0, ge=0)
+    max_plan_tokens: int = Field(default=8000, ge=0)
     """Most estimated tokens a plan may add up to; 0 for no limit."""
     safety_mode: ApprovalMode = "destructive"
     """The highest approval mode a step may have."""
+    requires_evidence: dict[str, list[str]] = Field(default_factory=dict)
+    """Evidence classes by tool or worker name, required of every step that uses it."""
 
     def build(self) -> DecisionSpec:
         return DecisionSpec(
@@ -260,6 +262,7 @@ class DecisionTable(SpecModel):
             max_steps=self.max_steps,
             max_plan_tokens=self.max_plan_tokens or None,
             safety_mode=self.safety_mode,
+            requires_evidence=self.requires_evidence,
         )
 
 

@@ -19,7 +19,7 @@ import anyio
 import jeeves
 from jeeves import Agent, FunctionModel, PlanExecute
 from jeeves.messages import ModelRequest
-from tests.architectures.test_plan_execute import SPEC, refund_plan
+from tests.architectures.test_plan_execute import SPEC, order_record, refund_plan
 
 
 def build(root: Path, block: bool) -> tuple[PlanExecute, FunctionModel]:
@@ -58,6 +58,7 @@ def build(root: Path, block: bool) -> tuple[PlanExecute, FunctionModel]:
         tools=[lookup_order, eval_policy, issue_refund],
         spec=SPEC,
         evaluators=[lambda task, output: "refunded 42.0" in output],
+        evidence=order_record,
     )
     return arch, FunctionModel(plan)
 

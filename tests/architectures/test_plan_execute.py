@@ -15,7 +15,7 @@ import pytest
 import jeeves
 from jeeves import Agent, Budget, PlanExecute, ScriptedModel, Verdict
 from jeeves.architectures import PlanExecuteOutput
-from jeeves.critics.plan import DecisionSpec
+from jeeves.critics.plan import DecisionSpec, Evidence
 from jeeves.errors import UserError
 from jeeves.events import Event
 from jeeves.messages import Usage
@@ -96,8 +96,19 @@ def passes(task: str, output: str) -> bool:
     return "refunded" in output
 
 
+def order_record(task: str) -> list[Evidence]:
+    """The run's evidence manifest: the order record the plans pin."""
+    return [Evidence(id="order:881", classification="order_record", summary="order 881")]
+
+
 def arch(shop: Shop, **kw: Any) -> PlanExecute:
-    options: dict[str, Any] = {"tools": shop.tools(), "spec": SPEC, "evaluators": [passes], **kw}
+    options: dict[str, Any] = {
+        "tools": shop.tools(),
+        "spec": SPEC,
+        "evaluators": [passes],
+        "evidence": order_record,
+        **kw,
+    }
     return PlanExecute(Agent("You plan refunds.", role="planner"), **options)
 
 
@@ -122,7 +133,7 @@ async def test_the_seeds_refund_plan_a_is_refused_before_anything_runs_and_plan_
     assert result.stop_reason == "completed"
     assert [r.status for r in out.reports] == ["refused_by_critic", "completed"]
     assert out.reports[0].verify.kind == "missing_evidence"
-    assert out.reports[0].verify.offending_step == "lookup"
+    assert (out.reports[0].verify.offending_step, out.reports[0].verify.offending_step_id) == (0, "lookup")
     verified = [e for e in events if e.type == "plan.verified"]
     assert [(e.attempt, e.ok, e.kind) for e in verified] == [(0, False, "missing_evidence"), (1, True, None)]
     # Nothing ran in attempt 0: no step session, no tool call, before plan B was verified.
@@ -172,10 +183,8 @@ async def test_a_hard_fail_evaluator_overrides_a_high_llm_score() -> None:
     out = detail(result)
     assert result.stop_reason == "escalated"
     assert out.report is not None and out.report.score is not None
-    assert (out.report.status, out.report.score.hard_failed) == ("partial", ["policy"])
-    assert (
-        out.report.rationale == "partial: hard-fail evaluator 'policy' failed: refunds over 40 need a manager"
-    )
+    assert (out.report.status, out.report.score.hard_failed) == ("refused_by_critic", ["policy"])
+    assert out.report.rationale == "policy fail: refunds over 40 need a manager"
     assert [s.text for s in out.steps][-1] == "refunded 42.0 on 881"  # the completed steps are kept
 
 
@@ -456,10 +465,8 @@ async def test_a_step_over_its_slice_fails_and_the_planner_replans_while_its_sib
     out = detail(result)
     assert result.stop_reason == "completed"
     first = out.reports[0]
-    assert first.status == "partial"
-    assert first.rationale.startswith(
-        "partial: hard-fail evaluator 'executor' failed: step 'a' failed: budget_exceeded"
-    )
+    assert first.status == "refused_by_critic"  # a failed step is the executor's hard fail
+    assert first.rationale.startswith("executor fail: step 'a' failed: budget_exceeded")
     decided = [(e.attempt, e.phase, e.decision) for e in events if e.type == "plan.decided"]
     assert decided == [(0, "score", "replan"), (1, "score", "accept")]
     # The slice's breach is announced for the step that ran out, and the run's budget is untouched.
@@ -490,9 +497,7 @@ async def test_a_step_over_its_slice_fails_in_a_run_with_no_journal_and_no_reade
     assert result.stop_reason == "completed"
     out = detail(result)
     assert [(s.step_id, s.failed, s.failure) for s in out.steps] == [("b", False, None)]
-    assert out.reports[0].rationale.startswith(
-        "partial: hard-fail evaluator 'executor' failed: step 'a' failed: budget_exceeded"
-    )
+    assert out.reports[0].rationale.startswith("executor fail: step 'a' failed: budget_exceeded")
     assert result.usage_by_session["r__plan_0__step_0"].total_tokens == 80
 
 
@@ -650,3 +655,72 @@ async def test_the_runs_own_budget_still_ends_the_run_from_inside_a_slice() -> N
     (breach,) = [e for e in events if e.type == "budget.exceeded"]
     assert breach.slice_id is None
     assert not [e for e in events if e.type == "plan.decided"]
+
+
+async def test_evidence_is_required_by_the_tool_and_must_resolve_in_the_journaled_manifest() -> None:
+    """The planner cannot waive a tool's evidence requirement, a made-up reference is refused
+    with its own kind, and the manifest is a journaled step: a replay and `rejudge` re-derive
+    the same verdicts without calling the retriever."""
+    from jeeves.rejudge import CriticVersion, rejudge
+
+    window = "kg:refund_window:rw_881#snapshot_kg_2026_05_09_T0930"
+    retrieved: list[str] = []
+
+    def retriever(task: str) -> list[Evidence]:
+        retrieved.append(task)
+        return [Evidence(id=window, classification="refund_window", summary="inside the window")]
+
+    @jeeves.tool(approval="destructive", requires_evidence=["refund_window"])
+    def issue_refund(payment_id: str, amount_inr: int) -> str:
+        """Refund a payment."""
+        return f"refunded {amount_inr} INR on {payment_id}"
+
+    def plan(plan_id: str, **refund: Any) -> str:
+        step = {
+            "id": "refund",
+            "tool": "issue_refund",
+            "arguments": {"payment_id": "pay_8861", "amount_inr": 24500},
+        }
+        return json.dumps({"plan_id": plan_id, "intent": "refund", "steps": [{**step, **refund}]})
+
+    def build(source: Any) -> PlanExecute:
+        return PlanExecute(
+            Agent("You plan refunds.", role="planner"),
+            tools=[issue_refund],
+            evidence=source,
+            evaluators=[passes],
+        )
+
+    scripts = [
+        plan("waived", evidence_required=[]),  # the planner leaves the tool's requirement off
+        plan("made-up", evidence={"refund_window": ["kg:refund_window:rw_999#snapshot_invented"]}),
+        plan("pinned", evidence={"refund_window": [window]}),
+    ]
+    journal = DictJournal()
+    result, events = await run_stream(build(retriever), ScriptedModel({"planner": scripts}), journal=journal)
+    out = detail(result)
+    assert result.stop_reason == "completed"
+    assert [(r.verify.kind, r.verify.offending_step, r.verify.offending_step_id) for r in out.reports] == [
+        ("missing_evidence", 0, "refund"),
+        ("unresolved_evidence", 0, "refund"),
+        (None, None, None),
+    ]
+    assert out.reports[1].verify.reasons == [
+        "step 0 pins kg:refund_window:rw_999#snapshot_invented as refund_window evidence, "
+        "which is not in the run's evidence manifest"
+    ]
+    assert len(retrieved) == 3  # one journaled manifest per attempt
+    planner_task = model_requests(events, "r__plan_0__planner_0") or ""
+    assert f"- {window} (refund_window): inside the window" in planner_task
+
+    def unreachable(task: str) -> list[Evidence]:
+        raise AssertionError("a replay is served the recorded manifest")
+
+    replayed, _ = await run_stream(build(unreachable), ScriptedModel([]), journal=journal, mode="replay")
+    assert detail(replayed).reports == out.reports
+    judged = await rejudge(journal, CriticVersion(decision=DecisionSpec()))
+    assert [(j.after, j.refusal_after, j.changed) for j in judged] == [
+        ("refused_by_critic", "missing_evidence", False),
+        ("refused_by_critic", "unresolved_evidence", False),
+        ("completed", None, False),
+    ]

@@ -114,9 +114,9 @@ LIVE = {
         env=BY_ENV,
         script=(Text(PLAN_A), Text(PLAN_B)),  # the planner's two plans; the reviewer is the responder's
         shows=(
-            "plan refund-881-a (attempt 0): refused: missing_evidence on step 'lookup'; tool calls so far: 0",
-            "report: completed: 2 evaluator(s) passed, score 0.90",
-            "stop reason: completed; tool calls: 3",
+            "plan refund-881-a (attempt 0): refused: missing_evidence on step 1 ('refund'); tool calls so far: 0",
+            "report: completed: verify and score passed",
+            "stop reason: completed; tool calls: 2",
         ),
     ),
     "refund_with_approval.py": Live(

@@ -10,12 +10,14 @@ def test_plan_a_is_refused_with_nothing_executed_and_plan_b_completes() -> None:
     assert out.returncode == 0, out.stdout + out.stderr
     lines = out.stdout.splitlines()
     assert lines[:3] == [
-        "plan refund-881-a (attempt 0): refused: missing_evidence on step 'lookup'; tool calls so far: 0",
-        "  decision after verify: replan (refused_by_critic)",
-        "plan refund-881-b (attempt 1): verified; tool calls so far: 0",
+        "plan refund-881-a (attempt 0): refused: missing_evidence on step 1 ('refund'); tool calls so far: 0",
+        "  decision after verify: replan (refused_by_critic: verify failed: missing_evidence — "
+        "step 1 requires evidence class refund_window_evidence, none pinned)",
+        "plan refund-881-b (attempt 1): verified (2 steps, 2 required outputs covered); tool calls so far: 0",
     ]
-    assert "  step_2: refunded 42.0 on 881" in lines
-    assert lines[-2:] == [
-        "report: completed: 2 evaluator(s) passed, score 0.90",
-        "stop reason: completed; tool calls: 3; refunded: {'881': 42.0}",
+    assert "  step_1: refunded 24500 INR on pay_8861" in lines
+    assert lines[-3:] == [
+        "scorecard: policy (hard) 1.00, safety (hard) 1.00, correctness 1.00, completeness 1.00, llm 0.90",
+        "report: completed: verify and score passed",
+        "stop reason: completed; tool calls: 2; refunded: {'pay_8861': 24500}",
     ]

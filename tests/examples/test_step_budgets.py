@@ -16,9 +16,7 @@ def test_the_deep_step_runs_out_of_its_slice_and_the_replanned_run_completes() -
         "  step_1: slice of 150 tokens, 4 model calls",
         "  step_1: tokens ran out in the slice of step_1 (120 of 150)",
     ]
-    assert lines[5].startswith(
-        "  decision: replan (partial: hard-fail evaluator 'executor' failed: step 'deep' failed: budget_exceeded"
-    )
+    assert lines[5].startswith("  decision: replan (executor fail: step 'deep' failed: budget_exceeded")
     assert lines[6] == "plan narrow (attempt 1)"
     assert lines[-3:] == [
         "step quick: done",

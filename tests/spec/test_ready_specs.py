@@ -50,18 +50,62 @@ async def test_refund_plan_offline_refuses_plan_a_before_any_tool_and_completes_
     assert isinstance(detail, PlanExecuteOutput) and detail.report is not None
     assert result.stop_reason == "completed"
     first, second = detail.reports
-    assert (first.status, first.verify.kind, first.verify.offending_step) == (
+    assert (first.status, first.verify.kind, first.verify.offending_step, first.verify.offending_step_id) == (
         "refused_by_critic",
         "missing_evidence",
-        "lookup",
+        1,
+        "refund",
     )
-    assert second.status == "completed" and second.score is not None
+    assert second.verify.reasons == ["2 steps, 2 required outputs covered"]
+    assert (second.status, second.rationale) == ("completed", "verify and score passed")
+    assert second.score is not None
     assert [(i.name, i.hard, i.passed) for i in second.score.items] == [
-        ("policy_check", True, True),
+        ("policy", True, True),
+        ("safety", True, True),
+        ("correctness", False, True),
+        ("completeness", False, True),
         ("reviewer", False, True),
     ]
-    assert [s.step_id for s in detail.steps] == ["lookup", "policy", "refund"]
-    assert result.text.endswith("[refund] refunded 42.0 on 881")
+    assert all(i.score >= 0.9 for i in second.score.items)  # the seed: "all five pass with score >= 0.9"
+    assert [s.step_id for s in detail.steps] == ["lookup", "refund"]
+    assert result.text.endswith("[refund] refunded 24500 INR on pay_8861")
+
+
+async def test_refund_plan_over_the_policy_limit_is_refused_by_the_critic_after_execution() -> None:
+    """The seed's consolidate: a hard-fail evaluator failing after execution is
+    `refused_by_critic` with the evaluator's one-line reason, not `partial`."""
+    import json
+
+    from jeeves import Router
+
+    spec = load_spec(REPO / "architectures" / "refund_plan.toml")
+    arch, _ = build(spec, offline=True)
+    window = "kg:refund_window:rw_882#snapshot_kg_2026_05_09_T0930"
+    plan = {
+        "plan_id": "refund-882",
+        "intent": "Refund order ord_882.",
+        "outputs": ["refund_amount_inr", "refund_reason_class"],
+        "steps": [
+            {"id": "lookup", "tool": "lookup_order", "arguments": {"order_id": "ord_882"}},
+            {
+                "id": "refund",
+                "tool": "issue_refund",
+                "arguments": {"payment_id": "pay_8862", "amount_inr": 40000},
+                "evidence": {"refund_window_evidence": [window]},
+                "depends_on": ["lookup"],
+            },
+        ],
+    }
+    model = ScriptedModel({"planner": [json.dumps(plan)] * 3, "evaluator": ['{"score": 0.9}'] * 3})
+    result = await jeeves.run(
+        arch, "Refund order ord_882.", router=Router({"default": model}), session_id="r"
+    )
+    detail = result.detail
+    assert isinstance(detail, PlanExecuteOutput) and detail.report is not None
+    assert result.stop_reason == "escalated"  # replanned twice, refused each time
+    assert [r.status for r in detail.reports] == ["refused_by_critic"] * 3
+    assert detail.report.verify.reasons == ["2 steps, 2 required outputs covered"]
+    assert detail.report.rationale == "policy fail: refund of 40000 INR is over the 30000 INR policy limit"
 
 
 async def test_codegen_offline_first_draft_fails_a_test_second_passes() -> None:
