@@ -202,6 +202,17 @@ class StepsCore:
         self._steps += 1
         return index
 
+    async def will_serve(self, index: int) -> bool:
+        """Whether step `index` of this session will be served from the journal, not run: any
+        step of a strict replay, or a recorded step a resume does not try again. A step whose
+        live half needs a resource (an MCP server's process) acquires it only when this is
+        False, so a replay or a resume past that step never needs the resource."""
+        state = self._state
+        if state.mode == "replay":
+            return True
+        record = None if state.journal is None else await state.journal.get_step(self.session_id, index)
+        return record is not None and (self._adopted or not tried_again_on_resume(record))
+
     async def step(
         self,
         kind: Literal["tool", "function"],

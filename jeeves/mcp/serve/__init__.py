@@ -1,0 +1,1 @@
+"""`jeeves mcp serve`: jeeves architectures as MCP tools (see docs/mcp.md)."""
