@@ -202,16 +202,22 @@ class StepsCore:
         self._steps += 1
         return index
 
-    async def will_serve(self, index: int) -> bool:
-        """Whether step `index` of this session will be served from the journal, not run: any
-        step of a strict replay, or a recorded step a resume does not try again. A step whose
-        live half needs a resource (an MCP server's process) acquires it only when this is
-        False, so a replay or a resume past that step never needs the resource."""
-        state = self._state
-        if state.mode == "replay":
+    async def recorded(self, index: int | None = None) -> StepRecord | None:
+        """The journal's record of step `index` of this session (default: the next step, which
+        this does not allocate), served or not; None without a journal or a record."""
+        journal = self._state.journal
+        where = self._steps if index is None else index
+        return None if journal is None else await journal.get_step(self.session_id, where)
+
+    async def will_serve(self, index: int | None = None) -> bool:
+        """Whether step `index` (default: the next) will be served from the journal, not run: any
+        step of a strict replay or of a session adopted from another worker, or a recorded step
+        a resume does not try again. A step whose live half needs a resource (an MCP server's
+        process) acquires it only when this is False, so replaying never needs the resource."""
+        if self._state.mode == "replay" or self._adopted:
             return True
-        record = None if state.journal is None else await state.journal.get_step(self.session_id, index)
-        return record is not None and (self._adopted or not tried_again_on_resume(record))
+        record = await self.recorded(index)
+        return record is not None and not tried_again_on_resume(record)
 
     async def step(
         self,

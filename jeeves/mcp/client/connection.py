@@ -52,12 +52,13 @@ class Connection:
         self.listing: list[dict[str, Any]] | None = None
         self.fault: str | None = None
         """Why the last connection ended, when it ended by itself."""
-        self.served: dict[str, list[dict[str, Any]]] = {}
-        """Per session: the last tool list it was served from the journal (checked against the
-        live one when the session goes on live)."""
         self.bound: Any = None
         """The agent session whose tool call is in flight (elicitation and sampling are asked
         through its context); set by the tool call."""
+
+    @property
+    def is_open(self) -> bool:
+        return self._client is not None
 
     async def client(self) -> Any:
         """The open client, connecting first if needed; `MCPServerError` when that fails."""

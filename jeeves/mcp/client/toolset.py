@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ListedTool", "MCPServer", "MCPTool"]
 
-_OPEN: ContextVar[Mapping[MCPServer, Connection] | None] = ContextVar("jeeves_mcp_open", default=None)
+_OPEN: ContextVar[Mapping[MCPServer, _Scope] | None] = ContextVar("jeeves_mcp_open", default=None)
 _LAUNCHERS = {"npx", "uvx", "node", "bunx", "pipx", "deno", "uv", "run", "-m"}
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -220,7 +220,8 @@ class MCPServer(Toolset):
     async def __aexit__(self, *exc: Any) -> bool | None:
         return await self._entered.pop().__aexit__(*exc)
 
-    def connection(self) -> Connection:
+    def scope(self) -> _Scope:
+        """The innermost open scope of this server (the agent run's)."""
         found = (_OPEN.get() or {}).get(self)
         if found is None:
             raise UserError(
@@ -229,9 +230,18 @@ class MCPServer(Toolset):
             )
         return found
 
+    def connection(self) -> Connection:
+        return self.scope().connection
+
     # -- listing -----------------------------------------------------------------------
     async def tools(self, ctx: Context, taken: Set[str]) -> Sequence[Tool]:
-        conn = self.connection()
+        """The server's tools for this turn. Listed (a journaled step) at the agent's first turn,
+        and again at a later turn only when the server said its list changed; a replay or a
+        resume takes a listing step exactly where the recording took one."""
+        scope = self.scope()
+        if scope.listed is not None and not await self._relists(ctx, scope.connection):
+            return self._named(scope.listed, taken, served=scope.served)
+        conn = scope.connection
         index = ctx.next_step_index()
         live: list[ListedTool] | None = None
         if not await ctx.will_serve(index):
@@ -239,17 +249,29 @@ class MCPServer(Toolset):
 
         async def listed() -> list[ListedTool]:
             assert live is not None
-            self._check_unchanged(ctx, conn, live, index)
+            if scope.served and scope.listed is not None:
+                self._check_unchanged(ctx, scope.listed, live, index)
             return live
 
         found, replayed = await ctx.step(
-            "function", f"mcp.tools:{self.name}", self.identity, listed, list[ListedTool], index=index
+            "function", self._step, self.identity, listed, list[ListedTool], index=index
         )
-        if replayed:
-            conn.served[ctx.session_id] = [t.model_dump() for t in found]
-        else:
-            conn.served.pop(ctx.session_id, None)
+        scope.listed, scope.served = list(found), replayed
         return self._named(found, taken, served=replayed)
+
+    @property
+    def _step(self) -> str:
+        return f"mcp.tools:{self.name}"
+
+    async def _relists(self, ctx: Context, conn: Connection) -> bool:
+        """Whether a later turn lists again: where the journal has this server's listing step
+        next, or, live, when the server's list changed."""
+        record = await ctx.recorded()
+        if record is not None and record.kind == "function" and record.name == self._step:
+            return True
+        if await ctx.will_serve():
+            return False
+        return conn.is_open and (conn.changed or conn.relist)
 
     async def listing(self, conn: Connection) -> list[ListedTool]:
         """The server's tools now (asked again only after `list_changed` or a reconnect)."""
@@ -281,14 +303,13 @@ class MCPServer(Toolset):
         conn.listing = [t.model_dump() for t in listed]
         return listed
 
-    def _check_unchanged(self, ctx: Context, conn: Connection, live: list[ListedTool], index: int) -> None:
+    def _check_unchanged(
+        self, ctx: Context, before: list[ListedTool], live: list[ListedTool], index: int
+    ) -> None:
         """A session served its last listing from the journal and now lists live: a tool whose
         schema changed in between means the recorded run cannot go on as recorded."""
-        before = conn.served.get(ctx.session_id)
-        if before is None:
-            return
         now = {t.name: t.input_schema for t in live}
-        changed = sorted(t["name"] for t in before if now.get(t["name"]) != t["input_schema"])
+        changed = sorted(t.name for t in before if now.get(t.name) != t.input_schema)
         if changed:
             raise _diverged(self, changed, ctx.session_id, index)
 
@@ -406,32 +427,45 @@ class MCPTool(Tool):
 
 
 class _Scope:
-    """Holds a server's connection for an agent's run or a user's `async with` block."""
+    """A server in use by one agent run (what it listed), or by a user's `async with` block.
+
+    The outermost scope of a server owns its connection (and the task group its holder runs
+    in); a scope opened inside it (an agent's run inside `async with server:`) shares that
+    connection and keeps only its own listing."""
 
     def __init__(self, server: MCPServer) -> None:
         self.server = server
         self._group: TaskGroup | None = None
-        self._token: Token[Mapping[MCPServer, Connection] | None] | None = None
-        self.connection: Connection | None = None
+        self._token: Token[Mapping[MCPServer, _Scope] | None] | None = None
+        self.connection: Connection = None  # type: ignore[assignment]  # set on entry
+        self.listed: list[ListedTool] | None = None
+        """What this agent run's model was last offered (None: not listed yet)."""
+        self.served = False
+        """That listing was served from the journal."""
 
     async def __aenter__(self) -> _Scope:
         opened = _OPEN.get() or {}
-        if self.server in opened:
-            self.connection = opened[self.server]
-            return self
-        group = anyio.create_task_group()
-        await group.__aenter__()
-        self._group = group
-        server = self.server
-        self.connection = Connection(
-            server.name, group, lambda conn: open_client(server, conn), server.startup_timeout_s
-        )
-        self._token = _OPEN.set({**opened, server: self.connection})
+        outer = opened.get(self.server)
+        if outer is not None:
+            self.connection = outer.connection
+        else:
+            group = anyio.create_task_group()
+            await group.__aenter__()
+            self._group = group
+            server = self.server
+            self.connection = Connection(
+                server.name, group, lambda conn: open_client(server, conn), server.startup_timeout_s
+            )
+        self._token = _OPEN.set({**opened, self.server: self})
         return self
 
     async def __aexit__(self, *exc: Any) -> bool | None:
-        if self._group is None or self._token is None or self.connection is None:
+        if self._token is not None:
+            _OPEN.reset(self._token)
+        if self._group is None:
             return None
-        _OPEN.reset(self._token)
         self.connection.close()
-        return await self._group.__aexit__(*exc)
+        # The body's exception is not passed in: anyio would wrap it in an ExceptionGroup. The
+        # holder leaves once closed (or cancelled with the enclosing scope) and raises nothing.
+        await self._group.__aexit__(None, None, None)
+        return None

@@ -72,7 +72,7 @@ async def open_client(server: MCPServer, conn: Connection) -> AsyncIterator[Any]
     """An entered `mcp.Client` for `server`, noting tool-list changes on `conn`."""
     async with _client(server, conn) as client:
         tools = getattr(client.server_capabilities, "tools", None)
-        if client.protocol_version < "2026" or tools is None:
+        if client.protocol_version < "2026" or not getattr(tools, "list_changed", False):
             yield client
             return
         async with anyio.create_task_group() as group:
@@ -84,7 +84,8 @@ async def open_client(server: MCPServer, conn: Connection) -> AsyncIterator[Any]
 
 
 async def _listen(client: Any, conn: Connection) -> None:
-    """Follow a 2026-07-28 server's tool-list changes; a server that refuses is asked anew each turn."""
+    """Follow a 2026-07-28 server's tool-list changes; a server that refuses the subscription
+    is asked anew at every turn instead."""
     try:
         async with client.listen(tools_list_changed=True) as subscription:
             async for _event in subscription:
