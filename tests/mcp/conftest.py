@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("mcp", reason="the MCP tests need the mcp extra: pip install -e '.[dev,mcp]'")
 
-from jeeves.mcp import MCPServer  # noqa: E402
+from jeeves.mcp import MCPServer
 
 SERVERS = Path(__file__).resolve().parent / "servers"
 MODULES = SERVERS / "node_modules" / "@modelcontextprotocol"
