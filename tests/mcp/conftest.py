@@ -25,7 +25,9 @@ LOOPBACK = SERVERS / "loopback.mjs"
 def node_server(package: str) -> Path:
     """The entry point of an npm MCP server installed under tests/mcp/servers."""
     if shutil.which("node") is None:
-        pytest.skip("node is not installed: the npm MCP servers (server-filesystem, server-everything) need it")
+        pytest.skip(
+            "node is not installed: the npm MCP servers (server-filesystem, server-everything) need it"
+        )
     entry = MODULES / package / "dist" / "index.js"
     if not entry.exists():
         pytest.fail(f"{entry} is missing: run `npm ci --prefix tests/mcp/servers` (as .ci/run does)")
@@ -66,3 +68,9 @@ def repo(tmp_path: Path) -> Path:
     git(root, "add", "README.md")
     git(root, "commit", "-q", "-m", "first")
     return root
+
+
+def faulty_server(**options: Any) -> MCPServer:
+    """The deliberately broken server in faulty_server.py (ours: only for fault injection)."""
+    script = Path(__file__).resolve().parent / "faulty_server.py"
+    return MCPServer.stdio(sys.executable, str(script), name="faulty", **options)

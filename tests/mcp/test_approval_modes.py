@@ -42,12 +42,18 @@ def test_annotation_table() -> None:
 def test_overrides_win_over_hints_tool_first_then_server() -> None:
     read = {"readOnlyHint": True}
     assert resolve_mode("read_file", read, mode=None, modes={}, unannotated="destructive") == "read_only"
-    assert resolve_mode("read_file", read, mode="destructive", modes={}, unannotated="destructive") == "destructive"
-    overrides = {"read_*": "network", "read_file": "local_write"}
-    assert resolve_mode("read_file", read, mode="destructive", modes=overrides, unannotated="destructive") == (
-        "local_write"
+    assert (
+        resolve_mode("read_file", read, mode="destructive", modes={}, unannotated="destructive")
+        == "destructive"
     )
-    assert resolve_mode("read_text_file", read, mode=None, modes=overrides, unannotated="destructive") == "network"
+    overrides = {"read_*": "network", "read_file": "local_write"}
+    assert resolve_mode(
+        "read_file", read, mode="destructive", modes=overrides, unannotated="destructive"
+    ) == ("local_write")
+    assert (
+        resolve_mode("read_text_file", read, mode=None, modes=overrides, unannotated="destructive")
+        == "network"
+    )
 
 
 def _coder(root: Path, model: ScriptedModel, **options: Any) -> Agent:
@@ -92,7 +98,11 @@ async def test_a_write_suspends_the_run_at_a_durable_gate_and_runs_once_when_app
     (tmp_path / "a.txt").write_text("old\n")
     journal = MemoryJournal()
     first = await jeeves.run(
-        _coder(tmp_path, _read_then_write(tmp_path)), "edit", journal=journal, session_id="w", approvals=Approvals()
+        _coder(tmp_path, _read_then_write(tmp_path)),
+        "edit",
+        journal=journal,
+        session_id="w",
+        approvals=Approvals(),
     )
     assert first.status == "awaiting_approval"
     (gate,) = first.pending

@@ -61,7 +61,11 @@ async def test_a_call_is_a_journaled_step_naming_server_and_tool_and_replays_wit
 
     absent = time_server(cwd=NOWHERE)  # same identity; would fail to start if anything asked it
     replayed = await jeeves.run(
-        Agent("Tell the time.", tools=[absent]), "What time is it?", journal=journal, session_id="t", mode="replay"
+        Agent("Tell the time.", tools=[absent]),
+        "What time is it?",
+        journal=journal,
+        session_id="t",
+        mode="replay",
     )
     assert replayed.text == "It is late."
 
@@ -107,7 +111,9 @@ async def test_two_servers_at_once_with_colliding_names_are_namespaced(repo: Pat
             "done",
         ]
     )
-    agent = Agent("Use the tools.", tools=[time_server(), time_server(name="clock"), git_server(repo)], model=model)
+    agent = Agent(
+        "Use the tools.", tools=[time_server(), time_server(name="clock"), git_server(repo)], model=model
+    )
     await jeeves.run(agent, "go")
     names = [t.name for t in model.requests[0].tools]
     assert names[:4] == ["get_current_time", "convert_time", "clock_get_current_time", "clock_convert_time"]
@@ -138,7 +144,9 @@ async def test_a_server_that_cannot_start_is_a_typed_error_naming_it_and_the_run
     agent = Agent("t", tools=[broken], model=ScriptedModel(["unused"]))
     with pytest.raises(MCPServerError, match=r"MCP server 'ghost' could not be started.*Check its command"):
         await jeeves.run(agent, "go", journal=journal, session_id="x")
-    assert await journal.step_indices("x") == []  # nothing recorded for the failed start: a resume tries again
+    assert (
+        await journal.step_indices("x") == []
+    )  # nothing recorded for the failed start: a resume tries again
 
 
 def test_bad_configuration_is_a_one_line_user_error() -> None:
@@ -153,7 +161,12 @@ def test_bad_configuration_is_a_one_line_user_error() -> None:
 
 
 def test_default_names_come_from_the_package_the_command_runs() -> None:
-    assert MCPServer.stdio("npx", "-y", "@modelcontextprotocol/server-filesystem", "/tmp").name == "filesystem"
+    assert (
+        MCPServer.stdio("npx", "-y", "@modelcontextprotocol/server-filesystem", "/tmp").name == "filesystem"
+    )
     assert MCPServer.stdio(sys.executable, "-m", "mcp_server_time").name == "time"
     assert MCPServer.stdio("uvx", "mcp-server-git").name == "git"
+    entry = "/x/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+    assert MCPServer.stdio("node", entry, "stdio").name == "everything"
+    assert MCPServer.stdio(sys.executable, "tests/mcp/faulty_server.py").name == "faulty_server"
     assert MCPServer.http("http://127.0.0.1:8765/mcp").name == "http_127_0_0_1"

@@ -78,7 +78,7 @@ class Connection:
                         f"MCP server {self.name!r} could not be started or reached: {_describe(exc)}. "
                         f"Check its command (or URL), its arguments and its environment."
                     ) from exc
-                self.changed = True
+                self.changed, self.relist = True, False
             return self._client
 
     async def _hold(self, *, task_status: TaskStatus[Any]) -> None:

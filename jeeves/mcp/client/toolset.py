@@ -78,7 +78,14 @@ def default_name(command: str, args: Sequence[str]) -> str:
         base = os.path.basename(part)
         if part.startswith("-") or base in _LAUNCHERS or base.startswith("python"):
             continue
-        base = base.rsplit("/", 1)[-1].split("@", 1)[0] if part.startswith("@") else base
+        segments = part.replace("\\", "/").split("/")
+        if "node_modules" in segments:  # node .../node_modules/@scope/package/dist/index.js
+            after = segments[segments.index("node_modules") + 1 :]
+            base = after[1] if after[0].startswith("@") and len(after) > 1 else after[0]
+        elif part.startswith("@"):
+            base = base.split("@", 1)[0]
+        else:
+            base = os.path.splitext(base)[0] if base.endswith((".js", ".mjs", ".py")) else base
         base = re.sub(r"[^a-z0-9]+", "_", base.lower()).strip("_")
         for prefix in ("mcp_server_", "server_", "mcp_"):
             base = base.removeprefix(prefix)
@@ -363,8 +370,9 @@ class MCPServer(Toolset):
                 f"{where} sent a malformed result ({exc.error_count()} problems): {str(exc)[:300]}"
             )
         except Exception as exc:
-            if _is_mcp_error(exc):
-                return _failed(f"{where} answered with an error: {exc.args[1] if len(exc.args) > 1 else exc}")
+            refused = _refusal(exc)
+            if refused is not None:
+                return _failed(f"{where} answered with an error: {refused}")
             conn.drop(f"{type(exc).__name__}: {exc}")
             return _failed(f"{where} failed: the server's connection broke ({type(exc).__name__}: {exc}).")
         text = render_result(list(result.content), result.structured_content)
@@ -391,10 +399,18 @@ def _failed(text: str) -> ToolOutcome:
     return ToolOutcome(text=text, is_error=True)
 
 
-def _is_mcp_error(exc: Exception) -> bool:
+_CONNECTION_CLOSED = -32000
+"""The JSON-RPC code the SDK gives a request whose connection closed (`mcp_types.CONNECTION_CLOSED`)."""
+
+
+def _refusal(exc: Exception) -> str | None:
+    """The server's own error message, when `exc` is an error the server answered with (not a
+    connection that broke under the call)."""
     from mcp import MCPError
 
-    return isinstance(exc, MCPError)
+    if not isinstance(exc, MCPError) or exc.code == _CONNECTION_CLOSED:
+        return None
+    return exc.message
 
 
 class MCPTool(Tool):

@@ -84,8 +84,7 @@ async def open_client(server: MCPServer, conn: Connection) -> AsyncIterator[Any]
 
 
 async def _listen(client: Any, conn: Connection) -> None:
-    """Follow a 2026-07-28 server's tool-list changes; a server that refuses the subscription
-    is asked anew at every turn instead."""
+    """Follow a 2026-07-28 server's tool-list changes."""
     try:
         async with client.listen(tools_list_changed=True) as subscription:
             async for _event in subscription:
@@ -93,4 +92,6 @@ async def _listen(client: Any, conn: Connection) -> None:
     except anyio.get_cancelled_exc_class():
         raise
     except Exception:
-        conn.relist = True
+        # Refused, or the connection went: a new connection lists anew (`Connection.client`);
+        # a live one that will not say when its list changes is asked at every turn.
+        conn.relist = conn.is_open
