@@ -60,7 +60,9 @@ def _script(root: Path) -> ScriptedModel:
     source, test = str(root / "slugify.py"), str(root / "test_slugify.py")
     return ScriptedModel(
         [
-            Reply(tool_calls=[call("read_text_file", {"path": test}), call("read_text_file", {"path": source})]),
+            Reply(
+                tool_calls=[call("read_text_file", {"path": test}), call("read_text_file", {"path": source})]
+            ),
             Reply(tool_calls=[call("write_file", {"path": source, "content": WRONG})]),
             "Replaced spaces.",
             Reply(tool_calls=[call("write_file", {"path": source, "content": FIXED})]),
