@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("mcp", reason="the MCP tests need the mcp extra: pip install -e '.[dev,mcp]'")
+pytest.importorskip("mcp", reason="the MCP tests need the mcp extra: pip install -e '.[dev]'")
 
 from jeeves.mcp import MCPServer
 
