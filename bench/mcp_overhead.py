@@ -79,7 +79,8 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-async def _http(calls: int, runs: int) -> float:
+def _start_http() -> tuple[subprocess.Popen[str], str]:
+    """server-everything's Streamable HTTP transport on a loopback port, once it listens."""
     port = _free_port()
     process = subprocess.Popen(
         ["node", "--import", LOOPBACK.as_uri(), str(EVERYTHING), "streamableHttp"],
@@ -88,12 +89,17 @@ async def _http(calls: int, runs: int) -> float:
         stderr=subprocess.PIPE,
         text=True,
     )
+    assert process.stderr is not None
+    for line in process.stderr:
+        if f"listening on port {port}" in line:
+            break
+    return process, f"http://127.0.0.1:{port}/mcp"
+
+
+async def _http(calls: int, runs: int) -> float:
+    process, url = _start_http()
     try:
-        assert process.stderr is not None
-        for line in process.stderr:
-            if f"listening on port {port}" in line:
-                break
-        return await _held(MCPServer.http(f"http://127.0.0.1:{port}/mcp", name="everything"), calls, runs)
+        return await _held(MCPServer.http(url, name="everything"), calls, runs)
     finally:
         process.terminate()
         process.communicate(timeout=30)
@@ -107,7 +113,9 @@ async def _served(runs: int) -> tuple[float, float]:
 
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     target = "tests.mcp.served:shouter"
-    params = StdioServerParameters(command=sys.executable, args=["-m", "jeeves", "mcp", "serve", target], env=env)
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "jeeves", "mcp", "serve", target], env=env
+    )
     served, direct = [], []
     async with Client(params) as client:
         for i in range(runs):
