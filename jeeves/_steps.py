@@ -17,7 +17,8 @@ Invariants:
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
@@ -218,6 +219,19 @@ class StepsCore:
             return True
         record = await self.recorded(index)
         return record is not None and not tried_again_on_resume(record)
+
+    @contextmanager
+    def waiting_outside(self) -> Iterator[None]:
+        """While in this block the step running here does not count as in flight: it waits on
+        something outside the run (an MCP server waiting for an elicitation's gate), so a run
+        whose gates park suspends instead of waiting for it. Suspending cancels the step, which
+        is then not recorded: a resume runs it again."""
+        suspension = self._state.suspension
+        suspension.leave()
+        try:
+            yield
+        finally:
+            suspension.enter()
 
     async def step(
         self,

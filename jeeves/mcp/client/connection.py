@@ -20,6 +20,7 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
 from jeeves.errors import JeevesError
+from jeeves.mcp.client.asks import InFlight
 
 __all__ = ["Connection", "MCPServerError"]
 
@@ -52,9 +53,9 @@ class Connection:
         self.listing: list[dict[str, Any]] | None = None
         self.fault: str | None = None
         """Why the last connection ended, when it ended by itself."""
-        self.bound: Any = None
-        """The agent session whose tool call is in flight (elicitation and sampling are asked
-        through its context); set by the tool call."""
+        self.in_flight: dict[int, InFlight] = {}
+        """The tool calls in flight on this connection (a server's sampling or elicitation
+        request is answered through the one call in flight, `jeeves.mcp.client.asks`)."""
 
     @property
     def is_open(self) -> bool:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import Awaitable, Mapping, Sequence, Set
 from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -30,6 +30,7 @@ from jeeves.checks import check_str, short_repr
 from jeeves.errors import ReplayDivergence, UserError
 from jeeves.gating import APPROVAL_MODES, ApprovalMode
 from jeeves.ids import validate_name
+from jeeves.mcp.client.asks import InFlight
 from jeeves.mcp.client.connection import Connection, MCPServerError
 from jeeves.mcp.client.modes import resolve_mode
 from jeeves.mcp.client.render import render_result, truncate
@@ -247,7 +248,7 @@ class MCPServer(Toolset):
         resume takes a listing step exactly where the recording took one."""
         scope = self.scope()
         if scope.listed is not None and not await self._relists(ctx, scope.connection):
-            return self._named(scope.listed, taken, served=scope.served)
+            return self._named(scope.listed, taken, served=scope.served, ctx=ctx)
         conn = scope.connection
         index = ctx.next_step_index()
         live: list[ListedTool] | None = None
@@ -264,7 +265,7 @@ class MCPServer(Toolset):
             "function", self._step, self.identity, listed, list[ListedTool], index=index
         )
         scope.listed, scope.served = list(found), replayed
-        return self._named(found, taken, served=replayed)
+        return self._named(found, taken, served=replayed, ctx=ctx)
 
     @property
     def _step(self) -> str:
@@ -320,7 +321,9 @@ class MCPServer(Toolset):
         if changed:
             raise _diverged(self, changed, ctx.session_id, index)
 
-    def _named(self, listed: Sequence[ListedTool], taken: Set[str], *, served: bool) -> list[Tool]:
+    def _named(
+        self, listed: Sequence[ListedTool], taken: Set[str], *, served: bool, ctx: Context
+    ) -> list[Tool]:
         named: list[Tool] = []
         mine: set[str] = set()
         for item in listed:
@@ -336,7 +339,7 @@ class MCPServer(Toolset):
             mode = resolve_mode(
                 item.name, item.annotations, mode=self.mode, modes=self.modes, unannotated=self.unannotated
             )
-            named.append(MCPTool(self, item, name=name, mode=mode, served=served))
+            named.append(MCPTool(self, item, name=name, mode=mode, served=served, ctx=ctx))
         return named
 
     # -- calls -------------------------------------------------------------------------
@@ -360,9 +363,14 @@ class MCPServer(Toolset):
         except MCPServerError as exc:
             return _failed(str(exc))
         where = f"MCP server {self.name!r} tool {tool.original!r}"
+        key = id(context) if context is not None else 0
+        flight = InFlight(
+            tool.ctx, context.step if context else 0, tool.original, tool.approval or "destructive"
+        )
+        conn.in_flight[key] = flight
         try:
             with anyio.fail_after(self.timeout_s):
-                result = await client.call_tool(tool.original, parsed)
+                result = await _answering(flight, client.call_tool(tool.original, parsed))
         except TimeoutError:
             return _failed(f"{where} did not answer within {self.timeout_s:g} s; the call was abandoned.")
         except ValidationError as exc:
@@ -375,6 +383,8 @@ class MCPServer(Toolset):
                 return _failed(f"{where} answered with an error: {refused}")
             conn.drop(f"{type(exc).__name__}: {exc}")
             return _failed(f"{where} failed: the server's connection broke ({type(exc).__name__}: {exc}).")
+        finally:
+            conn.in_flight.pop(key, None)
         text = render_result(list(result.content), result.structured_content)
         return ToolOutcome(text=truncate(text, self.max_result_chars, where), is_error=bool(result.is_error))
 
@@ -383,6 +393,26 @@ class MCPServer(Toolset):
         if now.get(tool.original) != tool.listed.input_schema:
             sid, step = (context.session_id, context.step) if context else ("?", -1)
             raise _diverged(self, [tool.original], sid, step)
+
+
+async def _answering(flight: InFlight, calling: Awaitable[Any]) -> Any:
+    """Await `calling` while answering the server's asks in this task (see `InFlight`); its
+    exception is raised as itself, not in an exception group."""
+    outcome: list[Any] = []
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(flight.serve)
+            try:
+                outcome.append(await calling)
+            except Exception as exc:
+                outcome.append(exc)
+            finally:
+                group.cancel_scope.cancel()
+    finally:
+        flight.close()
+    if isinstance(outcome[0], Exception):
+        raise outcome[0]
+    return outcome[0]
 
 
 def _diverged(server: MCPServer, tools: list[str], session_id: str, step: int) -> ReplayDivergence:
@@ -417,9 +447,18 @@ class MCPTool(Tool):
     """One tool of an MCP server, as the model is offered it."""
 
     def __init__(
-        self, server: MCPServer, listed: ListedTool, *, name: str, mode: ApprovalMode, served: bool
+        self,
+        server: MCPServer,
+        listed: ListedTool,
+        *,
+        name: str,
+        mode: ApprovalMode,
+        served: bool,
+        ctx: Context,
     ) -> None:
         self.server = server
+        self.ctx = ctx
+        """The agent session it was offered to (a server's sampling or elicitation is answered there)."""
         self.listed = listed
         self.original = listed.name
         """The name the server knows it by (`name` may be sanitised or prefixed)."""

@@ -48,6 +48,7 @@ async def _http(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
 
 def _client(server: MCPServer, conn: Connection) -> Any:
     mcp = _sdk()
+    from jeeves.mcp.client.asks import elicitation_callback, sampling_callback
 
     async def on_message(message: Any) -> None:
         if getattr(message, "method", None) == "notifications/tools/list_changed":
@@ -63,6 +64,8 @@ def _client(server: MCPServer, conn: Connection) -> Any:
     return mcp.Client(
         target,
         message_handler=on_message,
+        sampling_callback=sampling_callback(conn),
+        elicitation_callback=elicitation_callback(conn, server.name),
         client_info=mcp.Implementation(name="jeeves", version="0.1.0"),
     )
 
