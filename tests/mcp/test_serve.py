@@ -24,7 +24,7 @@ from jeeves.mcp import MCPServer
 from jeeves.mcp.serve import run_id
 from jeeves.replay import list_runs
 from jeeves.testing import Reply, ScriptedModel, call
-from tests.conftest import REPO, subprocess_env
+from tests.conftest import REPO, jeeves_cli, subprocess_env
 
 
 @pytest.fixture
@@ -195,3 +195,11 @@ def _authorized(url: str, token: str) -> Any:
             yield streams
 
     return transport()
+
+
+def test_bad_targets_and_addresses_are_one_line_errors() -> None:
+    missing = jeeves_cli("mcp", "serve", "nosuchmod:thing")
+    assert missing.returncode == 2 and missing.stderr.startswith("error: Cannot import 'nosuchmod'")
+    address = jeeves_cli("mcp", "serve", "tests.mcp.served:shouter", "--http", "nonsense")
+    assert address.returncode == 2
+    assert address.stderr.strip() == "error: --http 'nonsense' is not HOST:PORT; e.g. --http 127.0.0.1:8765."
