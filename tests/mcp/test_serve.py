@@ -69,6 +69,8 @@ async def test_the_sdk_client_calls_a_served_architecture_with_progress_and_a_de
         result = await client.call_tool(
             "tests_mcp_served_shouter", {"task": "hello"}, progress_callback=on_progress
         )
+        again = await client.call_tool("tests_mcp_served_shouter", {"task": "hello"})  # the same run, served
+    assert again.structured_content == result.structured_content
     assert not result.is_error
     served = result.structured_content
     assert served is not None
