@@ -47,6 +47,8 @@ class MCPServerSpec(SpecModel):
     """How long one tool call may take before the model reads a timeout."""
     max_result_chars: int = Field(default=20_000, ge=100)
     """A longer tool result is cut, with a notice the model reads."""
+    resources: bool = False
+    """Also offer `{name}_read_resource(uri)` and `{name}_get_prompt(name, arguments)` (read_only tools)."""
 
     @model_validator(mode="after")
     def _one_transport(self) -> MCPServerSpec:
@@ -70,6 +72,7 @@ def build_servers(specs: list[MCPServerSpec], base: Path | None) -> dict[str, MC
             "unannotated": spec.unannotated,
             "timeout_s": spec.timeout_s,
             "max_result_chars": spec.max_result_chars,
+            "resources": spec.resources,
         }
         if spec.url:
             servers[spec.name] = MCPServer.http(spec.url, headers=spec.headers, **options)

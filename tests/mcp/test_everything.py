@@ -10,11 +10,13 @@ import subprocess
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
 
 import jeeves
 from jeeves import Agent
+from jeeves.approvals import Approvals
 from jeeves.mcp import MCPServer
 from jeeves.testing import Reply, ScriptedModel, call
 from tests.mcp.conftest import LOOPBACK, everything_server, node_server
@@ -99,3 +101,32 @@ async def test_server_everything_over_streamable_http() -> None:
     assert re.search(r"\[image: image/png, \d+ bytes, not shown\]", image)
     assert "5" in total
     assert slow.endswith("did not answer within 2 s; the call was abandoned.")
+
+
+@pytest.mark.anyio
+async def test_resources_and_prompts_are_readable_through_two_read_only_tools() -> None:
+    model = ScriptedModel(
+        [
+            Reply(
+                tool_calls=[
+                    call(
+                        "everything_read_resource", {"uri": "demo://resource/static/document/architecture.md"}
+                    ),
+                    call("everything_get_prompt", {"name": "args-prompt", "arguments": {"city": "Paris"}}),
+                ]
+            ),
+            "ok",
+        ]
+    )
+    asked: list[str] = []
+
+    async def approver(gate: Any) -> Any:
+        asked.append(gate.tool)
+        raise AssertionError("read_only tools are not gated")
+
+    server = everything_server(resources=True)
+    await jeeves.run(Agent("t", tools=[server], model=model), "go", approvals=Approvals(), approver=approver)
+    document, prompt = _results(model)
+    assert document.startswith("# Everything Server – Architecture")
+    assert "Paris" in prompt and prompt.startswith("user: ")
+    assert asked == []

@@ -117,6 +117,8 @@ class MCPServer(Toolset):
         timeout_s: How long one tool call may take before the model reads a timeout.
         startup_timeout_s: How long starting and greeting the server may take.
         max_result_chars: A longer result is cut, with a notice the model reads.
+        resources: Also offer the model two read_only tools for the server's resources and
+            prompts: `{name}_read_resource(uri)` and `{name}_get_prompt(name, arguments)`.
     """
 
     def __init__(
@@ -136,6 +138,7 @@ class MCPServer(Toolset):
         timeout_s: float = 60.0,
         startup_timeout_s: float = 60.0,
         max_result_chars: int = 20_000,
+        resources: bool = False,
     ) -> None:
         self.name = validate_name(name, what="MCP server")
         self.transport = transport
@@ -159,6 +162,8 @@ class MCPServer(Toolset):
             )
         self.timeout_s, self.startup_timeout_s = float(timeout_s), float(startup_timeout_s)
         self.max_result_chars = max_result_chars
+        self.resources = bool(resources)
+        """Also offer `{name}_read_resource(uri)` and `{name}_get_prompt(name, arguments)` (read_only)."""
         self._entered: list[_Scope] = []
 
     @classmethod
@@ -326,7 +331,7 @@ class MCPServer(Toolset):
     ) -> list[Tool]:
         named: list[Tool] = []
         mine: set[str] = set()
-        for item in listed:
+        for item in [*listed, *(_READERS if self.resources else ())]:
             name = _UNSAFE.sub("_", item.name)[:64] or "tool"
             if name in taken or name in mine:
                 name = f"{self.name}_{name}"[:64]
@@ -339,6 +344,11 @@ class MCPServer(Toolset):
             mode = resolve_mode(
                 item.name, item.annotations, mode=self.mode, modes=self.modes, unannotated=self.unannotated
             )
+            if (
+                item in _READERS
+            ):  # resources/read -> {server}_read_resource, prompts/get -> {server}_get_prompt
+                kind, verb = item.name.split("/")
+                name, mode = f"{self.name}_{verb}_{kind[:-1]}", "read_only"
             named.append(MCPTool(self, item, name=name, mode=mode, served=served, ctx=ctx))
         return named
 
@@ -358,7 +368,7 @@ class MCPServer(Toolset):
         conn = self.connection()
         try:
             client = await conn.client()
-            if tool.served:
+            if tool.served and tool.listed not in _READERS:
                 self._check_tool(tool, await self.listing(conn), context)
         except MCPServerError as exc:
             return _failed(str(exc))
@@ -370,7 +380,7 @@ class MCPServer(Toolset):
         conn.in_flight[key] = flight
         try:
             with anyio.fail_after(self.timeout_s):
-                result = await _answering(flight, client.call_tool(tool.original, parsed))
+                result = await _answering(flight, _request(client, tool.original, parsed))
         except TimeoutError:
             return _failed(f"{where} did not answer within {self.timeout_s:g} s; the call was abandoned.")
         except ValidationError as exc:
@@ -393,6 +403,50 @@ class MCPServer(Toolset):
         if now.get(tool.original) != tool.listed.input_schema:
             sid, step = (context.session_id, context.step) if context else ("?", -1)
             raise _diverged(self, [tool.original], sid, step)
+
+
+_READERS = (
+    ListedTool(
+        name="resources/read",
+        description="Read one of the server's resources by its URI.",
+        input_schema={"type": "object", "properties": {"uri": {"type": "string"}}, "required": ["uri"]},
+    ),
+    ListedTool(
+        name="prompts/get",
+        description="Get one of the server's prompts by name, with its arguments.",
+        input_schema={
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "arguments": {"type": "object"}},
+            "required": ["name"],
+        },
+    ),
+)
+"""The two tools `resources=True` adds; each is the MCP method its name says."""
+
+
+async def _request(client: Any, tool: str, arguments: dict[str, Any]) -> Any:
+    """`tools/call`, or for the two readers their own method, as a result a tool result renders."""
+    from mcp.types import CallToolResult, TextContent
+
+    if tool == "resources/read":
+        found = await client.read_resource(str(arguments.get("uri", "")))
+        return CallToolResult(content=[_resource_text(c) for c in found.contents])
+    if tool == "prompts/get":
+        prompt = await client.get_prompt(str(arguments.get("name", "")), arguments.get("arguments") or None)
+        lines = [
+            f"{m.role}: {getattr(m.content, 'text', f'[{m.content.type} content]')}" for m in prompt.messages
+        ]
+        return CallToolResult(content=[TextContent(type="text", text="\n".join(lines))])
+    return await client.call_tool(tool, arguments)
+
+
+def _resource_text(contents: Any) -> Any:
+    from mcp.types import TextContent
+
+    text = getattr(contents, "text", None)
+    if text is None:
+        text = f"[resource {contents.uri}: {contents.mime_type or 'binary'}, not shown]"
+    return TextContent(type="text", text=text)
 
 
 async def _answering(flight: InFlight, calling: Awaitable[Any]) -> Any:
