@@ -17,7 +17,8 @@ Invariants:
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
@@ -210,6 +211,36 @@ class StepsCore:
         index = self._steps
         self._steps += 1
         return index
+
+    async def recorded(self, index: int | None = None) -> StepRecord | None:
+        """The journal's record of step `index` of this session (default: the next step, which
+        this does not allocate), served or not; None without a journal or a record."""
+        journal = self._state.journal
+        where = self._steps if index is None else index
+        return None if journal is None else await journal.get_step(self.session_id, where)
+
+    async def will_serve(self, index: int | None = None) -> bool:
+        """Whether step `index` (default: the next) will be served from the journal, not run: any
+        step of a strict replay or of a session adopted from another worker, or a recorded step
+        a resume does not try again. A step whose live half needs a resource (an MCP server's
+        process) acquires it only when this is False, so replaying never needs the resource."""
+        if self._state.mode == "replay" or self._adopted:
+            return True
+        record = await self.recorded(index)
+        return record is not None and not tried_again_on_resume(record)
+
+    @contextmanager
+    def waiting_outside(self) -> Iterator[None]:
+        """While in this block the step running here does not count as in flight: it waits on
+        something outside the run (an MCP server waiting for an elicitation's gate), so a run
+        whose gates park suspends instead of waiting for it. Suspending cancels the step, which
+        is then not recorded: a resume runs it again."""
+        suspension = self._state.suspension
+        suspension.leave()
+        try:
+            yield
+        finally:
+            suspension.enter()
 
     async def step(
         self,

@@ -19,7 +19,8 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,10 +42,10 @@ from jeeves.events import OutputRetrying, ToolCompleted, ToolStarted
 from jeeves.gating import DEFAULT_MODE, ApprovalMode, GateAction
 from jeeves.ids import validate_name
 from jeeves.journal import fingerprint
-from jeeves.messages import Message, ModelRequest, ToolCall
+from jeeves.messages import Message, ModelRequest, ToolCall, ToolSpec
 from jeeves.models.base import ModelClient, Route
 from jeeves.steering import ToolStep, Turn
-from jeeves.tools import Tool, ToolContext, ToolOutcome
+from jeeves.tools import Tool, ToolContext, ToolOutcome, Toolset
 
 __all__ = ["Agent", "extract_json"]
 
@@ -91,8 +92,8 @@ def _adapter(output_type: Any) -> tuple[TypeAdapter[Any], dict[str, Any]]:
         ) from None
 
 
-def _as_tool(value: object, index: int) -> Tool:
-    if isinstance(value, Tool):
+def _as_tool(value: object, index: int) -> Tool | Toolset:
+    if isinstance(value, Tool | Toolset):
         return value
     if not callable(value) or isinstance(value, type):
         raise UserTypeError(
@@ -147,7 +148,7 @@ class Agent:
         instructions: str,
         *,
         role: str = "agent",
-        tools: Sequence[Tool | Callable[..., Any]] = (),
+        tools: Sequence[Tool | Toolset | Callable[..., Any]] = (),
         output_type: Any = None,
         max_turns: int = 10,
         model: str | Route | ModelClient | None = None,
@@ -156,7 +157,10 @@ class Agent:
     ) -> None:
         self.instructions = check_str(instructions, name="Agent instructions")
         self.role = validate_name(role)
-        self.tools = [_as_tool(t, i) for i, t in enumerate(_items(tools, name="Agent tools"))]
+        given = [_as_tool(t, i) for i, t in enumerate(_items(tools, name="Agent tools"))]
+        self.tools = [t for t in given if isinstance(t, Tool)]
+        self.toolsets = [t for t in given if isinstance(t, Toolset)]
+        """Tools listed at run time (an MCP server's), asked for before each model turn."""
         names = [t.name for t in self.tools]
         if len(set(names)) != len(names):
             raise UserError(f"Agent has two tools with the same name: {sorted(names)!r}; rename one.")
@@ -173,6 +177,7 @@ class Agent:
             check_str(description, name="Agent description") or instructions.split("\n", 1)[0][:200]
         )
         self._specs = [t.spec() for t in self.tools]
+        self._own = _Kit(self._tools, self._specs)
 
     def describe_model(self, ctx: Context) -> str:
         """The model this agent's calls go to in `ctx` (shown in session.started)."""
@@ -182,24 +187,45 @@ class Agent:
         """This agent's session (see `jeeves.architecture.model_callers`)."""
         return [Caller(path, None if self.route is not None else routed)]
 
-    def _request(self, messages: list[Message]) -> ModelRequest:
+    def _request(self, messages: list[Message], kit: _Kit) -> ModelRequest:
         schema = self._schema
         name = getattr(self.output_type, "__name__", None) if schema else None
         return ModelRequest(
             messages=list(messages),
-            tools=self._specs,
+            tools=kit.specs,
             output_schema=schema,
             output_name=name,
             params=self.params,
         )
 
-    async def run(self, ctx: Context, task: str) -> Output:
+    def run(self, ctx: Context, task: str) -> Coroutine[Any, Any, Output]:
+        """Run the agent on `task` (with toolsets: inside their sessions, see `jeeves.tools.Toolset`)."""
+        return self._run(ctx, task) if not self.toolsets else self._run_in_toolsets(ctx, task)
+
+    async def _run_in_toolsets(self, ctx: Context, task: str) -> Output:
+        async with AsyncExitStack() as stack:
+            for toolset in self.toolsets:
+                await stack.enter_async_context(toolset.session())
+            return await self._run(ctx, task)
+
+    async def _kit(self, ctx: Context) -> _Kit:
+        """This turn's tools: the agent's own, then each toolset's, named apart."""
+        if not self.toolsets:
+            return self._own
+        tools = dict(self._tools)
+        for toolset in self.toolsets:
+            for found in await toolset.tools(ctx, tools.keys()):
+                tools[found.name] = found
+        return _Kit(tools, [t.spec() for t in tools.values()])
+
+    async def _run(self, ctx: Context, task: str) -> Output:
         messages = [Message.system(self.instructions), Message.user(task)]
         repaired = False
         last_text = ""
         for _turn_index in range(self.max_turns):
+            kit = await self._kit(ctx)
             try:
-                response = await ctx.call_model(self._request(messages), route=self.route)
+                response = await ctx.call_model(self._request(messages, kit), route=self.route)
             except BudgetExceeded:
                 if last_text and self._adapter is None:
                     return Output.of(last_text, stop_reason="budget")
@@ -211,7 +237,7 @@ class Agent:
             outcomes: list[ToolOutcome] = []
             if response.tool_calls:
                 try:
-                    outcomes = await self._run_tools(ctx, response.tool_calls)
+                    outcomes = await self._run_tools(ctx, response.tool_calls, kit.tools)
                 except BudgetExceeded:  # the deadline stopped a tool: keep the text so far, as above
                     if last_text and self._adapter is None:
                         return Output.of(last_text, stop_reason="budget")
@@ -254,7 +280,9 @@ class Agent:
             f"Reply again with only a JSON object matching this schema, no other text:\n{schema}"
         )
 
-    async def _run_tools(self, ctx: Context, calls: Sequence[ToolCall]) -> list[ToolOutcome]:
+    async def _run_tools(
+        self, ctx: Context, calls: Sequence[ToolCall], tools: Mapping[str, Tool]
+    ) -> list[ToolOutcome]:
         """Run one turn's tool calls concurrently.
 
         Indices are allocated and `tool.started` emitted in the order the model listed the
@@ -263,13 +291,13 @@ class Agent:
         replay, whichever tool finishes first. A call the run's approval policy gates gets
         two indices (its gate, then its tool step); a refused call gets none (it never runs).
         """
-        slots = [self._slot(ctx, c) for c in calls]
+        slots = [self._slot(ctx, c, tools) for c in calls]
         if len(calls) == 1:
             (c,) = calls
             await ctx.emit(
                 ToolStarted(session_id=ctx.session_id, tool_call_id=c.id, name=c.name, arguments=c.arguments)
             )
-            outcome, replayed = await self._run_tool(ctx, c, slots[0])
+            outcome, replayed = await self._run_tool(ctx, c, slots[0], tools)
             await self._completed(ctx, c, outcome, replayed)
             return [outcome]
         for c in calls:
@@ -280,7 +308,7 @@ class Agent:
 
         async def job(position: int) -> ToolOutcome:
             try:
-                outcome, replayed = await self._run_tool(ctx, calls[position], slots[position])
+                outcome, replayed = await self._run_tool(ctx, calls[position], slots[position], tools)
                 if position:
                     await released[position - 1].wait()
                 await self._completed(ctx, calls[position], outcome, replayed)
@@ -290,9 +318,10 @@ class Agent:
 
         return await run_all([functools.partial(job, p) for p in range(len(calls))])
 
-    def _slot(self, ctx: Context, call: ToolCall) -> _Slot:
+    @staticmethod
+    def _slot(ctx: Context, call: ToolCall, tools: Mapping[str, Tool]) -> _Slot:
         """What the policy does with `call`, and its step indices (allocated here, in call order)."""
-        found = self._tools.get(call.name)
+        found = tools.get(call.name)
         arguments = _json_object(call.arguments)
         mode = found.approval if found is not None else None
         action: GateAction = (
@@ -315,7 +344,9 @@ class Agent:
             )
         )
 
-    async def _run_tool(self, ctx: Context, call: ToolCall, slot: _Slot) -> StepResult[ToolOutcome]:
+    async def _run_tool(
+        self, ctx: Context, call: ToolCall, slot: _Slot, tools: Mapping[str, Tool]
+    ) -> StepResult[ToolOutcome]:
         if slot.action == "refuse":
             return StepResult(ToolOutcome(text=ctx.refusal(call.name, slot.mode), is_error=True), False)
         if slot.gate is not None:
@@ -324,17 +355,24 @@ class Agent:
             if refused is not None:
                 return StepResult(ToolOutcome(text=refused, is_error=True), False)
         assert slot.step is not None
-        return await self._tool_step(ctx, call, slot.step)
+        return await self._tool_step(ctx, call, slot.step, tools)
 
-    async def _tool_step(self, ctx: Context, call: ToolCall, index: int) -> StepResult[ToolOutcome]:
+    @staticmethod
+    async def _tool_step(
+        ctx: Context, call: ToolCall, index: int, tools: Mapping[str, Tool]
+    ) -> StepResult[ToolOutcome]:
         tracer = ctx.tracer
-        request = {"name": call.name, "arguments": call.arguments}
+        found = tools.get(call.name)
+        request = (
+            found.step_request(call.arguments)
+            if found is not None
+            else {"name": call.name, "arguments": call.arguments}
+        )
 
         async def live() -> ToolOutcome:  # a served step runs none of this (nor its fingerprint)
             context = ToolContext(ctx.session_id, index, fingerprint(request))
-            found = self._tools.get(call.name)
             if found is None:
-                known = ", ".join(sorted(self._tools)) or "none"
+                known = ", ".join(sorted(tools)) or "none"
                 return ToolOutcome(text=f"Unknown tool {call.name!r}; the tools are: {known}.", is_error=True)
             with tracer.tool_call(ctx.started, call.name, call.id, call.arguments) as span:
                 outcome = await found.invoke(call.arguments, context)
@@ -345,6 +383,14 @@ class Agent:
 
         ctx.count_tool_call(call.name)
         return await ctx.step("tool", call.name, request, live, ToolOutcome, index=index)
+
+
+@dataclass(frozen=True)
+class _Kit:
+    """The tools of one model turn, by the name the model calls them, and their specs in order."""
+
+    tools: Mapping[str, Tool]
+    specs: list[ToolSpec]
 
 
 @dataclass

@@ -200,7 +200,31 @@ def _build_parser() -> argparse.ArgumentParser:
     rejudge.add_argument("--json", action="store_true", help="print one JSON object per changed verdict")
     durable_commands.add_commands(commands)
     durable_commands.add_db_retry(commands.choices["serve"], commands.choices["run"])
+    _add_mcp_commands(commands)
     return parser
+
+
+def _add_mcp_commands(commands: Any) -> None:
+    serve = commands.add_parser(
+        "mcp", help="MCP: `jeeves mcp serve SPEC...` serves architectures as MCP tools"
+    )
+    serve.add_argument("verb", choices=["serve"], help="serve: each target as an MCP tool (stdio by default)")
+    serve.add_argument("targets", nargs="+", metavar="SPEC|MODULE:ATTR", help="what to serve, one tool each")
+    serve.add_argument("--journal", metavar="PATH", help="record every run here; a call resumes its session")
+    serve.add_argument(
+        "--http", metavar="HOST:PORT", help="serve Streamable HTTP at HOST:PORT instead of stdio"
+    )
+    serve.add_argument(
+        "--token", default=None, help="require this bearer token over HTTP (default: $JEEVES_TOKEN)"
+    )
+    serve.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="answer to this Host name too (HTTP)",
+    )
+    serve.add_argument("--offline", action="store_true", help="answer from each spec's [demo] script")
 
 
 def _add_spec_commands(commands: Any) -> None:
@@ -411,6 +435,19 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         spec = build(load_spec(args.spec))[0] if args.spec and args.spec.endswith(".toml") else args.spec
         return anyio.run(replay_command, args.journal, args.session, spec, bool(args.json))
+    if args.command == "mcp":
+        from jeeves.mcp.serve import serve_mcp  # the SDK loads only for `jeeves mcp`
+
+        if os.getcwd() not in sys.path:  # module:attr targets import from here, as `jeeves replay`
+            sys.path.insert(0, os.getcwd())
+        return serve_mcp(
+            args.targets,
+            journal=args.journal,
+            http=args.http,
+            token=args.token,
+            allowed_hosts=args.allow_host,
+            offline=bool(args.offline),
+        )
     if args.command == "rejudge":
         from jeeves.rejudge import rejudge_command
         from jeeves.spec.critic_version import load_critic_version

@@ -11,12 +11,14 @@ thread so they cannot stall the event loop; async ones run in the loop.
 
 from __future__ import annotations
 
+import abc
 import hashlib
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Set
+from contextlib import AbstractAsyncContextManager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, get_type_hints, overload
+from typing import TYPE_CHECKING, Any, get_type_hints, overload
 
 import anyio
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
@@ -27,12 +29,16 @@ from jeeves.gating import APPROVAL_MODES, ApprovalMode
 from jeeves.ids import validate_name
 from jeeves.messages import ToolSpec
 
+if TYPE_CHECKING:
+    from jeeves.context import Context
+
 __all__ = [
     "APPROVAL_MODES",
     "ApprovalMode",
     "Tool",
     "ToolContext",
     "ToolOutcome",
+    "Toolset",
     "current_tool",
     "idempotency_key",
     "tool",
@@ -178,6 +184,10 @@ class Tool:
         """The tool as the model sees it (built once, at construction)."""
         return self._spec
 
+    def step_request(self, arguments: str) -> dict[str, Any]:
+        """The request its journaled step records and fingerprints for a call with `arguments`."""
+        return {"name": self.name, "arguments": arguments}
+
     async def invoke(self, arguments: str, context: ToolContext | None = None) -> ToolOutcome:
         """Validate `arguments` (JSON text) and call the function; failures become error outcomes.
 
@@ -219,6 +229,28 @@ class Tool:
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"
+
+
+class Toolset(abc.ABC):
+    """Tools an Agent gets at run time from outside its code (an MCP server's), not at construction.
+
+    An Agent holding toolsets enters each one's `session()` around its run (the toolset may
+    open a connection there, lazily, and must close it on exit, cancelled or not) and asks
+    `tools(ctx, taken)` before each model turn. `taken` holds the names already in use (the
+    agent's own tools, earlier toolsets'); a toolset renames its tools that collide. Whatever
+    it learns from outside, it journals through `ctx`, so a replay or a resume asks no one.
+    """
+
+    name: str
+    """Names the toolset in errors and namespaces its tools on a collision."""
+
+    @abc.abstractmethod
+    def session(self) -> AbstractAsyncContextManager[object]:
+        """What the agent holds open while it runs."""
+
+    @abc.abstractmethod
+    async def tools(self, ctx: Context, taken: Set[str]) -> Sequence[Tool]:
+        """The tools the model is offered at this turn, named apart from `taken`."""
 
 
 @overload

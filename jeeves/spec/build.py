@@ -23,11 +23,13 @@ from jeeves.architecture import Architecture, Caller
 from jeeves.architectures import ActorCritic, Goal, PlanExecute, SelfRefine, Supervisor
 from jeeves.critics import CitationCritic, CodeCritic, Critic, FunctionCritic, LLMCritic, Watchdog
 from jeeves.errors import UserError
+from jeeves.mcp.client import MCPServer
 from jeeves.models.base import ModelClient, Route
 from jeeves.models.router import Router
 from jeeves.models.testing import Reply, ScriptedModel, call
 from jeeves.replay.source import import_object
 from jeeves.spec.load import join_key_path
+from jeeves.spec.mcp import build_servers
 from jeeves.spec.models import (
     ActorCriticSpec,
     AgentSpec,
@@ -122,6 +124,10 @@ def scripted_model(demo: DemoSpec) -> ScriptedModel:
     return ScriptedModel(scripts, model_name="scripted")
 
 
+def _base(spec: Spec) -> Path | None:
+    return spec.path.resolve().parent if spec.path is not None else None
+
+
 @contextmanager
 def _importable(spec_path: Path | None) -> Iterator[None]:
     """Make the spec's directory importable while its import paths are resolved."""
@@ -147,6 +153,9 @@ class _Builder:
         self.where = str(spec.path) if spec is not None and spec.path is not None else "spec"
         self.problems: list[str] = []
         self.scripted: ScriptedModel | None = None
+        self.servers: dict[str, MCPServer] = {}
+        if spec is not None and spec.mcp:
+            self.servers = self.attempt(["mcp"], lambda: build_servers(spec.mcp, _base(spec))) or {}
         if offline and spec is not None:
             if spec.demo is None:
                 raise UserError(
@@ -236,7 +245,10 @@ class _Builder:
 
     def agent(self, spec: AgentSpec, path: KeyPath) -> Agent | None:
         before = len(self.problems)
-        tools = [self.tool(ref, [*path, "tools", i]) for i, ref in enumerate(spec.tools)]
+        tools: list[Tool | MCPServer | None] = [
+            self.tool(ref, [*path, "tools", i]) for i, ref in enumerate(spec.tools)
+        ]
+        tools += [self.server(name, [*path, "mcp_servers", i]) for i, name in enumerate(spec.mcp_servers)]
         output_type = self.imported(spec.output_type, [*path, "output_type"]) if spec.output_type else None
         model = self.pin(spec.model, path)
         return self.then(
@@ -253,6 +265,15 @@ class _Builder:
                 description=spec.description,
             ),
         )
+
+    def server(self, name: str, path: KeyPath) -> MCPServer | None:
+        found = self.servers.get(name)
+        if found is None:
+            known = ", ".join(sorted(self.servers)) or "none"
+            self.problems.append(
+                f"{join_key_path(path)}: no [[mcp]] table is named {name!r} (the spec has: {known})."
+            )
+        return found
 
     def tool(self, ref: str, path: KeyPath) -> Tool | None:
         before = len(self.problems)

@@ -32,7 +32,7 @@ from jeeves.spec.models import (
 
 __all__ = ["TOP_LEVEL_TABLES", "format_errors", "join_key_path", "key_path", "load_spec", "parse_spec"]
 
-TOP_LEVEL_TABLES = ("models", "demo", "approvals")
+TOP_LEVEL_TABLES = ("models", "demo", "approvals", "mcp")
 """Top-level tables that are not the root architecture's keys."""
 
 _BARE = re.compile(r"[A-Za-z0-9_-]+")

@@ -24,6 +24,7 @@ from jeeves.architectures._templates import FEEDBACK_INSTRUCTIONS as _FEEDBACK
 from jeeves.architectures.supervisor import DEFAULT_INSTRUCTIONS as _SUPERVISOR
 from jeeves.critics.watchdog import WATCHDOG_INSTRUCTIONS as _WATCHDOG
 from jeeves.gating import Approvals
+from jeeves.spec.mcp import MCPServerSpec
 from jeeves.spec.parts import (
     CRITIC_SPECS,
     CitationCriticSpec,
@@ -84,6 +85,8 @@ class AgentSpec(SpecModel):
     """The role routing uses when the agent is the root; as a child, its parent names its role."""
     tools: list[ImportPath] = Field(default_factory=list)
     """Tools by import path: `@tool` objects or typed functions."""
+    mcp_servers: list[Name] = Field(default_factory=list)
+    """MCP servers (the names of `[[mcp]]` tables) whose tools the agent may call too."""
     output_type: ImportPath | None = None
     """A pydantic model (by import path) the reply must validate against; unset, text."""
     max_turns: int = Field(default=10, ge=1)
@@ -326,5 +329,7 @@ class Spec(SpecModel):
     approvals: Approvals | None = None
     """`[approvals]`: the run's approval policy (`jeeves.approvals.Approvals`: auto, ask,
     refuse_above, rules, deny_ends_run, gate_ttl_s); None: nothing is gated."""
+    mcp: list[MCPServerSpec] = Field(default_factory=list)
+    """`[[mcp]]`: MCP servers the agents name in their `mcp_servers` (see the `[[mcp]]` table below)."""
     path: Path | None = Field(default=None, exclude=True)
     """The file the spec was loaded from; relative paths and import paths resolve beside it."""

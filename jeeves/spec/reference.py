@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
+from jeeves.spec.mcp import MCPServerSpec
 from jeeves.spec.models import (
     ActorCriticSpec,
     AgentSpec,
@@ -65,6 +66,7 @@ SECTIONS: list[tuple[str, type[BaseModel]]] = [
     ('Critic `type = "citations"`', CitationCriticSpec),
     ('Critic `type = "function"`', FunctionCriticSpec),
     ("Routes: `[models]` values and `model` keys", RouteSpec),
+    ("`[[mcp]]`: MCP servers", MCPServerSpec),
     ("`[demo]`", DemoSpec),
     ("A scripted reply", ReplySpec),
     ("A scripted tool call", ToolCallSpec),

@@ -92,6 +92,11 @@ LIVE = {
             "   identical events: True, same answer: True, model requests: 0",
         ),
     ),
+    "mcp_tools.py": Live(
+        env={"JEEVES_MODEL": f"openai/{MODEL}"},
+        critics=False,
+        shows=("1. run, the notes server started over stdio:", "   completed: ", "   same text: True"),
+    ),
     "nested_supervisor.py": Live(
         env=BY_ENV,
         shows=(

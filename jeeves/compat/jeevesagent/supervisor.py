@@ -231,7 +231,8 @@ class _Bound(_Supervisor):
         own = [i for i, c in enumerate(calls) if c.name not in renamed]
         outcomes: dict[int, ToolOutcome] = {}
         if own:
-            done = await self.own_tools._run_tools(ctx, [calls[i] for i in own])
+            kit = await self.own_tools._kit(ctx)
+            done = await self.own_tools._run_tools(ctx, [calls[i] for i in own], kit.tools)
             outcomes.update(zip(own, done, strict=True))
         chosen = None
         if team:

@@ -1,0 +1,38 @@
+"""Architectures `jeeves mcp serve` serves in the tests (module:attr targets; offline models)."""
+
+from __future__ import annotations
+
+import anyio
+
+from jeeves import Agent
+from jeeves.messages import ModelRequest
+from jeeves.testing import FunctionModel, Reply, call
+
+
+def shout(text: str) -> str:
+    """Upper-case the text."""
+    return text.upper()
+
+
+def _shouter(request: ModelRequest) -> Reply | str:
+    results = [m.content for m in request.messages if m.role == "tool"]
+    if not results:
+        return Reply(tool_calls=[call("shout", {"text": request.messages[1].content or ""})])
+    return f"shouted: {results[-1]}"
+
+
+def shouter() -> Agent:
+    """An agent that calls its one tool on the task, then reports the result."""
+    return Agent(
+        "Shout the task.", tools=[shout], model=FunctionModel(_shouter), description="shouts the task"
+    )
+
+
+async def _slow(request: ModelRequest) -> str:
+    await anyio.sleep(30)
+    return "finally"
+
+
+def sleeper() -> Agent:
+    """An agent whose model takes 30 s: a call to cancel."""
+    return Agent("Take your time.", model=FunctionModel(_slow), description="sleeps")
