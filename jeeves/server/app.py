@@ -40,7 +40,6 @@ stay in the process (summaries hold the task, status, output and usage only).
 from __future__ import annotations
 
 import hmac
-import json
 import os
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -66,6 +65,7 @@ from jeeves.replay.base import JournalStore
 from jeeves.replay.eventlog import LoggedRun
 from jeeves.server.agui_resume import resume_entries
 from jeeves.server.agui_stream import AguiFormat, task_from_input
+from jeeves.server.body import BadJson, read_json
 from jeeves.server.catalog import ArchitectureLike, Catalog, RouterLike, UnknownArchitecture
 from jeeves.server.decisions import Decisions
 from jeeves.server.explorer import explorer_routes
@@ -161,7 +161,7 @@ class _Api:
         return JSONResponse({"runs": runs})
 
     async def create_run(self, request: Request) -> Response:
-        body = StartRun.model_validate(await _json(request))
+        body = StartRun.model_validate(await read_json(request))
         record = self.start(body.architecture, body.task, body.session_id)
         sid = record.session_id
         return JSONResponse({"session_id": sid, "events": f"/runs/{sid}/events"}, status_code=201)
@@ -192,7 +192,7 @@ class _Api:
 
     async def decide_gate(self, request: Request) -> Response:
         record = self._record(request)
-        body = DecisionBody.model_validate(await _json(request))
+        body = DecisionBody.model_validate(await read_json(request))
         decided = await self.decisions.decide(record, request.path_params["gate_id"], body.to_decision())
         return JSONResponse(decided.model_dump(mode="json"))
 
@@ -203,7 +203,7 @@ class _Api:
 
     async def send_message(self, request: Request) -> Response:
         record = self._record(request)
-        body = SendMessage.model_validate(await _json(request))
+        body = SendMessage.model_validate(await read_json(request))
         record.inject(body.text, body.session_id)
         return JSONResponse(
             {"session_id": record.session_id, "target": body.session_id, "queued": True}, status_code=202
@@ -221,7 +221,7 @@ class _Api:
         )
 
     async def agui(self, request: Request) -> Response:
-        data = RunAgentInput.model_validate(await _json(request))
+        data = RunAgentInput.model_validate(await read_json(request))
         accept = request.headers.get("accept")
         if data.resume:
             record = await resume_entries(self.decisions, data.resume)
@@ -254,17 +254,6 @@ class _Conflict(UserError):
     pass
 
 
-async def _json(request: Request) -> Any:
-    try:
-        return await request.json()
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise _BadJson(f"The request body is not JSON: {exc}.") from exc
-
-
-class _BadJson(UserError):
-    pass
-
-
 RETRY_AFTER_S = 5
 """What a 429 asks the client to wait: runs take seconds to minutes, so seconds, not ms."""
 
@@ -281,7 +270,7 @@ async def _user_error(request: Request, exc: Exception) -> Response:
         _Conflict: 409,
         GateConflict: 409,
         RunNotRunning: 409,
-        _BadJson: 400,
+        BadJson: 400,
         BadLastEventId: 400,
     }
     status = statuses.get(type(exc), 422)
