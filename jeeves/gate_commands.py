@@ -16,7 +16,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Literal
 
-from jeeves.approvals import Decision, PendingGate, pending_gates, record_decision
+from jeeves.approvals import Decision, PendingGate, parse_gate_id, pending_gates, record_decision
 from jeeves.architecture import Architecture
 from jeeves.errors import UserError
 from jeeves.invocation import command_line
@@ -50,6 +50,8 @@ async def decide_command(
     user, or None when no run waits (then the user is told to `jeeves resume`)."""
     if not by.strip():
         raise UserError("--by is empty; say who decides, e.g. --by alice.")
+    if gate is not None:
+        parse_gate_id(gate)  # `#01`, `#١`: not a gate id (one line, exit 2), never an alias of `#1`
     gates = await pending_gates(journal, session_id)
     chosen = [g for g in gates if gate is None or g.gate_id == gate]
     if not chosen:

@@ -27,6 +27,7 @@ import fnmatch
 import hashlib
 import json
 import re
+import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -44,7 +45,9 @@ __all__ = [
     "Decision",
     "GateAction",
     "PendingGate",
+    "PolicyMismatch",
     "arguments_hash",
+    "enforced_policy",
     "gate_hash",
     "gate_id",
     "parse_gate_id",
@@ -267,3 +270,38 @@ class Decision(BaseModel):
 
 Approver = Callable[[PendingGate], Awaitable[Decision]]
 """A live approver: shown each gate as it is reached, returns its decision."""
+
+
+class PolicyMismatch(UserWarning):
+    """A resumed run enforces another approval policy than the one its journal records."""
+
+
+def enforced_policy(given: Approvals | None, recorded: Mapping[str, Any] | None, run: str) -> Approvals | None:
+    """The policy a resumed (or restarted) run `run` enforces: the one its code gives, never
+    the journal's copy (`recorded`), which anyone who can write the journal could have
+    loosened. The copy is compared, for diagnostics only:
+
+    - code gives a policy: it is enforced; a differing copy is a `PolicyMismatch` warning;
+    - code gives none but the journal records one: `UserError` (the run was gated, and
+      going on ungated, or under an edited copy, could run a destructive tool unasked);
+    - neither: no policy, nothing is gated.
+    """
+    if given is None:
+        if recorded is None:
+            return None
+        raise UserError(
+            f"Run {run!r} was recorded under an approval policy ({canonical_json(recorded)}), but none is "
+            f"given to resume it; a resume enforces only a policy given in code, never the journal's copy. "
+            f"Pass it: jeeves.resume(..., approvals=Approvals(...)), or `jeeves resume ... --approvals "
+            f"MODULE:ATTR` (or --spec FILE.toml, whose [approvals] it is)."
+        )
+    if recorded is not None and given.model_dump(mode="json") != dict(recorded):
+        warnings.warn(
+            PolicyMismatch(
+                f"Run {run!r} is resumed under the approval policy its code gives "
+                f"({canonical_json(given.model_dump(mode='json'))}), not the one its journal records "
+                f"({canonical_json(recorded)}); the code's is enforced."
+            ),
+            stacklevel=2,
+        )
+    return given

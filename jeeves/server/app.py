@@ -16,7 +16,9 @@ Routes (all JSON errors are `{"error": message}`):
 - `POST /runs/{id}/gates/{gate_id}` `{decision, by, note?, arguments_hash}` → 200 with the
   Decision; 404 unknown gate, 409 already decided, expired, or other arguments' hash.
 - `POST /runs/{id}/messages` `{text, session_id?}` → 202: a human's message for the run's
-  agents, applied at the next turn boundary (`RunStream.inject`); 409 once the run ended.
+  agents, applied at the next turn boundary (`RunStream.inject`); 409 once the run ended or
+  when the session named cannot take it (jeeves.server.inbox), 404 for a session the run has
+  not started, 413 for a message over 64 KiB, 429 when the run's inbox is full (jeeves.steering).
 - `GET /runs/{id}/requests/{session_id}` a session's model requests (the viewer's node detail);
   `GET /journal` and `GET /journal/runs/{id}/events|requests/{session_id}` browse the
   journal's recorded runs (jeeves.server.explorer).
@@ -55,7 +57,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from jeeves.approvals import Approvals, GateConflict, GateNotFound
+from jeeves.approvals import Approvals, BadGateId, GateConflict, GateNotFound
 from jeeves.architecture import Architecture
 from jeeves.budget import Budget
 from jeeves.errors import UserError
@@ -72,10 +74,12 @@ from jeeves.server.explorer import explorer_routes
 from jeeves.server.followed import DatabaseRuns
 from jeeves.server.gates import DecisionBody
 from jeeves.server.guard import RequestGuard, host_names
+from jeeves.server.inbox import CannotTakeMessages, NoSuchSession
 from jeeves.server.recorded import JournalBrowser
 from jeeves.server.runs import SERVED, RunNotRunning, RunRecord, RunRegistry, TooManyRuns
 from jeeves.server.sse import BadLastEventId, EventStreamResponse, JeevesFormat, follow_run, last_event_id
 from jeeves.server.viewer import viewer_routes
+from jeeves.steering import InboxFull, MessageTooLarge
 
 __all__ = ["create_app"]
 
@@ -263,13 +267,19 @@ async def _user_error(request: Request, exc: Exception) -> Response:
         return _error(422, f"Invalid request body: {exc}")
     if isinstance(exc, TooManyRuns):
         return JSONResponse({"error": str(exc)}, status_code=429, headers={"Retry-After": str(RETRY_AFTER_S)})
+    if isinstance(exc, InboxFull):  # an agent takes its messages at its next turn: seconds, not minutes
+        return JSONResponse({"error": str(exc)}, status_code=429, headers={"Retry-After": "1"})
     statuses: dict[type[Exception], int] = {
         _NotFound: 404,
         UnknownArchitecture: 404,
         GateNotFound: 404,
+        BadGateId: 404,
         _Conflict: 409,
         GateConflict: 409,
         RunNotRunning: 409,
+        NoSuchSession: 404,
+        CannotTakeMessages: 409,
+        MessageTooLarge: 413,
         BadJson: 400,
         BadLastEventId: 400,
     }
