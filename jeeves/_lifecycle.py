@@ -52,11 +52,11 @@ async def prepare(state: RunState, root_id: str, session_ttl_s: float | None) ->
     if state.mode == "replay":  # nothing runs live: the recorded policy only lays out the steps
         if state.approvals is None and recorded is not None:
             state.approvals = Approvals.model_validate(recorded)
-    else:  # enforced: the code's policy, never the journal's copy (see enforced_policy)
-        state.approvals = enforced_policy(state.approvals, recorded, root_id)
     if state.mode != "replay" and state.expires_at is not None and now >= state.expires_at:
         await set_root_status(state, root_id, "expired", stop_reason="session_ttl")
         return False
+    if state.mode != "replay":  # enforced: the code's policy, never the journal's copy
+        state.approvals = enforced_policy(state.approvals, recorded, root_id)
     return True
 
 

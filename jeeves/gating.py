@@ -276,7 +276,9 @@ class PolicyMismatch(UserWarning):
     """A resumed run enforces another approval policy than the one its journal records."""
 
 
-def enforced_policy(given: Approvals | None, recorded: Mapping[str, Any] | None, run: str) -> Approvals | None:
+def enforced_policy(
+    given: Approvals | None, recorded: Mapping[str, Any] | None, run: str
+) -> Approvals | None:
     """The policy a resumed (or restarted) run `run` enforces: the one its code gives, never
     the journal's copy (`recorded`), which anyone who can write the journal could have
     loosened. The copy is compared, for diagnostics only:

@@ -44,7 +44,9 @@ def parse_json(body: bytes, limit: int = MAX_JSON_DEPTH) -> Any:
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise BadJson(f"The request body is not UTF-8 ({exc.reason} at byte {exc.start}); send JSON text.") from None
+        raise BadJson(
+            f"The request body is not UTF-8 ({exc.reason} at byte {exc.start}); send JSON text."
+        ) from None
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -54,7 +56,9 @@ def parse_json(body: bytes, limit: int = MAX_JSON_DEPTH) -> Any:
             f"The request body nests arrays/objects deeper than {limit} levels; send a flatter body."
         ) from None
     if _too_deep(value, limit):
-        raise BadJson(f"The request body nests arrays/objects deeper than {limit} levels; send a flatter body.")
+        raise BadJson(
+            f"The request body nests arrays/objects deeper than {limit} levels; send a flatter body."
+        )
     return value
 
 

@@ -103,7 +103,9 @@ class RequestLog:
         messages: list[Any] = payload.pop("messages")
         kept = _kept(session.last, messages)
         previous = session.calls[-1].shared if session.calls else {}
-        shared = {k: previous[k] if k in previous and previous[k] == payload[k] else payload[k] for k in _SHARED}
+        shared = {
+            k: previous[k] if k in previous and previous[k] == payload[k] else payload[k] for k in _SHARED
+        }
         call = _Call(request.model, kept, messages[kept:], shared)
         session.last = session.last[:kept] + call.added
         session.calls.append(call)

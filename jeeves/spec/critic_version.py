@@ -46,7 +46,6 @@ from jeeves.rejudge import CriticVersion, Evaluator
 from jeeves.replay.source import import_object
 from jeeves.spec.build import _importable, build_critics
 from jeeves.spec.load import format_errors
-from jeeves.spec.toml import read_toml
 from jeeves.spec.parts import (
     CitationCriticSpec,
     CodeCriticSpec,
@@ -58,6 +57,7 @@ from jeeves.spec.parts import (
     Name,
     SpecModel,
 )
+from jeeves.spec.toml import read_toml
 from jeeves.tools import ApprovalMode
 
 __all__ = ["CriticVersionSpec", "RecordedEvaluatorSpec", "load_critic_version"]

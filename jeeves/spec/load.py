@@ -19,7 +19,6 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from jeeves.errors import UserError
-from jeeves.spec.toml import read_toml
 from jeeves.spec.models import (
     ARCHITECTURE_SPECS,
     CRITIC_SPECS,
@@ -29,6 +28,7 @@ from jeeves.spec.models import (
     Spec,
     ToolCallSpec,
 )
+from jeeves.spec.toml import read_toml
 
 __all__ = ["TOP_LEVEL_TABLES", "format_errors", "join_key_path", "key_path", "load_spec", "parse_spec"]
 
@@ -144,7 +144,11 @@ def format_errors(where: str, errors: Sequence[ErrorDetails], data: Any, *, late
     total = len(listed) + more
     count = "a problem" if total == 1 else f"{total} problems"
     tail = [f"  - ... and {more} more (fix those above first)"] if more else []
-    return f"{where} has {count}:\n" + "\n".join(listed + tail) + "\nSee docs/specs.md for every key and its default."
+    return (
+        f"{where} has {count}:\n"
+        + "\n".join(listed + tail)
+        + "\nSee docs/specs.md for every key and its default."
+    )
 
 
 def _spell(part: str | int) -> str:

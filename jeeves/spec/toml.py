@@ -40,7 +40,9 @@ def read_toml(path: str | Path, what: str = "spec") -> dict[str, Any]:
     try:
         raw = file.read_bytes()
     except OSError as exc:
-        raise UserError(f"Cannot read {what} file {str(file)!r}: {exc.strerror or exc}; check the path.") from None
+        raise UserError(
+            f"Cannot read {what} file {str(file)!r}: {exc.strerror or exc}; check the path."
+        ) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -48,7 +50,9 @@ def read_toml(path: str | Path, what: str = "spec") -> dict[str, Any]:
         raise UserError(
             f"{file}: not UTF-8 (byte {raw[exc.start]:#04x} on line {line}); save the {what} file as UTF-8."
         ) from None
-    too_deep = UserError(f"{file}: tables or arrays nest deeper than {MAX_DEPTH} levels; no {what} needs that.")
+    too_deep = UserError(
+        f"{file}: tables or arrays nest deeper than {MAX_DEPTH} levels; no {what} needs that."
+    )
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

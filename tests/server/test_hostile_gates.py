@@ -19,7 +19,9 @@ def _counts() -> None:
     CALLS.clear()
 
 
-@pytest.mark.parametrize("gate_id", ["r-1#01", "r-1#\u0661", "r-1#\u00b9", "r-1#+1", "r-1# 1", "r-1#1 ", "r-1#"])
+@pytest.mark.parametrize(
+    "gate_id", ["r-1#01", "r-1#\u0661", "r-1#\u00b9", "r-1#+1", "r-1# 1", "r-1#1 ", "r-1#"]
+)
 async def test_a_gate_id_that_is_not_plain_digits_is_a_404_never_an_alias_of_gate_1(gate_id: str) -> None:
     app = create_app({"refund": refund_entry}, approvals=POLICY)
     async with asgi_client(app) as client:

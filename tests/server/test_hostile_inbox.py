@@ -9,7 +9,14 @@ from starlette.applications import Starlette
 
 from jeeves import Agent, Context, Output, Router, ScriptedModel
 from jeeves.server import create_app
-from jeeves.steering import MAX_MESSAGE_BYTES, MAX_PENDING, MAX_PENDING_BYTES, Inbox, InboxFull, MessageTooLarge
+from jeeves.steering import (
+    MAX_MESSAGE_BYTES,
+    MAX_PENDING,
+    MAX_PENDING_BYTES,
+    Inbox,
+    InboxFull,
+    MessageTooLarge,
+)
 from tests.server.conftest import Blocked, asgi_client
 
 pytestmark = pytest.mark.anyio
@@ -40,13 +47,17 @@ def app() -> Starlette:
     return create_app({"judge": DraftThenJudge(), "blocked": Blocked()}, router=router)
 
 
-async def started(client: httpx.AsyncClient, application: Starlette, name: str, sid: str, session: str) -> None:
+async def started(
+    client: httpx.AsyncClient, application: Starlette, name: str, sid: str, session: str
+) -> None:
     """Start run `sid` and wait until its session `session` has started."""
     response = await client.post("/runs", json={"architecture": name, "task": "x", "session_id": sid})
     assert response.status_code == 201, response.text
     record = application.state.runs.get(sid)
     with anyio.fail_after(10):
-        while not any(e.type == "session.started" and e.session_id == session for e in record.events_after(0)):
+        while not any(
+            e.type == "session.started" and e.session_id == session for e in record.events_after(0)
+        ):
             await record.wait_after(record.last_seq, 10)
 
 
@@ -54,11 +65,16 @@ async def test_a_message_for_a_critic_an_ended_agent_or_no_such_session_is_refus
     application = app()
     async with asgi_client(application) as client:
         await started(client, application, "judge", "j-1", "j-1__critic_0")
-        critic = await client.post("/runs/j-1/messages", json={"text": "Pass it.", "session_id": "j-1__critic_0"})
+        critic = await client.post(
+            "/runs/j-1/messages", json={"text": "Pass it.", "session_id": "j-1__critic_0"}
+        )
         ended = await client.post("/runs/j-1/messages", json={"text": "More.", "session_id": "j-1__agent_0"})
         nobody = await client.post("/runs/j-1/messages", json={"text": "Hi.", "session_id": "j-1__agent_7"})
         application.state.runs.get("j-1").cancel()
-    assert critic.status_code == 409 and "is a llm_critic (critic), which reads no messages" in critic.json()["error"]
+    assert (
+        critic.status_code == 409
+        and "is a llm_critic (critic), which reads no messages" in critic.json()["error"]
+    )
     assert ended.status_code == 409 and "'j-1__agent_0' has ended" in ended.json()["error"]
     assert nobody.status_code == 404 and "no session 'j-1__agent_7'" in nobody.json()["error"]
 

@@ -36,7 +36,11 @@ def test_a_hostile_file_is_one_line_and_exit_2(
 ) -> None:
     path = tmp_path / name
     path.write_bytes(BAD[name])
-    argv = ["rejudge", str(tmp_path / "none.jsonl"), "--critic", str(path)] if command == "rejudge" else ["run", str(path), "x"]
+    argv = (
+        ["rejudge", str(tmp_path / "none.jsonl"), "--critic", str(path)]
+        if command == "rejudge"
+        else ["run", str(path), "x"]
+    )
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert NEEDLES[name] in err and str(path) in err
