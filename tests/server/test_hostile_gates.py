@@ -64,3 +64,19 @@ async def test_the_hash_a_gate_shows_binds_its_id_and_tool_not_only_the_argument
         assert refused.status_code == 409 and CALLS["issue_refund"] == 0
         assert record.pending()
         record.cancel()
+
+
+async def test_an_agui_resume_naming_an_alias_of_the_gate_is_a_404() -> None:
+    from tests.server.test_agui_interrupts import agui_body, agui_run, answer
+
+    app = create_app({"refund": refund_entry}, approvals=POLICY)
+    async with asgi_client(app) as client:
+        first = await agui_run(client, "/agui/refund", agui_body("a-1"))
+        (interrupt,) = first[-1].outcome.interrupts
+        for alias in ["a-1#01", "a-1#\u0661", "a-1#\u00b9"]:
+            entry = {**answer(interrupt), "interruptId": alias}
+            response = await client.post("/agui/refund", json=agui_body("x", [entry]))
+            assert response.status_code == 404 and "is not a gate id" in response.json()["error"]
+        assert CALLS["issue_refund"] == 0
+        done = await agui_run(client, "/agui/refund", agui_body("y", [answer(interrupt)]))
+        assert done[-1].result == "Refunded order 881."
