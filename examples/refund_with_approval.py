@@ -4,7 +4,7 @@ decision made later, from another process, lets it finish.
     python examples/refund_with_approval.py start --journal runs.db   # suspends, exits
     jeeves runs runs.db --status awaiting_gate
     jeeves approve runs.db t-881 --by alice --note "checked the invoice"
-    jeeves resume runs.db t-881                                       # the refund runs once
+    jeeves resume runs.db t-881 --approvals examples.refund_with_approval:POLICY   # the refund runs once
 
 Or all three steps in one go, each in its own process: `python examples/refund_with_approval.py`
 (`--live` sends the agent to `$JEEVES_MODEL`, default `openai/gpt-4o-mini`, through litellm).
@@ -12,7 +12,8 @@ Or all three steps in one go, each in its own process: `python examples/refund_w
 The support agent looks the order up (`read_only`: runs inline) and issues the refund
 (`destructive`: gated). Its model is a FunctionModel, so everything runs offline; the
 journal names this file's `build()` as the architecture, so `jeeves resume` rebuilds it
-without being told, and the approval policy is recorded with the run.
+without being told. The approval policy is `POLICY`, in code: the resume is given it
+(`--approvals`), since a resume never enforces the copy the journal records.
 """
 
 from __future__ import annotations
@@ -122,7 +123,10 @@ def main() -> None:
     print("1. " + first.strip().replace("\n", "\n   "))
     approved = _child("-m", "jeeves", "approve", args.journal, "t-881", "--by", "alice", "--note", "checked")
     print("2. " + approved.splitlines()[0])
-    print("3. " + _child("-m", "jeeves", "resume", args.journal, "t-881").strip().replace("\n", "\n   "))
+    resumed = _child(
+        "-m", "jeeves", "resume", args.journal, "t-881", "--approvals", "examples.refund_with_approval:POLICY"
+    )
+    print("3. " + resumed.strip().replace("\n", "\n   "))
 
 
 if __name__ == "__main__":

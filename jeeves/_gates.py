@@ -11,6 +11,13 @@ decision made for something else. It is recorded twice at most:
    `jeeves.approvals.record_decision`): `pending=False`, its result the `Decision`, its
    events `approval.requested` then `approval.decided`.
 
+The hash a decision must carry (`PendingGate.arguments_hash`) is `gating.gate_hash`: it
+binds the gate id, the tool and the arguments. A gate recorded before the hash bound them
+(its request's hash is `gating.arguments_hash` of the same arguments, a journal of an
+earlier jeeves) keeps the hash it was recorded with: its request still matches, a decision
+recorded for it is served, and a pending one is decided with the hash it shows. New gates
+always get the bound hash.
+
 A decided gate is served like any recorded step; a strict replay re-emits both events,
 so it shows who decided. An undecided gate asks the live approver (at most until the
 gate's TTL; no answer in time is an `expire` decision) or, with none, suspends the run
@@ -35,6 +42,7 @@ from jeeves.gating import (
     GateAction,
     PendingGate,
     arguments_hash,
+    gate_hash,
     gate_id,
 )
 from jeeves.journal import StepRecord, fingerprint, served_events, step_origin
@@ -73,6 +81,15 @@ def decided_event(gate: PendingGate, decision: Decision) -> ApprovalDecided:
     )
 
 
+def _gate_hash(record: StepRecord | None, gid: str, tool: str, arguments: dict[str, Any]) -> str:
+    """The hash of gate `gid`: bound to the gate and tool, unless its record is older than that."""
+    legacy = arguments_hash(arguments)
+    recorded = record.request if record is not None and isinstance(record.request, dict) else {}
+    if recorded.get("arguments_hash") == legacy:
+        return legacy  # recorded before the hash bound the gate id and tool: keep its hash
+    return gate_hash(gid, tool, arguments)
+
+
 class Gates(StepsCore):
     """A session's approval gates (a part of Context)."""
 
@@ -101,7 +118,11 @@ class Gates(StepsCore):
         """Pass the call's gate: None to run the call, or the text the model reads instead (a
         denial, or an approval of other arguments). An expired gate, or a denial under
         `deny_ends_run`, ends the run (`GateExpired`, `GateRejected`)."""
-        decision = await self.gate(tool, tool_call_id, arguments, mode, index=index)
+        self._state.suspension.enter()
+        try:
+            decision, bound = await self._gate(tool, tool_call_id, arguments, mode, index)
+        finally:
+            self._state.suspension.leave()
         where = f"gate {gate_id(self.session_id, index)} ({tool!r})"
         by = decision.by or "the approver"
         why = f" ({decision.note})" if decision.note else ""
@@ -111,8 +132,8 @@ class Gates(StepsCore):
             if self.deny_ends_run:
                 raise GateRejected(f"{where} was denied by {by}{why}; the policy ends the run.")
             return f"Denied by {by}{why}: {tool} was not run. Do without it, or propose something else."
-        if decision.arguments_hash != arguments_hash(arguments):
-            return f"Refused: the approval of {where} was for other arguments than this call's; {tool} was not run."
+        if decision.arguments_hash != bound:
+            return f"Refused: the approval of {where} was for other arguments (or another gate or tool) than this call's; {tool} was not run."
         return None
 
     async def gate(
@@ -125,15 +146,18 @@ class Gates(StepsCore):
         """
         self._state.suspension.enter()
         try:
-            return await self._gate(tool, tool_call_id, arguments, mode, index)
+            return (await self._gate(tool, tool_call_id, arguments, mode, index))[0]
         finally:
             self._state.suspension.leave()
 
     async def _gate(
         self, tool: str, tool_call_id: str, arguments: dict[str, Any], mode: ApprovalMode, index: int
-    ) -> Decision:
+    ) -> tuple[Decision, str]:
+        """The decision, and the hash an approval of this call must carry."""
         state = self._state
-        h = arguments_hash(arguments)
+        journal = state.journal
+        record = await journal.get_step(self.session_id, index) if journal is not None else None
+        h = _gate_hash(record, gate_id(self.session_id, index), tool, arguments)
         request = {
             "tool": tool,
             "tool_call_id": tool_call_id,
@@ -142,8 +166,6 @@ class Gates(StepsCore):
             "arguments_hash": h,
         }
         fp = fingerprint(request)
-        journal = state.journal
-        record = await journal.get_step(self.session_id, index) if journal is not None else None
         adopted = self._adopted
         if record is not None:
             check_recorded(record, self.session_id, "gate", tool, fp, request)
@@ -152,7 +174,7 @@ class Gates(StepsCore):
                 await self.emit(event)
             if not record.pending:
                 self._replayed += 0 if adopted else 1
-                return Decision.model_validate(record.result)
+                return Decision.model_validate(record.result), h
             gate = PendingGate.model_validate(record.result)
         if adopted:
             raise self._unadopted(index, f"gate {tool!r}")
@@ -173,7 +195,7 @@ class Gates(StepsCore):
         event = decided_event(gate, decided)
         await self.emit(event)
         await self._write(gate, fp, request, pending=False, events=[_requested(gate), event], result=decided)
-        return decided
+        return decided, h
 
     def _new_gate(
         self, tool: str, call_id: str, arguments: dict[str, Any], mode: ApprovalMode, h: str, index: int

@@ -26,7 +26,7 @@ from jeeves._runstate import RunState
 from jeeves.architecture import Architecture, Output
 from jeeves.context import Context
 from jeeves.errors import SessionExpired
-from jeeves.gating import Approvals
+from jeeves.gating import Approvals, enforced_policy
 from jeeves.journal import HEARTBEAT_S, TERMINAL, SessionStatus
 
 __all__ = ["Outcome", "prepare", "set_root_status", "supervise"]
@@ -49,13 +49,17 @@ async def prepare(state: RunState, root_id: str, session_ttl_s: float | None) ->
         state.expires_at = existing.expires_at
     elif session_ttl_s is not None:
         state.expires_at = state.created_at + session_ttl_s
-    if state.approvals is None and existing is not None and existing.approvals is not None:
-        state.approvals = Approvals.model_validate(existing.approvals)
+    recorded = existing.approvals if existing is not None else None
+    if state.mode == "replay":  # nothing runs live: the recorded policy only lays out the steps
+        if state.approvals is None and recorded is not None:
+            state.approvals = Approvals.model_validate(recorded)
     if state.mode != "replay" and existing is not None and existing.progress is not None:
         state.progress = existing.progress  # a resume shows where the last attempt was until it moves on
     if state.mode != "replay" and state.expires_at is not None and now >= state.expires_at:
         await set_root_status(state, root_id, "expired", stop_reason="session_ttl")
         return False
+    if state.mode != "replay":  # enforced: the code's policy, never the journal's copy
+        state.approvals = enforced_policy(state.approvals, recorded, root_id)
     return True
 
 

@@ -28,10 +28,13 @@ from jeeves.gating import (
     ApprovalMode,
     Approvals,
     Approver,
+    BadGateId,
     Decision,
     PendingGate,
     arguments_hash,
+    gate_hash,
     gate_id,
+    parse_gate_id,
 )
 from jeeves.journal import Journal, StepRecord
 from jeeves.replay.api import close_journal, open_journal
@@ -43,13 +46,16 @@ __all__ = [
     "ApprovalMode",
     "Approvals",
     "Approver",
+    "BadGateId",
     "Decision",
     "GateConflict",
     "GateNotFound",
     "PendingGate",
     "arguments_hash",
     "decided_event",
+    "gate_hash",
     "gate_id",
+    "parse_gate_id",
     "pending_gates",
     "record_decision",
 ]
@@ -64,15 +70,6 @@ class GateNotFound(UserError):
 class GateConflict(UserError):
     """The gate cannot take this decision: already decided, expired, or the decision approves
     other arguments than the gate holds (HTTP 409)."""
-
-
-def _split(gid: str) -> tuple[str, int]:
-    session, _, step = gid.rpartition("#")
-    if not session or not step.isdigit():
-        raise GateNotFound(
-            f"{gid!r} is not a gate id; gate ids look like 'SESSION#STEP' (see `jeeves runs`)."
-        )
-    return session, int(step)
 
 
 async def _pending_in(store: Journal, session_id: str) -> list[PendingGate]:
@@ -101,7 +98,7 @@ async def pending_gates(journal: JournalLike, session_id: str) -> list[PendingGa
 
 async def _gate_record(store: Journal, target: str) -> StepRecord:
     if "#" in target:
-        session, step = _split(target)
+        session, step = parse_gate_id(target)
         record = await store.get_step(session, step)
         if record is None or record.kind != "gate":
             raise GateNotFound(f"The journal holds no gate {target!r}; `jeeves runs` lists the pending ones.")

@@ -177,6 +177,11 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="MODULE:ATTR|FILE.toml",
         help="the architecture (default: the one recorded with the run)",
     )
+    resume.add_argument(
+        "--approvals",
+        metavar="MODULE:ATTR",
+        help="the approval policy to enforce (default: the spec's [approvals]; never the journal's copy)",
+    )
     replay = commands.add_parser("replay", help="replay a recorded run offline and print its event tree")
     replay.add_argument("journal", help="a journal file: *.jsonl, or a SQLite file")
     replay.add_argument(
@@ -386,14 +391,19 @@ def _demo_journal() -> str:
 
 
 def _gate_command(args: argparse.Namespace) -> int:
-    from jeeves.gate_commands import decide_command, resume_command
+    from jeeves.gate_commands import decide_command, policy_ref, resume_command
     from jeeves.spec import build, load_spec  # registers the "spec" source: runs of specs rebuild
+    from jeeves.spec.source import spec_policy
 
     if args.command == "resume":
+        policy = policy_ref(args.approvals) if args.approvals else None
         if args.spec and args.spec.endswith(".toml"):
-            arch, router = build(load_spec(args.spec))
-            return anyio.run(resume_command, args.journal, args.session, arch, router)
-        return anyio.run(resume_command, args.journal, args.session, args.spec)
+            spec = load_spec(args.spec)
+            arch, router = build(spec)
+            return anyio.run(
+                resume_command, args.journal, args.session, arch, router, policy or spec.approvals
+            )
+        return anyio.run(resume_command, args.journal, args.session, args.spec, None, policy, spec_policy)
     decision: Literal["approve", "deny"] = "approve" if args.command == "approve" else "deny"
 
     async def decide() -> int:

@@ -7,24 +7,33 @@ with the run (or `--spec`) and serves every recorded step.
 
 Exit codes of `resume`: 0 completed; 1 failed, expired, rejected or cancelled; 3 still
 awaiting approval (the pending gates are printed); 2 configuration or journal errors.
+
+The approval policy `resume` enforces comes from code, never from the journal's copy:
+`--approvals MODULE:ATTR` (an `Approvals` object), else the `[approvals]` of the spec
+(`--spec FILE.toml`, or the spec file a spec run was started from, read again). A run
+recorded under a policy that is given none is refused (`jeeves.gating.enforced_policy`).
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Awaitable, Callable
-from typing import Literal
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Literal
 
-from jeeves.approvals import Decision, PendingGate, pending_gates, record_decision
+from jeeves.approvals import Approvals, Decision, PendingGate, parse_gate_id, pending_gates, record_decision
 from jeeves.architecture import Architecture
 from jeeves.errors import UserError
 from jeeves.invocation import command_line
 from jeeves.models.router import Router
-from jeeves.replay.source import resolve_ref
+from jeeves.replay.api import close_journal, open_journal
+from jeeves.replay.source import import_object, resolve_ref
 from jeeves.runner import resume
 
-__all__ = ["decide_command", "describe_gate", "resume_command"]
+__all__ = ["decide_command", "describe_gate", "policy_ref", "resume_command"]
+
+SourcePolicy = Callable[[Mapping[str, Any]], Approvals | None]
+"""The policy the code a run was recorded from gives (a spec's `[approvals]`), from its source."""
 
 
 def describe_gate(gate: PendingGate) -> str:
@@ -50,6 +59,8 @@ async def decide_command(
     user, or None when no run waits (then the user is told to `jeeves resume`)."""
     if not by.strip():
         raise UserError("--by is empty; say who decides, e.g. --by alice.")
+    if gate is not None:
+        parse_gate_id(gate)  # `#01`, `#١`: not a gate id (one line, exit 2), never an alias of `#1`
     gates = await pending_gates(journal, session_id)
     chosen = [g for g in gates if gate is None or g.gate_id == gate]
     if not chosen:
@@ -75,14 +86,43 @@ async def decide_command(
     return 0
 
 
+def policy_ref(ref: str) -> Approvals:
+    """The `Approvals` object `MODULE:ATTR` names (`jeeves resume --approvals`)."""
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    found = import_object(ref)
+    if not isinstance(found, Approvals):
+        raise UserError(f"--approvals {ref!r} is {found!r:.80}, not a jeeves.approvals.Approvals policy.")
+    return found
+
+
+async def _source_policy(journal: str, session_id: str, policy_of: SourcePolicy) -> Approvals | None:
+    store = open_journal(journal, create=False)
+    try:
+        record = await store.get_session(session_id)
+    finally:
+        await close_journal(store)
+    return policy_of(record.source) if record is not None and record.source else None
+
+
 async def resume_command(
-    journal: str, session_id: str, spec: str | Architecture | None = None, router: Router | None = None
+    journal: str,
+    session_id: str,
+    spec: str | Architecture | None = None,
+    router: Router | None = None,
+    approvals: Approvals | None = None,
+    policy_of: SourcePolicy | None = None,
 ) -> int:
-    """Resume run `session_id` and print its status and output (or its pending gates)."""
+    """Resume run `session_id` and print its status and output (or its pending gates).
+
+    `approvals` is the policy to enforce; without it, `policy_of(source)` gives the one of
+    the code the run was recorded from (the spec file a spec run names), if any."""
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     arch = resolve_ref(spec) if isinstance(spec, str) else spec
-    result = await resume(arch, session_id, journal=journal, router=router)
+    if approvals is None and policy_of is not None:
+        approvals = await _source_policy(journal, session_id, policy_of)
+    result = await resume(arch, session_id, journal=journal, router=router, approvals=approvals)
     sys.stdout.write(f"status: {result.status}\n")
     if result.status == "awaiting_approval":
         for pending in result.pending:

@@ -10,9 +10,15 @@ A tool says how much it can change the world (`ApprovalMode`, least first). A ru
 
 `PendingGate` is what an approver (a callback, the viewer, a person at the command line)
 is shown; `Decision` is what it answers and what the journal stores as the gate's result.
-A decision approves one exact set of arguments: `arguments_hash` is the SHA-256 of their
-canonical JSON, and a tool only runs when the arguments it is about to run with hash to
-the approved value.
+A decision approves one exact call of one gate: `gate_hash` is the SHA-256 of the
+canonical JSON of the gate id, the tool name and the arguments, and a tool only runs when
+the call it is about to make hashes to the approved value. (Journals written before the
+hash bound the gate id and tool hold `arguments_hash`, of the arguments alone; their gates
+keep it, see `jeeves._gates`.)
+
+Gate ids are `SESSION#STEP`, STEP in ASCII digits without leading zeros; `parse_gate_id`
+is the one parser every reader of a gate id (the CLI, the server, the journal) uses, so
+`r-1#01` or `r-1#١` is no gate at all, never an alias of `r-1#1`.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
+import re
+import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -30,14 +38,19 @@ from jeeves.errors import UserError
 __all__ = [
     "APPROVAL_MODES",
     "Allow",
+    "BadGateId",
     "ApprovalMode",
     "Approvals",
     "Approver",
     "Decision",
     "GateAction",
     "PendingGate",
+    "PolicyMismatch",
     "arguments_hash",
+    "enforced_policy",
+    "gate_hash",
     "gate_id",
+    "parse_gate_id",
 ]
 
 ApprovalMode = Literal["read_only", "local_write", "network", "delegated", "destructive"]
@@ -60,9 +73,42 @@ def arguments_hash(arguments: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical_json(dict(arguments)).encode()).hexdigest()
 
 
+def gate_hash(gate: str, tool: str, arguments: Mapping[str, Any]) -> str:
+    """SHA-256 of the canonical JSON of the gate id, the tool name and the arguments: what a
+    decision approves (`PendingGate.arguments_hash`). A decision made for one gate therefore
+    approves no other gate, even one calling the same tool with the same arguments."""
+    bound = {"gate_id": gate, "tool": tool, "arguments": dict(arguments)}
+    return hashlib.sha256(canonical_json(bound).encode()).hexdigest()
+
+
 def gate_id(session_id: str, step: int) -> str:
     """A gate's id: its session and step (`t-881__refunds_0#3`), unique in a journal."""
     return f"{session_id}#{step}"
+
+
+class BadGateId(UserError):
+    """A text that is not a gate id (`SESSION#STEP`, STEP in ASCII digits, no leading zeros)."""
+
+
+_GATE_ID = re.compile(r"(?P<session>[^#]+)#(?P<step>0|[1-9][0-9]{0,17})", re.ASCII)
+
+
+def parse_gate_id(text: object) -> tuple[str, int]:
+    """The session and step of gate id `text` (`t-881__refunds_0#3` → `("t-881__refunds_0", 3)`).
+
+    Strict: the step is ASCII digits with no leading zero (`#01`, `#١`, `#¹`, `#+1` are not
+    gate ids), so one gate has exactly one id.
+
+    Raises:
+        BadGateId: `text` is not a gate id.
+    """
+    found = _GATE_ID.fullmatch(text) if isinstance(text, str) else None
+    if found is None:
+        raise BadGateId(
+            f"{text!r} is not a gate id; gate ids look like 'SESSION#STEP' with STEP in plain digits "
+            f"and no leading zero, e.g. 't-881#3' (`jeeves runs` and GET /runs/{{id}}/gates list them)."
+        )
+    return found["session"], int(found["step"])
 
 
 def _check_mode(value: object, what: str) -> ApprovalMode:
@@ -224,3 +270,40 @@ class Decision(BaseModel):
 
 Approver = Callable[[PendingGate], Awaitable[Decision]]
 """A live approver: shown each gate as it is reached, returns its decision."""
+
+
+class PolicyMismatch(UserWarning):
+    """A resumed run enforces another approval policy than the one its journal records."""
+
+
+def enforced_policy(
+    given: Approvals | None, recorded: Mapping[str, Any] | None, run: str
+) -> Approvals | None:
+    """The policy a resumed (or restarted) run `run` enforces: the one its code gives, never
+    the journal's copy (`recorded`), which anyone who can write the journal could have
+    loosened. The copy is compared, for diagnostics only:
+
+    - code gives a policy: it is enforced; a differing copy is a `PolicyMismatch` warning;
+    - code gives none but the journal records one: `UserError` (the run was gated, and
+      going on ungated, or under an edited copy, could run a destructive tool unasked);
+    - neither: no policy, nothing is gated.
+    """
+    if given is None:
+        if recorded is None:
+            return None
+        raise UserError(
+            f"Run {run!r} was recorded under an approval policy ({canonical_json(recorded)}), but none is "
+            f"given to resume it; a resume enforces only a policy given in code, never the journal's copy. "
+            f"Pass it: jeeves.resume(..., approvals=Approvals(...)), or `jeeves resume ... --approvals "
+            f"MODULE:ATTR` (or --spec FILE.toml, whose [approvals] it is)."
+        )
+    if recorded is not None and given.model_dump(mode="json") != dict(recorded):
+        warnings.warn(
+            PolicyMismatch(
+                f"Run {run!r} is resumed under the approval policy its code gives "
+                f"({canonical_json(given.model_dump(mode='json'))}), not the one its journal records "
+                f"({canonical_json(recorded)}); the code's is enforced."
+            ),
+            stacklevel=2,
+        )
+    return given

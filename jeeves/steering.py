@@ -21,6 +21,11 @@ boundary but come from outside the run: they wait in the run's `Inbox` and the f
 turn boundary they are meant for takes them, after the intervener, as a journaled
 `function` step named `inject`. That step, not the inbox, is what a replay reads, so a
 replay adds the same messages at the same turn without asking anyone.
+
+The inbox is bounded, so a client cannot flood a run (or one turn of its model): a
+message is at most `MAX_MESSAGE_BYTES` of UTF-8 (`MessageTooLarge`, HTTP 413), and at most
+`MAX_PENDING` messages of `MAX_PENDING_BYTES` in all wait at once (`InboxFull`, HTTP 429:
+retry once an agent has taken them, at its next turn boundary).
 """
 
 from __future__ import annotations
@@ -29,9 +34,30 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
+from jeeves.errors import UserError
 from jeeves.events import SteeringInjected, WatchdogVerdictEvent
 
-__all__ = ["INJECT_STEP", "Inbox", "Intervener", "Intervention", "ToolStep", "Turn", "span_event"]
+__all__ = [
+    "INJECT_STEP",
+    "MAX_MESSAGE_BYTES",
+    "MAX_PENDING",
+    "MAX_PENDING_BYTES",
+    "Inbox",
+    "InboxFull",
+    "Intervener",
+    "Intervention",
+    "MessageTooLarge",
+    "ToolStep",
+    "Turn",
+    "span_event",
+]
+
+MAX_MESSAGE_BYTES = 64 * 1024
+"""The largest injected message, in bytes of UTF-8."""
+MAX_PENDING = 16
+"""How many injected messages may wait at once for an agent's turn boundary."""
+MAX_PENDING_BYTES = 256 * 1024
+"""How many bytes of injected messages may wait at once (so at most this reaches one turn)."""
 
 INJECT_STEP = "inject"
 """The name of the journaled step that applies a human's messages at a turn boundary."""
@@ -78,27 +104,60 @@ Intervener: TypeAlias = Callable[[Turn], Awaitable[Intervention | None]]
 """An async function of a turn; None means nothing to add."""
 
 
+class MessageTooLarge(UserError):
+    """An injected message over `MAX_MESSAGE_BYTES` (HTTP 413)."""
+
+
+class InboxFull(UserError):
+    """The run's inbox holds `MAX_PENDING` messages or `MAX_PENDING_BYTES` already (HTTP 429)."""
+
+
 @dataclass
 class Inbox:
     """Messages a human sent into a live run, waiting for an agent's next turn boundary.
 
     A message names the agent session it is for, or None for whichever agent reaches a
     turn boundary first. Taking is synchronous, so two agents never take the same message.
+    `put` refuses a message over the caps (`MessageTooLarge`, `InboxFull`).
     """
 
-    _pending: list[tuple[str | None, str]] = field(default_factory=list)
+    max_pending: int = MAX_PENDING
+    max_pending_bytes: int = MAX_PENDING_BYTES
+    max_message_bytes: int = MAX_MESSAGE_BYTES
+    _pending: list[tuple[str | None, str, int]] = field(default_factory=list)
+    _bytes: int = 0
 
     def put(self, text: str, session_id: str | None = None) -> None:
-        self._pending.append((session_id, text))
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size > self.max_message_bytes:
+            raise MessageTooLarge(
+                f"The message is {size} bytes, over the {self.max_message_bytes}-byte limit of one injected "
+                f"message; send a shorter one (or several, as the agent takes them)."
+            )
+        if len(self._pending) >= self.max_pending or self._bytes + size > self.max_pending_bytes:
+            raise InboxFull(
+                f"The run's inbox is full ({len(self._pending)} messages, {self._bytes} bytes waiting; at most "
+                f"{self.max_pending} messages and {self.max_pending_bytes} bytes wait at once); retry after "
+                f"its agent takes them at its next turn boundary."
+            )
+        self._pending.append((session_id, text, size))
+        self._bytes += size
 
     def take(self, session_id: str) -> tuple[str, ...]:
         """The messages for `session_id` (and those for anyone), in the order they were sent."""
         if not self._pending:
             return ()
-        mine = [text for target, text in self._pending if target in (None, session_id)]
+        mine = [(text, size) for target, text, size in self._pending if target in (None, session_id)]
         if mine:
-            self._pending = [(t, m) for t, m in self._pending if t not in (None, session_id)]
-        return tuple(mine)
+            self._pending = [p for p in self._pending if p[0] not in (None, session_id)]
+            self._bytes -= sum(size for _, size in mine)
+        return tuple(text for text, _ in mine)
+
+    def drain(self) -> list[tuple[str, str | None]]:
+        """Every waiting message as (text, session id), emptying the inbox."""
+        out = [(text, target) for target, text, _ in self._pending]
+        self._pending, self._bytes = [], 0
+        return out
 
     def __len__(self) -> int:
         return len(self._pending)

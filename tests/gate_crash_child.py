@@ -86,7 +86,9 @@ async def gated_run(root: Path, point: str | None = None) -> jeeves.RunResult:
 
 
 async def resumed(root: Path) -> jeeves.RunResult:
-    return await jeeves.resume(build(root, None), "t-881", journal=str(root / "runs.db"), approver=approve)
+    return await jeeves.resume(
+        build(root, None), "t-881", journal=str(root / "runs.db"), approvals=POLICY, approver=approve
+    )
 
 
 if __name__ == "__main__":

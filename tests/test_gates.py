@@ -216,12 +216,16 @@ async def test_two_parallel_workers_each_at_a_gate_are_both_reported_and_each_to
 
     a, b = first.pending
     await record_decision(journal, a.gate_id, Decision.approve(a, by="alice"))
-    second = await jeeves.resume(_team(ran, calls), "p", journal=journal)
+    second = await jeeves.resume(_team(ran, calls), "p", journal=journal, approvals=policy)
     assert second.status == "awaiting_approval" and [g.gate_id for g in second.pending] == [b.gate_id]
     assert ran == ["a"]
 
     third = await jeeves.resume(
-        _team(ran, calls), "p", journal=journal, decisions={b.gate_id: Decision.approve(b, by="bob")}
+        _team(ran, calls),
+        "p",
+        journal=journal,
+        approvals=policy,
+        decisions={b.gate_id: Decision.approve(b, by="bob")},
     )
     assert (third.status, third.text) == ("completed", "both paid")
     assert sorted(ran) == ["a", "b"]
@@ -237,7 +241,7 @@ async def test_replay_of_a_gated_run_is_exact_offline_and_shows_who_approved() -
     first = await jeeves.run(agent, "refund", journal=journal, session_id="g", approvals=Approvals())
     (gate,) = first.pending
     await record_decision(journal, gate.gate_id, Decision.approve(gate, by="alice", note="ok"))
-    done = await jeeves.resume(agent, "g", journal=journal)
+    done = await jeeves.resume(agent, "g", journal=journal, approvals=Approvals())
     assert ran == [{"order_id": "881", "amount": 12.5}]
 
     events = []

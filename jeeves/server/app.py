@@ -16,7 +16,9 @@ Routes (all JSON errors are `{"error": message}`):
 - `POST /runs/{id}/gates/{gate_id}` `{decision, by, note?, arguments_hash}` → 200 with the
   Decision; 404 unknown gate, 409 already decided, expired, or other arguments' hash.
 - `POST /runs/{id}/messages` `{text, session_id?}` → 202: a human's message for the run's
-  agents, applied at the next turn boundary (`RunStream.inject`); 409 once the run ended.
+  agents, applied at the next turn boundary (`RunStream.inject`); 409 once the run ended or
+  when the session named cannot take it (jeeves.server.inbox), 404 for a session the run has
+  not started, 413 for a message over 64 KiB, 429 when the run's inbox is full (jeeves.steering).
 - `GET /runs/{id}/requests/{session_id}` a session's model requests (the viewer's node detail);
   `GET /journal` and `GET /journal/runs/{id}/events|requests/{session_id}` browse the
   journal's recorded runs (jeeves.server.explorer).
@@ -40,7 +42,6 @@ stay in the process (summaries hold the task, status, output and usage only).
 from __future__ import annotations
 
 import hmac
-import json
 import os
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -56,7 +57,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from jeeves.approvals import Approvals, GateConflict, GateNotFound
+from jeeves.approvals import Approvals, BadGateId, GateConflict, GateNotFound
 from jeeves.architecture import Architecture
 from jeeves.budget import Budget
 from jeeves.errors import UserError
@@ -66,16 +67,19 @@ from jeeves.replay.base import JournalStore
 from jeeves.replay.eventlog import LoggedRun
 from jeeves.server.agui_resume import resume_entries
 from jeeves.server.agui_stream import AguiFormat, task_from_input
+from jeeves.server.body import BadJson, read_json
 from jeeves.server.catalog import ArchitectureLike, Catalog, RouterLike, UnknownArchitecture
 from jeeves.server.decisions import Decisions
 from jeeves.server.explorer import explorer_routes
 from jeeves.server.followed import DatabaseRuns, DatabaseUnreachable, database_unreachable
 from jeeves.server.gates import DecisionBody
 from jeeves.server.guard import RequestGuard, host_names
+from jeeves.server.inbox import CannotTakeMessages, NoSuchSession
 from jeeves.server.recorded import JournalBrowser
 from jeeves.server.runs import SERVED, RunNotRunning, RunRecord, RunRegistry, TooManyRuns
 from jeeves.server.sse import BadLastEventId, EventStreamResponse, JeevesFormat, follow_run, last_event_id
 from jeeves.server.viewer import viewer_routes
+from jeeves.steering import InboxFull, MessageTooLarge
 
 __all__ = ["create_app"]
 
@@ -161,7 +165,7 @@ class _Api:
         return JSONResponse({"runs": runs})
 
     async def create_run(self, request: Request) -> Response:
-        body = StartRun.model_validate(await _json(request))
+        body = StartRun.model_validate(await read_json(request))
         record = self.start(body.architecture, body.task, body.session_id)
         sid = record.session_id
         return JSONResponse({"session_id": sid, "events": f"/runs/{sid}/events"}, status_code=201)
@@ -192,7 +196,7 @@ class _Api:
 
     async def decide_gate(self, request: Request) -> Response:
         record = self._record(request)
-        body = DecisionBody.model_validate(await _json(request))
+        body = DecisionBody.model_validate(await read_json(request))
         decided = await self.decisions.decide(record, request.path_params["gate_id"], body.to_decision())
         return JSONResponse(decided.model_dump(mode="json"))
 
@@ -203,7 +207,7 @@ class _Api:
 
     async def send_message(self, request: Request) -> Response:
         record = self._record(request)
-        body = SendMessage.model_validate(await _json(request))
+        body = SendMessage.model_validate(await read_json(request))
         record.inject(body.text, body.session_id)
         return JSONResponse(
             {"session_id": record.session_id, "target": body.session_id, "queued": True}, status_code=202
@@ -221,7 +225,7 @@ class _Api:
         )
 
     async def agui(self, request: Request) -> Response:
-        data = RunAgentInput.model_validate(await _json(request))
+        data = RunAgentInput.model_validate(await read_json(request))
         accept = request.headers.get("accept")
         if data.resume:
             record = await resume_entries(self.decisions, data.resume)
@@ -254,17 +258,6 @@ class _Conflict(UserError):
     pass
 
 
-async def _json(request: Request) -> Any:
-    try:
-        return await request.json()
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise _BadJson(f"The request body is not JSON: {exc}.") from exc
-
-
-class _BadJson(UserError):
-    pass
-
-
 RETRY_AFTER_S = 5
 """What a 429 asks the client to wait: runs take seconds to minutes, so seconds, not ms."""
 
@@ -274,14 +267,20 @@ async def _user_error(request: Request, exc: Exception) -> Response:
         return _error(422, f"Invalid request body: {exc}")
     if isinstance(exc, TooManyRuns):
         return JSONResponse({"error": str(exc)}, status_code=429, headers={"Retry-After": str(RETRY_AFTER_S)})
+    if isinstance(exc, InboxFull):  # an agent takes its messages at its next turn: seconds, not minutes
+        return JSONResponse({"error": str(exc)}, status_code=429, headers={"Retry-After": "1"})
     statuses: dict[type[Exception], int] = {
         _NotFound: 404,
         UnknownArchitecture: 404,
         GateNotFound: 404,
+        BadGateId: 404,
         _Conflict: 409,
         GateConflict: 409,
         RunNotRunning: 409,
-        _BadJson: 400,
+        NoSuchSession: 404,
+        CannotTakeMessages: 409,
+        MessageTooLarge: 413,
+        BadJson: 400,
         BadLastEventId: 400,
     }
     status = statuses.get(type(exc), 422)

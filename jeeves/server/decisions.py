@@ -5,7 +5,8 @@ AG-UI `resume` entry, the viewer's buttons):
 
 1. the run waits on the gate live (its `GateDesk`): the decision is handed over and the
    run goes on at once;
-2. the run decided the gate before (its `approval.decided` event): 409;
+2. the run decided the gate before (its desk, its `approval.decided` event, or the
+   journal): 409;
 3. the run is suspended at the gate in the journal (`awaiting_approval`, after a restart):
    the decision is written into the journal (`jeeves.approvals.record_decision`) and the
    run is resumed from it under the same id: completed steps are served, not run again;
@@ -26,6 +27,7 @@ from jeeves.approvals import (
     Decision,
     GateNotFound,
     PendingGate,
+    parse_gate_id,
     pending_gates,
     record_decision,
 )
@@ -100,7 +102,8 @@ class Decisions:
             GateNotFound: the run has no such gate waiting (404).
             GateConflict: already decided, expired, or the approval names other arguments (409).
         """
-        if not in_tree(gate_id.partition("#")[0], record.session_id):
+        session, step = parse_gate_id(gate_id)  # `#01`, `#١`: no gate (404), never an alias
+        if not in_tree(session, record.session_id):
             raise GateNotFound(
                 f"Gate {gate_id!r} does not belong to run {record.session_id!r}; "
                 f"GET /runs/{record.session_id}/gates lists its gates."
@@ -124,6 +127,9 @@ class Decisions:
             live = await self._arrival(record, gate_id)
             if live is not None:
                 return await self.decide(live, gate_id, decision)
+        journaled = await self._journaled(session, step)
+        if journaled is not None:
+            raise already_decided(gate_id, journaled)
         raise GateNotFound(
             f"Run {record.session_id!r} has no gate {gate_id!r} waiting for a decision "
             f"(status {record.status!r}); GET /runs/{record.session_id}/gates lists the waiting ones."
@@ -133,6 +139,15 @@ class Decisions:
         if self.journal is None:
             return False
         return any(g.gate_id == gate_id for g in await pending_gates(self.journal, record.session_id))
+
+    async def _journaled(self, session: str, step: int) -> Decision | None:
+        """The decision the journal holds for gate `session#step`, if it is decided there."""
+        if self.journal is None:
+            return None
+        record = await self.journal.get_step(session, step)
+        if record is None or record.kind != "gate" or record.pending:
+            return None
+        return Decision.model_validate(record.result)
 
     async def _arrival(self, record: RunRecord, gate_id: str) -> RunRecord | None:
         """Wait until the resuming run reaches (or decides) `gate_id`; None if it ends first."""

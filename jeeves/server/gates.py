@@ -10,7 +10,8 @@ out; the desk only forgets the gate then.
 A decision is checked before it is handed over (the same rules as
 `jeeves.approvals.record_decision`: an approval must carry the gate's arguments hash, and
 an expired gate takes no decision), so a wrong one is refused to its sender (409) and the
-gate keeps waiting. The first valid decision wins; a second one finds the gate gone.
+gate keeps waiting. The first valid decision wins; the desk remembers it, so a second one
+is a 409 naming it, even in the instant after the first before the run has moved on.
 
 Cancellation: a run cancelled while it waits leaves `ask` through its cancel scope; the
 gate is dropped from the desk, and (with a journal) stays pending there for a later resume.
@@ -89,6 +90,8 @@ class GateDesk:
         self, on_change: Callable[[], None] = lambda: None, clock: Callable[[], float] = time.time
     ) -> None:
         self._waiting: dict[str, _Waiting] = {}
+        self._decided: dict[str, Decision] = {}
+        """Gates decided here (one entry per gate the run reached: bounded by its gates)."""
         self._on_change = on_change
         self._clock = clock
 
@@ -118,15 +121,18 @@ class GateDesk:
         """Hand `decision` to the run waiting on `gate_id`; None when no run here waits on it.
 
         Raises:
-            GateConflict: the approval names other arguments, or the gate has expired; the
-                gate keeps waiting for a valid decision.
+            GateConflict: the gate was decided here before; or the approval names another
+                call, or the gate has expired (the gate keeps waiting for a valid decision).
         """
+        prior = self._decided.get(gate_id)
+        if prior is not None:
+            raise already_decided(gate_id, prior)
         waiting = self._waiting.get(gate_id)
-        if waiting is None or waiting.decision is not None:
+        if waiting is None:
             return None
         now = self._clock()
         check_decision(waiting.gate, decision, now)
-        waiting.decision = decision.model_copy(update={"at": decision.at or now})
+        waiting.decision = self._decided[gate_id] = decision.model_copy(update={"at": decision.at or now})
         waiting.decided.set()
         return waiting.decision
 

@@ -6,15 +6,21 @@ call's request (its fingerprint payload: messages, tools, output schema, params,
 credentials stripped, and masked again) in the run's `RequestLog`, in call order per
 session. The k-th `model.completed` of a session answered its k-th call that ended well.
 
-The payload is copied when the call starts (the request may change afterwards), but
-masked when it is first read: masking walks every string of every message, and most
-requests of a run are never looked at. Nothing leaves the log unmasked.
+The log grows linearly in turns: a call's request is stored as what it adds to the
+previous call of its session (how many of that call's messages it keeps, then its new
+messages), and tools, output schema and params are stored once while they stay the same.
+A 600-turn conversation is held once, not 600 times. Reading rebuilds each call's whole
+request, masked (masking walks every string, and most requests are never looked at), so
+a reader sees what it would have seen had every request been stored whole; nothing
+leaves the log unmasked. The log lives as long as its run's record: the registry drops
+both `retention_s` after the run ended.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 from jeeves.events import SessionStarted
@@ -27,8 +33,52 @@ __all__ = ["MAX_LOGGED_CALLS", "RecordingTracer", "RequestLog"]
 MAX_LOGGED_CALLS = 2000
 """Model calls a run's `RequestLog` keeps; later calls are counted but not stored."""
 
-_UNMASKED = "_unmasked"
-"""Marks a stored entry whose request has not been masked yet (removed when it is)."""
+_SHARED = ("tools", "output_schema", "params")
+"""The parts of a request stored once while they stay the same from call to call."""
+
+
+@dataclass
+class _Call:
+    """One stored call: its messages as a delta on the previous call of its session."""
+
+    model: str
+    kept: int
+    """How many messages of the previous call of the session this call starts with."""
+    added: list[Any]
+    """The messages after those."""
+    shared: dict[str, Any]
+    """tools, output_schema, params: the previous call's very objects when they are equal."""
+    ok: bool | None = None
+    masked: bool = False
+    """Whether `added` and `shared` were masked already (done once, at the first read)."""
+
+    def mask(self, done: dict[int, Any]) -> None:
+        """Mask what this call stored, once; `done` maps shared objects already masked to their masks."""
+        if self.masked:
+            return
+        self.added = mask_credentials(self.added)
+        for key, value in self.shared.items():
+            if id(value) not in done:
+                done[id(value)] = mask_credentials(value)
+            self.shared[key] = done[id(value)]
+        self.masked = True
+
+
+@dataclass
+class _Session:
+    calls: list[_Call] = field(default_factory=list)
+    last: list[Any] = field(default_factory=list)
+    """The previous call's whole message list (references to stored messages, no copies)."""
+
+
+def _kept(previous: list[Any], messages: list[Any]) -> int:
+    """How many leading messages `messages` shares with `previous`."""
+    n = 0
+    for old, new in zip(previous, messages, strict=False):
+        if old != new:
+            break
+        n += 1
+    return n
 
 
 class RequestLog:
@@ -38,28 +88,42 @@ class RequestLog:
         self.max_calls = max_calls
         self.dropped = 0
         """Calls made after `max_calls` were stored (their requests are not kept)."""
-        self._calls: dict[str, list[dict[str, Any]]] = {}
+        self._sessions: dict[str, _Session] = {}
         self._count = 0
 
-    def open(self, session_id: str, request: ModelRequest) -> dict[str, Any]:
-        """Store a call that is starting; the returned entry is updated when it ends."""
-        entry: dict[str, Any] = {"model": request.model, "request": None, "ok": None}
+    def open(self, session_id: str, request: ModelRequest) -> _Call | None:
+        """Store a call that is starting; the returned entry's `ok` is set when it ends.
+        None when the log is full (the call is counted in `dropped`)."""
         if self._count >= self.max_calls:
             self.dropped += 1
-            return entry
+            return None
         self._count += 1
-        entry["request"] = request.fingerprint_payload()
-        entry[_UNMASKED] = True
-        self._calls.setdefault(session_id, []).append(entry)
-        return entry
+        payload = request.fingerprint_payload()
+        session = self._sessions.setdefault(session_id, _Session())
+        messages: list[Any] = payload.pop("messages")
+        kept = _kept(session.last, messages)
+        previous = session.calls[-1].shared if session.calls else {}
+        shared = {
+            k: previous[k] if k in previous and previous[k] == payload[k] else payload[k] for k in _SHARED
+        }
+        call = _Call(request.model, kept, messages[kept:], shared)
+        session.last = session.last[:kept] + call.added
+        session.calls.append(call)
+        return call
 
     def calls(self, session_id: str) -> list[dict[str, Any]]:
-        """The calls of `session_id` (an entry's `ok` is None while it runs, then True or False)."""
-        entries = self._calls.get(session_id, [])
-        for entry in entries:
-            if entry.pop(_UNMASKED, False):
-                entry["request"] = mask_credentials(entry["request"])
-        return [{"call": i, **entry} for i, entry in enumerate(entries)]
+        """The calls of `session_id` (an entry's `ok` is None while it runs, then True or False),
+        each with its whole request, masked."""
+        out: list[dict[str, Any]] = []
+        messages: list[Any] = []
+        session = self._sessions.get(session_id)
+        done: dict[int, Any] = {}
+        for i, call in enumerate(session.calls if session is not None else ()):
+            call.mask(done)  # no key of the request's top level is a credential's: mask each part
+            messages = messages[: call.kept] + call.added
+            request = {"messages": messages, **call.shared}
+            out.append({"call": i, "model": call.model, "request": request, "ok": call.ok})
+        return out
 
 
 class RecordingTracer:
@@ -74,11 +138,13 @@ class RecordingTracer:
 
     @contextmanager
     def model_call(self, started: SessionStarted, request: ModelRequest) -> Iterator[SpanHandle]:
-        entry = self.log.open(started.session_id, request)
-        entry["ok"] = False
+        call = self.log.open(started.session_id, request)
+        if call is not None:
+            call.ok = False
         with self.inner.model_call(started, request) as span:
             yield span
-        entry["ok"] = True
+        if call is not None:
+            call.ok = True
 
     def tool_call(
         self, started: SessionStarted, name: str, call_id: str, arguments: str

@@ -47,8 +47,10 @@ from jeeves.models.router import Router
 from jeeves.replay.source import register_loader
 from jeeves.runner import RunResult, RunStream, check_injection, stream
 from jeeves.server.gates import GateDesk
+from jeeves.server.inbox import check_target
 from jeeves.server.requests import RecordingTracer, RequestLog
 from jeeves.server.wire import WireCache
+from jeeves.steering import Inbox
 
 __all__ = ["RunNotRunning", "RunRecord", "RunRegistry", "RunStatus", "TooManyRuns"]
 
@@ -144,7 +146,8 @@ class RunRecord:
         self.agui_cursor = 0
         """The seq an AG-UI stream of this run stopped at for an interrupt (its resume continues after it)."""
         self._stream: RunStream | None = None
-        self._early: list[tuple[str, str | None]] = []
+        self._early = Inbox()
+        """Messages sent before the run's stream opened (bounded like the run's own inbox)."""
         """Messages sent before the run's stream existed, handed to it when it does."""
         self.requests = RequestLog()
         """The requests of the run's live model calls (what the viewer's node detail shows)."""
@@ -226,23 +229,24 @@ class RunRecord:
 
         Raises:
             RunNotRunning: the run has ended.
-            UserError: `RunStream.inject` refused the message (empty, another run's session).
+            UserError: `RunStream.inject` refused the message (empty, another run's session),
+                or `check_target` did (a session that cannot take it), or the inbox's caps.
         """
         if self.finished:
             raise RunNotRunning(
                 f"Run {self.session_id!r} has ended; a message can only reach a running agent."
             )
         check_injection(self.session_id, text, session_id)
+        check_target(self.session_id, self._events, session_id)
         if self._stream is None:  # started, but its task has not opened the stream yet
-            self._early.append((text, session_id))
+            self._early.put(text, session_id)
         else:
             self._stream.inject(text, session_id)
 
     def _attach(self, stream: RunStream) -> None:
         self._stream = stream
-        for text, session_id in self._early:
+        for text, session_id in self._early.drain():
             stream.inject(text, session_id)
-        self._early.clear()
 
     def summary(self) -> dict[str, Any]:
         """What `GET /runs` shows: JSON-able, with no configuration in it (no routes, no keys)."""

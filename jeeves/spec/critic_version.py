@@ -34,7 +34,6 @@ architecture specs' own (`jeeves.spec.parts`), built by the same builder.
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -58,6 +57,7 @@ from jeeves.spec.parts import (
     Name,
     SpecModel,
 )
+from jeeves.spec.toml import read_toml
 from jeeves.tools import ApprovalMode
 
 __all__ = ["CriticVersionSpec", "RecordedEvaluatorSpec", "load_critic_version"]
@@ -104,14 +104,7 @@ class CriticVersionSpec(SpecModel):
 def load_critic_version(path: str | Path) -> CriticVersion:
     """Read a critic version file; a UserError names the file and every bad key."""
     file = Path(path)
-    try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UserError(
-            f"Cannot read critic file {str(file)!r}: {exc.strerror or exc}; check the path."
-        ) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"{file}: not valid TOML: {exc}. Fix the syntax at that line.") from None
+    data = read_toml(file, "critic")
     try:
         spec = CriticVersionSpec.model_validate(data, context={"base": file.resolve().parent})
     except ValidationError as exc:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import difflib
 import re
-import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,11 +28,15 @@ from jeeves.spec.models import (
     Spec,
     ToolCallSpec,
 )
+from jeeves.spec.toml import read_toml
 
 __all__ = ["TOP_LEVEL_TABLES", "format_errors", "join_key_path", "key_path", "load_spec", "parse_spec"]
 
 TOP_LEVEL_TABLES = ("models", "demo", "approvals", "mcp")
 """Top-level tables that are not the root architecture's keys."""
+
+MAX_LISTED = 10
+"""The most problems one spec error lists (the rest are counted)."""
 
 _BARE = re.compile(r"[A-Za-z0-9_-]+")
 _UNTYPED: tuple[type[BaseModel], ...] = (RouteSpec, DemoSpec, ReplySpec, ToolCallSpec)
@@ -48,17 +51,7 @@ def load_spec(path: str | Path) -> Spec:
     spec's directory.
     """
     file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UserError(
-            f"Cannot read spec file {str(file)!r}: {exc.strerror or exc}; check the path."
-        ) from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"{file}: not valid TOML: {exc}. Fix the syntax at that line.") from None
-    return parse_spec(data, path=file)
+    return parse_spec(read_toml(file, "spec"), path=file)
 
 
 def parse_spec(data: Mapping[str, Any], *, path: str | Path | None = None) -> Spec:
@@ -97,6 +90,8 @@ def _later_problems(
     Nothing is added when the rest cannot stand alone: a required key or a `type` is
     missing, or a `role` failed (the route keys would be checked against the wrong roles).
     """
+    if len(errors) > MAX_LISTED:  # pruning is per error (linear each): with many, list these alone
+        return []
     pruned = copy.deepcopy(wrapped)
     for error in errors:
         if error["type"] in ("missing", "union_tag_invalid", "union_tag_not_found"):
@@ -135,17 +130,25 @@ def _drop(nodes: list[Any]) -> bool:
 
 
 def format_errors(where: str, errors: Sequence[ErrorDetails], data: Any, *, later: Sequence[str] = ()) -> str:
-    """One message for every validation error, each as `key.path: problem`, then `later`
-    problems (from building what did validate), one per line."""
-    lines = []
-    for error in errors:
+    """One message for the validation errors, each as `key.path: problem`, then `later`
+    problems (from building what did validate), one per line: at most `MAX_LISTED` of them,
+    then how many more (20,000 unknown keys are one short message, made in milliseconds)."""
+    lines: dict[str, None] = {}
+    for error in errors[: MAX_LISTED * 4]:  # duplicates collapse; a few spare, not thousands
         path, problem = _describe(error, data)
-        line = f"  - {path or '(top level)'}: {problem}"
-        if line not in lines:
-            lines.append(line)
-    lines += [f"  - {line}" for line in later]
-    count = "a problem" if len(lines) == 1 else f"{len(lines)} problems"
-    return f"{where} has {count}:\n" + "\n".join(lines) + "\nSee docs/specs.md for every key and its default."
+        lines[f"  - {path or '(top level)'}: {problem}"] = None
+        if len(lines) == MAX_LISTED:
+            break
+    listed = [*lines, *(f"  - {line}" for line in later)]
+    more = len(errors) - len(lines) if len(lines) == MAX_LISTED else 0
+    total = len(listed) + more
+    count = "a problem" if total == 1 else f"{total} problems"
+    tail = [f"  - ... and {more} more (fix those above first)"] if more else []
+    return (
+        f"{where} has {count}:\n"
+        + "\n".join(listed + tail)
+        + "\nSee docs/specs.md for every key and its default."
+    )
 
 
 def _spell(part: str | int) -> str:
@@ -244,7 +247,7 @@ def _fields(parent: Any, *, top: bool) -> set[str]:
         fields = set(found.model_fields)
     else:
         candidates = [ARCHITECTURE_SPECS["agent"], *_UNTYPED]
-        overlapping = [m for m in candidates if set(parent) & set(m.model_fields)]
+        overlapping = [m for m in candidates if any(f in parent for f in m.model_fields)]
         fields = set().union(*(m.model_fields for m in overlapping or candidates))
     return fields | set(TOP_LEVEL_TABLES) if top else fields
 

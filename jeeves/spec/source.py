@@ -13,18 +13,20 @@ model, and route params are configuration that may hold credentials. Credentials
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
+from jeeves.approvals import Approvals
 from jeeves.architecture import Architecture
 from jeeves.errors import UserError
 from jeeves.redact import strip_credentials
 from jeeves.replay.source import register_loader
 from jeeves.spec.build import build
 from jeeves.spec.dump import spec_dict
-from jeeves.spec.load import TOP_LEVEL_TABLES, parse_spec
+from jeeves.spec.load import TOP_LEVEL_TABLES, load_spec, parse_spec
 from jeeves.spec.models import Spec
 
-__all__ = ["load_spec_source", "spec_source"]
+__all__ = ["load_spec_source", "spec_policy", "spec_source"]
 
 
 def spec_source(spec: Spec) -> dict[str, Any]:
@@ -55,6 +57,16 @@ def load_spec_source(source: Mapping[str, Any]) -> Architecture:
     path = source.get("path")
     arch, _ = build(parse_spec(table, path=path if isinstance(path, str) else None))
     return arch
+
+
+def spec_policy(source: Mapping[str, Any]) -> Approvals | None:
+    """The `[approvals]` of the spec file a recorded `spec` source was started from, read
+    again from disk (the source leaves the policy out: a resume never enforces the journal's
+    copy); None for another source, or a file that is gone (then a resume asks for one)."""
+    path = source.get("path")
+    if source.get("kind") != "spec" or not isinstance(path, str) or not Path(path).is_file():
+        return None
+    return load_spec(path).approvals
 
 
 register_loader("spec", load_spec_source)

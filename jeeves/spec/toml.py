@@ -1,6 +1,11 @@
-"""A small TOML writer for what a spec holds (the standard library only reads TOML).
+"""Reading a spec's TOML safely, and a small TOML writer for what a spec holds.
 
-Tables become `[a.b]` sections, arrays of tables `[[a.b]]`, and everything else a value:
+`read_toml` is how every spec and critic file is read (`jeeves run`, `jeeves rejudge
+--critic`, `jeeves serve`): a file that is not UTF-8, TOML that does not parse, or TOML
+nested deeper than `MAX_DEPTH` (3,000 levels would exhaust the stack) is one `UserError`
+naming the file, never a traceback.
+
+The writer (the standard library only reads TOML): tables become `[a.b]` sections, arrays of tables `[[a.b]]`, and everything else a value:
 strings (multi-line ones as `'''` or `\"\"\"` blocks, so prompts and code stay readable),
 integers, floats, booleans, arrays and inline tables. `tomllib.loads(to_toml(d)) == d`
 for every table `d` of those types; `None` has no TOML form and is refused.
@@ -10,15 +15,67 @@ from __future__ import annotations
 
 import math
 import re
+import tomllib
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-__all__ = ["to_toml"]
+from jeeves.errors import UserError
+
+__all__ = ["MAX_DEPTH", "read_toml", "to_toml"]
+
+MAX_DEPTH = 32
+"""How deep tables and arrays may nest in a spec or critic file (the deepest spec needs ~10)."""
 
 _BARE = re.compile(r"[A-Za-z0-9_-]+")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
 _INLINE_WIDTH = 100
+
+
+def read_toml(path: str | Path, what: str = "spec") -> dict[str, Any]:
+    """The top-level table of TOML file `path`; a `UserError` naming the file (a `what` file)
+    when it cannot be read, is not UTF-8, is not TOML, or nests deeper than `MAX_DEPTH`."""
+    file = Path(path)
+    try:
+        raw = file.read_bytes()
+    except OSError as exc:
+        raise UserError(
+            f"Cannot read {what} file {str(file)!r}: {exc.strerror or exc}; check the path."
+        ) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise UserError(
+            f"{file}: not UTF-8 (byte {raw[exc.start]:#04x} on line {line}); save the {what} file as UTF-8."
+        ) from None
+    too_deep = UserError(
+        f"{file}: tables or arrays nest deeper than {MAX_DEPTH} levels; no {what} needs that."
+    )
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{file}: not valid TOML: {exc}. Fix the syntax at that line.") from None
+    except RecursionError:
+        raise too_deep from None
+    if _deeper_than(data, MAX_DEPTH):
+        raise too_deep
+    return data
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether tables/arrays nest in `value` more than `limit` levels (iterative: no recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
 
 
 def to_toml(data: Mapping[str, Any]) -> str:

@@ -43,6 +43,8 @@ def test_cli_refuses_to_approve_a_run_with_no_pending_gate(tmp_path: Path) -> No
     again = run("-m", "jeeves", "approve", str(journal), "t-881", "--by", "alice")
     assert again.returncode == 2
     assert "has no pending gate (decided already, or never reached)" in again.stderr
-    resumed = run("-m", "jeeves", "resume", str(journal), "t-881")
+    resumed = run(
+        "-m", "jeeves", "resume", str(journal), "t-881", "--approvals", "examples.refund_with_approval:POLICY"
+    )
     assert resumed.returncode == 0, resumed.stderr
     assert "Denied by bob (no): issue_refund was not run" in resumed.stdout

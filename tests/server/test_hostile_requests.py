@@ -1,0 +1,112 @@
+"""The server's request log holds each call's additions, not the whole conversation again, and is freed."""
+
+from __future__ import annotations
+
+import gc
+import sys
+import weakref
+from typing import Any
+
+import pytest
+
+from jeeves import Agent, FunctionModel, Router, tool
+from jeeves.messages import ModelRequest
+from jeeves.server import create_app
+from jeeves.server.requests import RequestLog
+from jeeves.testing import Reply, call
+from tests.server.conftest import asgi_client
+
+pytestmark = pytest.mark.anyio
+
+
+@tool(approval="read_only")
+def step(n: int) -> str:
+    """Take one step."""
+    return f"step {n} done: " + "log line " * 20
+
+
+def long_agent(turns: int) -> Agent:
+    def act(request: ModelRequest) -> Reply:
+        done = sum(m.role == "tool" for m in request.messages)
+        if done < turns - 1:
+            return Reply(text=f"Turn {done}: " + "thinking " * 20, tool_calls=[call("step", {"n": done})])
+        return Reply(text="All steps done.")
+
+    return Agent("Take the steps one by one.", tools=[step], model=FunctionModel(act), max_turns=turns)
+
+
+def held_bytes(root: object) -> int:
+    """Bytes of every object reachable from `root` (each counted once, as memory holds it)."""
+    seen: set[int] = set()
+    stack: list[Any] = [root]
+    total = 0
+    while stack:
+        item = stack.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        total += sys.getsizeof(item)
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple | set):
+            stack.extend(item)
+        elif hasattr(item, "__dict__"):
+            stack.append(vars(item))
+    return total
+
+
+async def run_turns(turns: int) -> tuple[int, list[dict[str, Any]], weakref.ref[RequestLog]]:
+    """Run a `turns`-turn agent on a server; the bytes its request log held, its calls as read, and
+    a weak reference to the log, taken after the run was dropped."""
+    app = create_app({"long": long_agent(turns)}, router=Router({}))
+    async with asgi_client(app) as client:
+        started = await client.post("/runs", json={"architecture": "long", "task": "Go.", "session_id": "L"})
+        assert started.status_code == 201, started.text
+        record = app.state.runs.get("L")
+        await record.wait()
+        assert record.status == "completed", record.summary()
+        log = record.requests
+        size = held_bytes(log)
+        calls = log.calls("L")
+        if turns <= 100:  # the route reads the same (its JSON is each call whole: quadratic, so a short run)
+            assert (await client.get("/runs/L/requests/L")).json()["calls"] == calls
+        app.state.runs.retention_s = 0
+        del record
+        assert app.state.runs.get("L") is None  # past retention: the record and its log are dropped
+    return size, calls, weakref.ref(log)
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_600_turn_runs_request_log_is_linear_in_turns_and_freed_after_the_run() -> None:
+    half, calls_300, _ = await run_turns(300)
+    full, calls_600, freed = await run_turns(600)
+    gc.collect()
+    assert freed() is None
+    assert full < 2.5 * half, (half, full)
+    assert len(calls_600) == 600 and len(calls_300) == 300
+    last = calls_600[-1]["request"]["messages"]  # each call still reads as its whole request
+    assert len(last) == 2 + 2 * 599 and last[0]["role"] == "system" and last[-1]["role"] == "tool"
+    assert calls_600[1]["request"]["messages"] == last[:4]
+    assert [c["call"] for c in calls_600[:3]] == [0, 1, 2] and all(c["ok"] for c in calls_600)
+    assert calls_600[5]["request"]["tools"][0]["name"] == "step"
+
+
+async def test_the_route_reads_the_calls_of_a_short_run_whole() -> None:
+    _, calls, _ = await run_turns(20)
+    assert [len(c["request"]["messages"]) for c in calls] == [2 + 2 * i for i in range(20)]
+
+
+def test_a_request_that_rewrites_its_history_is_stored_and_read_back_as_asked() -> None:
+    from jeeves.messages import Message
+
+    log = RequestLog()
+    first = ModelRequest(messages=[Message(role="user", content="a"), Message(role="assistant", content="b")])
+    second = ModelRequest(messages=[Message(role="user", content="a"), Message(role="user", content="c")])
+    for request in (first, second, first):
+        entry = log.open("s", request)
+        assert entry is not None
+        entry.ok = True
+    read = [[m["content"] for m in c["request"]["messages"]] for c in log.calls("s")]
+    assert read == [["a", "b"], ["a", "c"], ["a", "b"]]
+    assert log.calls("other") == []
