@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 import threading
+import warnings
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -324,9 +325,30 @@ def _spec_command(args: argparse.Namespace) -> int:
     return anyio.run(run_command, options)
 
 
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
+    """`warnings.showwarning` for the command: a damaged journal's warning is one `warning:`
+    line (its message names the file and the line); any other warning as Python shows it."""
+    from jeeves.replay.base import JournalWarning
+
+    shown = (
+        f"warning: {message}\n"
+        if issubclass(category, JournalWarning)
+        else warnings.formatwarning(message, category, filename, lineno, line)
+    )
+    (file or sys.stderr).write(shown)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `jeeves` console script; returns the exit code."""
     args = _build_parser().parse_args(argv)
+    warnings.showwarning = _show_warning
     try:
         return _dispatch(args)
     except (UserError, JournalError) as exc:  # configuration or a damaged journal: one line, no traceback
