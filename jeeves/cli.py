@@ -170,14 +170,27 @@ def _build_parser() -> argparse.ArgumentParser:
         decide.add_argument("--gate", metavar="ID", help="the gate (SESSION#STEP) when the run has several")
         decide.add_argument("--by", required=True, metavar="NAME", help="who decides (recorded)")
         decide.add_argument("--note", metavar="TEXT", help="why (recorded, shown to the model on a denial)")
-    resume = commands.add_parser("resume", help="go on with a suspended, crashed or killed run")
+    resume = commands.add_parser("resume", help="go on with a suspended, crashed or killed run, shown live")
     resume.add_argument("journal", help="the run's journal file")
     resume.add_argument("session", help="the run's root session id")
     resume.add_argument(
         "--spec",
         metavar="MODULE:ATTR|FILE.toml",
-        help="the architecture (default: the one recorded with the run)",
+        help="the architecture (default: the spec or module:attr recorded with the run, with its --model routes)",
     )
+    resume.add_argument(
+        "--offline",
+        action="store_true",
+        help="go on with the spec's [demo] script, from where the run stopped",
+    )
+    resume.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="ROLE=MODEL",
+        help="route a role to a model (repeatable; wins over the spec's and the run's routes)",
+    )
+    resume.add_argument("--json", action="store_true", help="print one JSON event per line")
     replay = commands.add_parser("replay", help="replay a recorded run offline and print its event tree")
     replay.add_argument("journal", help="a journal file: *.jsonl, or a SQLite file")
     replay.add_argument(
@@ -384,13 +397,19 @@ def _demo_journal() -> str:
 
 def _gate_command(args: argparse.Namespace) -> int:
     from jeeves.gate_commands import decide_command, resume_command
-    from jeeves.spec import build, load_spec  # registers the "spec" source: runs of specs rebuild
+    from jeeves.spec.commands import resume_target  # registers the "spec" source: runs of specs rebuild
 
     if args.command == "resume":
-        if args.spec and args.spec.endswith(".toml"):
-            arch, router = build(load_spec(args.spec))
-            return anyio.run(resume_command, args.journal, args.session, arch, router)
-        return anyio.run(resume_command, args.journal, args.session, args.spec)
+
+        async def go_on() -> int:
+            if os.getcwd() not in sys.path:  # as `jeeves replay`: module:attr and spec tools import from here
+                sys.path.insert(0, os.getcwd())
+            target = await resume_target(
+                args.journal, args.session, args.spec, offline=bool(args.offline), models=args.model
+            )
+            return await resume_command(args.journal, args.session, target, as_json=bool(args.json))
+
+        return anyio.run(go_on)
     decision: Literal["approve", "deny"] = "approve" if args.command == "approve" else "deny"
 
     async def decide() -> int:

@@ -4,7 +4,8 @@ A run started from a spec (`jeeves run SPEC`) stores, in its root session record
 `{"kind": "spec", "path": ..., "spec": {...}}`: the architecture's table as `dump` writes
 it, with test files inline, so a replay rebuilds the same architecture even after the
 file changed or moved. Routes and the demo script are left out: a strict replay calls no
-model, and route params are configuration that may hold credentials. Credentials in the
+model, and route params are configuration that may hold credentials; only the model
+strings of `--model ROLE=MODEL` flags are kept (`"models"`), for `jeeves resume`. Credentials in the
 `params` the table keeps (an agent's, a critic's, a pinned model's) are left out too
 (`jeeves.redact`); they are not part of any fingerprint, so the replay is unchanged.
 `path` only makes import paths beside the spec (a tools module) importable again.
@@ -27,10 +28,18 @@ from jeeves.spec.models import Spec
 __all__ = ["load_spec_source", "spec_source"]
 
 
-def spec_source(spec: Spec) -> dict[str, Any]:
-    """The source to record for a run of `spec` (`architecture_ref=` of `jeeves.run`)."""
+def spec_source(
+    spec: Spec, models: Mapping[str, str] | None = None, *, offline: bool = False
+) -> dict[str, Any]:
+    """The source to record for a run of `spec` (`architecture_ref=` of `jeeves.run`).
+
+    `models` are the routes given over the spec's `[models]` (`--model ROLE=MODEL`), kept
+    as `"models"` so `jeeves resume` without `--spec` routes the run as it was routed;
+    `offline` (a run of the `[demo]` script) is kept so the commands printed to go on with
+    the run say `--offline`."""
     table = {k: _no_credentials(v) for k, v in spec_dict(spec).items() if k not in TOP_LEVEL_TABLES}
-    return {"kind": "spec", "path": str(spec.path.resolve()) if spec.path else None, "spec": table}
+    source = {"kind": "spec", "path": str(spec.path.resolve()) if spec.path else None, "spec": table}
+    return source | ({"models": dict(models)} if models else {}) | ({"offline": True} if offline else {})
 
 
 def _no_credentials(value: Any) -> Any:
