@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import functools
 import os
-import signal
 import sys
 import threading
 import warnings
@@ -22,6 +21,7 @@ import anyio
 from jeeves.demo import DEFAULT_JOURNAL, run_demo
 from jeeves.durable import commands as durable_commands
 from jeeves.errors import JournalError, UserError
+from jeeves.exits import ExitCode
 from jeeves.history import replay_command, runs_command
 from jeeves.invocation import command_line
 
@@ -366,7 +366,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _dispatch(args)
     except (UserError, JournalError) as exc:  # configuration or a damaged journal: one line, no traceback
         sys.stderr.write(f"error: {exc}\n")
-        return 2
+        return ExitCode.BAD_INPUT
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         if any(
@@ -376,13 +376,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             # the run is over and its result would be dropped, so leave now.
             sys.stdout.flush()
             sys.stderr.flush()
-            os._exit(130)
-        return 130
+            os._exit(ExitCode.INTERRUPTED)
+        return ExitCode.INTERRUPTED
     except BrokenPipeError:
         # The reader went away (`jeeves demo --json | head`): stop quietly, as Unix tools do.
         # Point stdout at /dev/null so the interpreter's final flush cannot fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 128 + signal.SIGPIPE
+        return ExitCode.READER_GONE
 
 
 def _demo_journal() -> str:
