@@ -38,6 +38,7 @@ from jeeves.runner import RunResult, stream
 from jeeves.terminal import follow, spend_lines
 
 __all__ = [
+    "REFRESH_PER_SECOND",
     "ResumeTarget",
     "decide_command",
     "describe_gate",
@@ -46,6 +47,13 @@ __all__ = [
     "resume_command",
     "when_expires",
 ]
+
+
+REFRESH_PER_SECOND = 9.0
+"""How often the live tree of `run` and `resume` redraws. Not 10: the run's suspension
+check (`anyio.wait_all_tasks_blocked`, in `Suspension.settled`) polls every 0.1 s and sees
+a task woken in the same loop pass as busy, so a ticker of the same period, started in
+the same pass, can keep a run at a gate from ever being seen as settled."""
 
 
 def when_expires(expires_at: float, now: float | None = None) -> str:
@@ -231,7 +239,7 @@ async def _resume(
             approvals=target.approvals,
         ) as events,
     ):
-        await follow(events, as_json=as_json, file=out)
+        await follow(events, as_json=as_json, file=out, refresh_per_second=REFRESH_PER_SECOND)
         return await events.result()
 
 

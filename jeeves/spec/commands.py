@@ -23,7 +23,7 @@ from jeeves.architecture import Architecture
 from jeeves.budget import Budget
 from jeeves.errors import JeevesError, JournalError, MissingCredentials, UserError
 from jeeves.exits import ExitCode, exit_code
-from jeeves.gate_commands import ResumeTarget, outcome_lines
+from jeeves.gate_commands import REFRESH_PER_SECOND, ResumeTarget, outcome_lines
 from jeeves.invocation import command_line
 from jeeves.journal import error_type_name
 from jeeves.models.router import Router
@@ -119,7 +119,7 @@ async def run_command(options: RunOptions, out: TextIO | None = None, err: TextI
             approvals=spec.approvals,
         ) as events:
             root = events.session_id
-            await follow(events, as_json=options.as_json, file=out)
+            await follow(events, as_json=options.as_json, file=out, refresh_per_second=REFRESH_PER_SECOND)
             result = await events.result()
     except MissingCredentials as exc:
         hint = "; or try it offline with --offline (the spec's [demo] script answers)"
