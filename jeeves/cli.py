@@ -163,6 +163,9 @@ def _build_parser() -> argparse.ArgumentParser:
     runs.add_argument(
         "--watch", action="store_true", help="follow progress (from the journal) until no run is in progress"
     )
+    gates = commands.add_parser("gates", help="list the gates waiting for a decision, with their expiry")
+    gates.add_argument("journal", help="a journal file or database URL")
+    gates.add_argument("session", nargs="?", help="only this run's gates (default: every run's)")
     for verb in ("approve", "deny"):
         decide = commands.add_parser(verb, help=f"{verb} a suspended run's gate (then `jeeves resume`)")
         decide.add_argument("journal", help="the run's journal file or database URL")
@@ -442,6 +445,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         return anyio.run(runs_command, journal, bool(args.json), args.status, bool(args.watch))
     if args.command in ("approve", "deny", "resume"):
         return _gate_command(args)
+    if args.command == "gates":
+        from jeeves.gate_commands import gates_command
+
+        return anyio.run(gates_command, args.journal, args.session)
     if args.command in durable_commands.COMMANDS:
         return durable_commands.dispatch(args)
     if args.command == "replay":

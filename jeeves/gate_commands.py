@@ -1,4 +1,4 @@
-"""`jeeves approve`, `jeeves deny` and `jeeves resume`: decide a suspended run's gates and go on.
+"""`jeeves gates`, `approve`, `deny` and `resume`: list and decide a suspended run's gates, go on.
 
 Each works from any process that can open the journal, after the run's own process
 exited or was killed. `approve` approves exactly the arguments the gate shows (their hash
@@ -31,7 +31,7 @@ from jeeves.invocation import command_line
 from jeeves.journal import Journal, error_type_name
 from jeeves.models.router import Router
 from jeeves.models.testing import ScriptedModel
-from jeeves.replay.api import close_journal, open_journal, plan_replay
+from jeeves.replay.api import close_journal, list_runs, open_journal, plan_replay
 from jeeves.replay.base import JournalStore
 from jeeves.replay.unchanged import restored_if_nothing_ran
 from jeeves.runner import RunResult, stream
@@ -43,6 +43,7 @@ __all__ = [
     "decide_command",
     "describe_gate",
     "gate_hints",
+    "gates_command",
     "outcome_lines",
     "resume_command",
     "when_expires",
@@ -131,6 +132,28 @@ async def _recorded_offline(journal: str, session_id: str) -> bool:
     finally:
         await close_journal(store)
     return bool(record is not None and record.source and record.source.get("offline"))
+
+
+async def gates_command(journal: str, session_id: str | None = None, out: TextIO | None = None) -> int:
+    """`jeeves gates`: every gate waiting for a decision in `journal` (of run `session_id`,
+    or of every run), one line each with its expiry and the command that decides it."""
+    out = out or sys.stdout
+    runs = [run.session_id for run in await list_runs(journal)]
+    if session_id is not None and session_id not in runs:
+        raise UserError(
+            f"{journal} holds no run {session_id!r}; `{command_line('runs', journal)}` lists its runs."
+        )
+    shown = 0
+    for root in [session_id] if session_id else runs:
+        gates = await pending_gates(journal, root)
+        for gate in gates:
+            which = ["--gate", gate.gate_id] if len(gates) > 1 else []
+            out.write(f"{describe_gate(gate)}\n")
+            out.write(f"  decide with: {command_line('approve', journal, root, '--by', 'NAME', *which)}\n")
+        shown += len(gates)
+    if not shown:
+        out.write("no gate is waiting for a decision\n")
+    return ExitCode.COMPLETED
 
 
 def gate_hints(result: RunResult, journal: str | None, *, offline: bool) -> list[str]:

@@ -4,6 +4,7 @@ offline script that goes on where the run stopped."""
 
 from __future__ import annotations
 
+import io
 import re
 import shutil
 import subprocess
@@ -15,7 +16,7 @@ import jeeves
 from jeeves.approvals import Approvals, Decision, pending_gates, record_decision
 from jeeves.errors import MissingCredentials
 from jeeves.exits import ExitCode, exit_code
-from jeeves.gate_commands import describe_gate, skip_served, when_expires
+from jeeves.gate_commands import describe_gate, gates_command, skip_served, when_expires
 from jeeves.gating import PendingGate
 from jeeves.replay.api import list_runs
 from jeeves.replay.sqlite import SQLiteJournal
@@ -165,3 +166,27 @@ async def test_a_resume_that_ran_a_step_then_failed_is_failed(tmp_path: Path) ->
     with pytest.raises(KeyError):  # the refund ran (a step on record), then the model call failed
         await jeeves.resume(_support(keyless), "t-1", journal=path, approvals=Approvals())
     assert await _status(path) == "failed"
+
+
+@pytest.mark.anyio
+async def test_gates_lists_what_waits_and_how_to_decide_it(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    await _suspended(path, "approve")  # t-1: decided, no longer waiting
+    await jeeves.run(
+        _support(ScriptedModel({"support": _script()})),
+        "Refund 882",
+        journal=path,
+        session_id="t-2",
+        approvals=Approvals(gate_ttl_s=3_600),
+    )
+    out = io.StringIO()
+    assert await gates_command(str(path), out=out) == 0
+    gate, decide = out.getvalue().splitlines()
+    assert gate.startswith("t-2#1  refund({'order_id': '881'})  mode=destructive  expires ")
+    assert gate.endswith(" (in 59 min)")
+    assert decide.endswith(f"approve {path} t-2 --by NAME")
+    only = io.StringIO()
+    await gates_command(str(path), "t-1", out=only)
+    assert only.getvalue() == "no gate is waiting for a decision\n"
+    with pytest.raises(jeeves.UserError, match="holds no run 't-3'"):
+        await gates_command(str(path), "t-3")

@@ -93,6 +93,14 @@ PAGES: dict[str, list[Step]] = {
         ),
         REFUND_DESK_RUN,
         AWAITING,
+        Step(
+            "jeeves gates runs.db",
+            lines=(
+                "t-881#3  issue_refund({'order_id': '881', 'amount': 42.0})  mode=destructive  expires ",
+                "Z (in 23 h 59 min)\n  decide with: ",
+                "approve runs.db t-881 --by NAME\n",
+            ),
+        ),
         APPROVE,
         RESUME,
     ],
