@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 import functools
 import os
-import signal
 import sys
 import threading
+import warnings
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -21,6 +21,7 @@ import anyio
 from jeeves.demo import DEFAULT_JOURNAL, run_demo
 from jeeves.durable import commands as durable_commands
 from jeeves.errors import JournalError, UserError
+from jeeves.exits import ExitCode
 from jeeves.history import replay_command, runs_command
 from jeeves.invocation import command_line
 
@@ -162,6 +163,9 @@ def _build_parser() -> argparse.ArgumentParser:
     runs.add_argument(
         "--watch", action="store_true", help="follow progress (from the journal) until no run is in progress"
     )
+    gates = commands.add_parser("gates", help="list the gates waiting for a decision, with their expiry")
+    gates.add_argument("journal", help="a journal file or database URL")
+    gates.add_argument("session", nargs="?", help="only this run's gates (default: every run's)")
     for verb in ("approve", "deny"):
         decide = commands.add_parser(verb, help=f"{verb} a suspended run's gate (then `jeeves resume`)")
         decide.add_argument("journal", help="the run's journal file or database URL")
@@ -169,19 +173,32 @@ def _build_parser() -> argparse.ArgumentParser:
         decide.add_argument("--gate", metavar="ID", help="the gate (SESSION#STEP) when the run has several")
         decide.add_argument("--by", required=True, metavar="NAME", help="who decides (recorded)")
         decide.add_argument("--note", metavar="TEXT", help="why (recorded, shown to the model on a denial)")
-    resume = commands.add_parser("resume", help="go on with a suspended, crashed or killed run")
+    resume = commands.add_parser("resume", help="go on with a suspended, crashed or killed run, shown live")
     resume.add_argument("journal", help="the run's journal file")
     resume.add_argument("session", help="the run's root session id")
     resume.add_argument(
         "--spec",
         metavar="MODULE:ATTR|FILE.toml",
-        help="the architecture (default: the one recorded with the run)",
+        help="the architecture (default: the spec or module:attr recorded with the run, with its --model routes)",
     )
     resume.add_argument(
         "--approvals",
         metavar="MODULE:ATTR",
         help="the approval policy to enforce (default: the spec's [approvals]; never the journal's copy)",
     )
+    resume.add_argument(
+        "--offline",
+        action="store_true",
+        help="go on with the spec's [demo] script, from where the run stopped",
+    )
+    resume.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="ROLE=MODEL",
+        help="route a role to a model (repeatable; wins over the spec's and the run's routes)",
+    )
+    resume.add_argument("--json", action="store_true", help="print one JSON event per line")
     replay = commands.add_parser("replay", help="replay a recorded run offline and print its event tree")
     replay.add_argument("journal", help="a journal file: *.jsonl, or a SQLite file")
     replay.add_argument(
@@ -354,14 +371,35 @@ def _spec_command(args: argparse.Namespace) -> int:
     return anyio.run(run_command, options)
 
 
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
+    """`warnings.showwarning` for the command: a damaged journal's warning is one `warning:`
+    line (its message names the file and the line); any other warning as Python shows it."""
+    from jeeves.replay.base import JournalWarning
+
+    shown = (
+        f"warning: {message}\n"
+        if issubclass(category, JournalWarning)
+        else warnings.formatwarning(message, category, filename, lineno, line)
+    )
+    (file or sys.stderr).write(shown)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `jeeves` console script; returns the exit code."""
     args = _build_parser().parse_args(argv)
+    warnings.showwarning = _show_warning
     try:
         return _dispatch(args)
     except (UserError, JournalError) as exc:  # configuration or a damaged journal: one line, no traceback
         sys.stderr.write(f"error: {exc}\n")
-        return 2
+        return ExitCode.BAD_INPUT
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         if any(
@@ -371,13 +409,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             # the run is over and its result would be dropped, so leave now.
             sys.stdout.flush()
             sys.stderr.flush()
-            os._exit(130)
-        return 130
+            os._exit(ExitCode.INTERRUPTED)
+        return ExitCode.INTERRUPTED
     except BrokenPipeError:
         # The reader went away (`jeeves demo --json | head`): stop quietly, as Unix tools do.
         # Point stdout at /dev/null so the interpreter's final flush cannot fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 128 + signal.SIGPIPE
+        return ExitCode.READER_GONE
 
 
 def _demo_journal() -> str:
@@ -392,18 +430,21 @@ def _demo_journal() -> str:
 
 def _gate_command(args: argparse.Namespace) -> int:
     from jeeves.gate_commands import decide_command, policy_ref, resume_command
-    from jeeves.spec import build, load_spec  # registers the "spec" source: runs of specs rebuild
-    from jeeves.spec.source import spec_policy
+    from jeeves.spec.commands import resume_target  # registers the "spec" source: runs of specs rebuild
 
     if args.command == "resume":
-        policy = policy_ref(args.approvals) if args.approvals else None
-        if args.spec and args.spec.endswith(".toml"):
-            spec = load_spec(args.spec)
-            arch, router = build(spec)
-            return anyio.run(
-                resume_command, args.journal, args.session, arch, router, policy or spec.approvals
+
+        async def go_on() -> int:
+            if os.getcwd() not in sys.path:  # as `jeeves replay`: module:attr and spec tools import from here
+                sys.path.insert(0, os.getcwd())
+            target = await resume_target(
+                args.journal, args.session, args.spec, offline=bool(args.offline), models=args.model
             )
-        return anyio.run(resume_command, args.journal, args.session, args.spec, None, policy, spec_policy)
+            if args.approvals:
+                target.approvals = policy_ref(args.approvals)
+            return await resume_command(args.journal, args.session, target, as_json=bool(args.json))
+
+        return anyio.run(go_on)
     decision: Literal["approve", "deny"] = "approve" if args.command == "approve" else "deny"
 
     async def decide() -> int:
@@ -438,6 +479,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         return anyio.run(runs_command, journal, bool(args.json), args.status, bool(args.watch))
     if args.command in ("approve", "deny", "resume"):
         return _gate_command(args)
+    if args.command == "gates":
+        from jeeves.gate_commands import gates_command
+
+        return anyio.run(gates_command, args.journal, args.session)
     if args.command in durable_commands.COMMANDS:
         return durable_commands.dispatch(args)
     if args.command == "replay":

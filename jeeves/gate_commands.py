@@ -1,12 +1,16 @@
-"""`jeeves approve`, `jeeves deny` and `jeeves resume`: decide a suspended run's gates and go on.
+"""`jeeves gates`, `approve`, `deny` and `resume`: list and decide a suspended run's gates, go on.
 
 Each works from any process that can open the journal, after the run's own process
 exited or was killed. `approve` approves exactly the arguments the gate shows (their hash
-is taken from the journal); `resume` rebuilds the architecture from the source recorded
-with the run (or `--spec`) and serves every recorded step.
+is taken from the journal); `resume` goes on with the architecture, routes and approval
+policy the command line built for it (`jeeves.cli` rebuilds a spec run from its spec, with
+the `--model` routes the run recorded), serves every recorded step, and shows the run as a
+live tree, as `jeeves run` does, then its outcome. An offline script goes on where the run
+stopped: every call the journal serves skips the reply it had.
 
-Exit codes of `resume`: 0 completed; 1 failed, expired, rejected or cancelled; 3 still
-awaiting approval (the pending gates are printed); 2 configuration or journal errors.
+Exit codes (`jeeves.exits`): 0 completed; 1 failed, expired, rejected or cancelled; 2
+configuration or journal errors (a resume that fails before any step ran leaves the run
+as it was); 3 still awaiting approval (the pending gates are printed); 4 budget spent.
 
 The approval policy `resume` enforces comes from code, never from the journal's copy:
 `--approvals MODULE:ATTR` (an `Approvals` object), else the `[approvals]` of the spec
@@ -18,27 +22,69 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Literal
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Literal, TextIO
 
 from jeeves.approvals import Approvals, Decision, PendingGate, parse_gate_id, pending_gates, record_decision
 from jeeves.architecture import Architecture
-from jeeves.errors import UserError
+from jeeves.errors import JeevesError, JournalError, MissingCredentials, UserError
+from jeeves.exits import ExitCode, exit_code
 from jeeves.invocation import command_line
+from jeeves.journal import Journal, error_type_name
 from jeeves.models.router import Router
-from jeeves.replay.api import close_journal, open_journal
-from jeeves.replay.source import import_object, resolve_ref
-from jeeves.runner import resume
+from jeeves.models.testing import ScriptedModel
+from jeeves.replay.api import close_journal, list_runs, open_journal, plan_replay
+from jeeves.replay.base import JournalStore
+from jeeves.replay.source import import_object
+from jeeves.replay.unchanged import restored_if_nothing_ran
+from jeeves.runner import RunResult, stream
+from jeeves.terminal import follow, spend_lines
 
-__all__ = ["decide_command", "describe_gate", "policy_ref", "resume_command"]
+__all__ = [
+    "REFRESH_PER_SECOND",
+    "ResumeTarget",
+    "decide_command",
+    "describe_gate",
+    "gate_hints",
+    "gates_command",
+    "outcome_lines",
+    "policy_ref",
+    "resume_command",
+    "when_expires",
+]
 
-SourcePolicy = Callable[[Mapping[str, Any]], Approvals | None]
-"""The policy the code a run was recorded from gives (a spec's `[approvals]`), from its source."""
+
+REFRESH_PER_SECOND = 9.0
+"""How often the live tree of `run` and `resume` redraws. Not 10: the run's suspension
+check (`anyio.wait_all_tasks_blocked`, in `Suspension.settled`) polls every 0.1 s and sees
+a task woken in the same loop pass as busy, so a ticker of the same period, started in
+the same pass, can keep a run at a gate from ever being seen as settled."""
 
 
-def describe_gate(gate: PendingGate) -> str:
+def when_expires(expires_at: float, now: float | None = None) -> str:
+    """`2026-11-28T09:00:00Z (in 23 h 59 min)`: an expiry in ISO 8601 (UTC) and the time left
+    (`expired 5 min ago` once past), as every command that shows a gate prints it."""
+    stamp = datetime.fromtimestamp(expires_at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    left = expires_at - (time.time() if now is None else now)
+    return f"{stamp} (in {_span(left)})" if left >= 0 else f"{stamp} (expired {_span(-left)} ago)"
+
+
+def _span(seconds: float) -> str:
+    minutes = int(seconds // 60)
+    days, hours, mins = minutes // 1440, minutes % 1440 // 60, minutes % 60
+    if days:
+        return f"{days} d {hours} h"
+    if hours:
+        return f"{hours} h {mins} min"
+    return f"{mins} min" if mins else f"{int(seconds)} s"
+
+
+def describe_gate(gate: PendingGate, now: float | None = None) -> str:
     """One line: the gate id, the call, its mode and when it expires."""
-    expires = "" if gate.expires_at is None else f" expires_at={gate.expires_at:.0f}"
+    expires = "" if gate.expires_at is None else f"  expires {when_expires(gate.expires_at, now)}"
     return f"{gate.gate_id}  {gate.tool}({gate.arguments})  mode={gate.mode}{expires}"
 
 
@@ -78,12 +124,92 @@ async def decide_command(
     made = Decision(decision=decision, by=by, note=note, arguments_hash=target.arguments_hash)
     await record_decision(journal, target.gate_id, made)
     verb = "approved" if decision == "approve" else "denied"
-    sys.stdout.write(f"{verb} {describe_gate(target)} by {by}\n")
+    sys.stdout.write(f"{verb} by {by}: {describe_gate(target)}\n")
     woken = await wake(journal, session_id) if wake is not None else None
-    sys.stdout.write(
-        f"{woken}\n" if woken else f"go on with: {command_line('resume', journal, session_id)}\n"
-    )
-    return 0
+    if not woken:
+        offline = ["--offline"] if await _recorded_offline(journal, session_id) else []
+        woken = f"go on with: {command_line('resume', journal, session_id, *offline)}"
+    sys.stdout.write(f"{woken}\n")
+    return ExitCode.COMPLETED
+
+
+async def _recorded_offline(journal: str, session_id: str) -> bool:
+    """Whether run `session_id` was recorded playing a spec's `[demo]` script (`jeeves run --offline`)."""
+    store = open_journal(journal, create=False)
+    try:
+        record = await store.get_session(session_id)
+    finally:
+        await close_journal(store)
+    return bool(record is not None and record.source and record.source.get("offline"))
+
+
+async def gates_command(journal: str, session_id: str | None = None, out: TextIO | None = None) -> int:
+    """`jeeves gates`: every gate waiting for a decision in `journal` (of run `session_id`,
+    or of every run), one line each with its expiry and the command that decides it."""
+    out = out or sys.stdout
+    runs = [run.session_id for run in await list_runs(journal)]
+    if session_id is not None and session_id not in runs:
+        raise UserError(
+            f"{journal} holds no run {session_id!r}; `{command_line('runs', journal)}` lists its runs."
+        )
+    shown = 0
+    for root in [session_id] if session_id else runs:
+        gates = await pending_gates(journal, root)
+        for gate in gates:
+            which = ["--gate", gate.gate_id] if len(gates) > 1 else []
+            out.write(f"{describe_gate(gate)}\n")
+            out.write(f"  decide with: {command_line('approve', journal, root, '--by', 'NAME', *which)}\n")
+        shown += len(gates)
+    if not shown:
+        out.write("no gate is waiting for a decision\n")
+    return ExitCode.COMPLETED
+
+
+def gate_hints(result: RunResult, journal: str | None, *, offline: bool) -> list[str]:
+    """A run suspended at gates: the gates, and how to decide them and go on (a replay would
+    only stop at the same gates again)."""
+    lines = [f"pending: {describe_gate(gate)}" for gate in result.pending]
+    if journal:  # a run without a journal cannot be resumed: its gates are not on record
+        root = result.session_id
+        which = [["--gate", g.gate_id] for g in result.pending] if len(result.pending) > 1 else [[]]
+        for gate in which:
+            lines.append(f"decide with: {command_line('approve', journal, root, '--by', 'NAME', *gate)}")
+        lines.append("  (or `deny` instead of `approve`)")
+        lines.append(
+            f"then resume: {command_line('resume', journal, root, *(['--offline'] if offline else []))}"
+        )
+    return lines
+
+
+def outcome_lines(result: RunResult, journal: str | None, *, offline: bool) -> list[str]:
+    """What `run` and `resume` print after the tree: the output, the stop reason and what
+    each role path spent, the journal, then how to go on (gates) or to replay the run."""
+    total, *per_path = spend_lines(result.usage, result.usage_by_path)
+    text = result.text.strip()
+    lines = ["", text] if text else []
+    lines += ["", f"stop reason: {result.stop_reason} · {total}", *per_path]
+    if journal:
+        lines.append(f"journal: {journal}")
+    if result.status == "awaiting_approval":
+        lines += gate_hints(result, journal, offline=offline)
+    elif journal:
+        lines.append(f"replay it: {command_line('replay', journal, result.session_id)}")
+    return lines
+
+
+@dataclass
+class ResumeTarget:
+    """What a resume runs with: the architecture (None: rebuilt from the source recorded with
+    the run), its routes and approval policy, and the offline script to go on with."""
+
+    arch: Architecture | None = None
+    router: Router | None = None
+    approvals: Approvals | None = None
+    scripted: ScriptedModel | None = None
+    """The `[demo]` script of an offline resume: the calls the journal serves skip their replies."""
+    offline: bool = False
+    hints: Sequence[str] = field(default_factory=tuple)
+    """`--model` flags to repeat in the commands printed to go on."""
 
 
 def policy_ref(ref: str) -> Approvals:
@@ -96,38 +222,79 @@ def policy_ref(ref: str) -> Approvals:
     return found
 
 
-async def _source_policy(journal: str, session_id: str, policy_of: SourcePolicy) -> Approvals | None:
-    store = open_journal(journal, create=False)
-    try:
-        record = await store.get_session(session_id)
-    finally:
-        await close_journal(store)
-    return policy_of(record.source) if record is not None and record.source else None
-
-
 async def resume_command(
     journal: str,
     session_id: str,
-    spec: str | Architecture | None = None,
-    router: Router | None = None,
-    approvals: Approvals | None = None,
-    policy_of: SourcePolicy | None = None,
+    target: ResumeTarget | None = None,
+    *,
+    as_json: bool = False,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
 ) -> int:
-    """Resume run `session_id` and print its status and output (or its pending gates).
-
-    `approvals` is the policy to enforce; without it, `policy_of(source)` gives the one of
-    the code the run was recorded from (the spec file a spec run names), if any."""
+    """Resume run `session_id`, shown as a tree (or one JSON event per line), then its
+    outcome; returns the exit code (`jeeves.exits`)."""
+    out, err = out or sys.stdout, err or sys.stderr
+    target = target or ResumeTarget()
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
-    arch = resolve_ref(spec) if isinstance(spec, str) else spec
-    if approvals is None and policy_of is not None:
-        approvals = await _source_policy(journal, session_id, policy_of)
-    result = await resume(arch, session_id, journal=journal, router=router, approvals=approvals)
-    sys.stdout.write(f"status: {result.status}\n")
-    if result.status == "awaiting_approval":
-        for pending in result.pending:
-            sys.stdout.write(f"pending: {describe_gate(pending)}\n")
-        sys.stdout.write(f"approve with: {command_line('approve', journal, session_id, '--by', 'NAME')}\n")
-        return 3
-    sys.stdout.write(f"output: {result.text}\n")
-    return 0 if result.status == "completed" else 1
+    try:
+        store = open_journal(journal, create=False)
+    except (UserError, JournalError) as exc:
+        err.write(f"error: {exc}\n")
+        return ExitCode.BAD_INPUT
+    try:
+        result = await _resume(store, session_id, target, as_json, out)
+    except MissingCredentials as exc:
+        again = command_line("resume", journal, session_id, *target.hints, "--offline")
+        err.write(
+            f"error: {str(exc).rstrip('.')}; or go on offline, from the spec's [demo] script: {again}\n"
+        )
+        return ExitCode.BAD_INPUT
+    except (UserError, JournalError) as exc:
+        err.write(f"error: {exc}\n")
+        return ExitCode.BAD_INPUT
+    except JeevesError as exc:
+        err.write(f"error: the run failed: {error_type_name(exc)}: {exc}\n")
+        return ExitCode.FAILED
+    finally:
+        await close_journal(store)
+    if not as_json:
+        out.write("\n".join(outcome_lines(result, journal, offline=target.offline)) + "\n")
+    return exit_code(result.status, result.stop_reason)
+
+
+async def _resume(
+    store: JournalStore, session_id: str, target: ResumeTarget, as_json: bool, out: TextIO
+) -> RunResult:
+    plan = await plan_replay(store, session_id, target.arch)
+    if target.scripted is not None:
+        await skip_served(target.scripted, store, session_id)
+    async with (
+        restored_if_nothing_ran(store, session_id),
+        stream(
+            plan.arch,
+            plan.task,
+            session_id=session_id,
+            role=plan.role,
+            journal=store,
+            router=target.router,
+            approvals=target.approvals,
+        ) as events,
+    ):
+        await follow(events, as_json=as_json, file=out, refresh_per_second=REFRESH_PER_SECOND)
+        return await events.result()
+
+
+async def skip_served(scripted: ScriptedModel, journal: Journal, root: str) -> None:
+    """Advance `scripted` past every model call of run `root` the journal will serve (each
+    one that succeeded), so a resumed offline run gets the replies the run had not used."""
+    if not isinstance(journal, JournalStore):
+        return
+    paths: dict[str, tuple[str, ...]] = {}
+    for record in await journal.sessions(root):  # parents are recorded before their children
+        parent = paths.get(record.parent_id or "", ())
+        paths[record.session_id] = (*parent, record.role)
+        for index in await journal.step_indices(record.session_id):
+            step = await journal.get_step(record.session_id, index)
+            if step is not None and step.kind == "model" and step.error is None:
+                scripted.skip(record.session_id, paths[record.session_id])

@@ -656,28 +656,30 @@ async def resume(
     """
     from jeeves.approvals import record_decision
     from jeeves.replay.api import close_journal, open_journal, plan_replay
+    from jeeves.replay.unchanged import restored_if_nothing_ran
 
     store = open_journal(journal, create=False)
     try:
         plan = await plan_replay(store, session_id, arch)
         for target, decision in (decisions or {}).items():
             await record_decision(store, target, decision)
-        return await run(
-            plan.arch,
-            plan.task,
-            session_id=session_id,
-            role=plan.role,
-            journal=store,
-            approvals=approvals,
-            approver=approver,
-            router=router,
-            model=model,
-            models=models,
-            budget=budget,
-            tracer=tracer,
-            session_ttl_s=session_ttl_s,
-            progress_s=progress_s,
-        )
+        async with restored_if_nothing_ran(store, session_id):  # a failure before any step: as it was
+            return await run(
+                plan.arch,
+                plan.task,
+                session_id=session_id,
+                role=plan.role,
+                journal=store,
+                approvals=approvals,
+                approver=approver,
+                router=router,
+                model=model,
+                models=models,
+                budget=budget,
+                tracer=tracer,
+                session_ttl_s=session_ttl_s,
+                progress_s=progress_s,
+            )
     finally:
         if store is not journal:
             await close_journal(store)

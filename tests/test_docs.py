@@ -73,3 +73,15 @@ def test_samples_start_their_event_loop_only_when_run_as_a_script() -> None:
     samples |= {str(p.relative_to(REPO)): p.read_text() for p in (REPO / "examples").glob("*.py")}
     unguarded = {path: calls for path, code in samples.items() if (calls := _module_level_loop_calls(code))}
     assert unguarded == {}, 'put these under `if __name__ == "__main__":`'
+
+
+def test_the_readme_and_the_quick_start_page_link_every_page() -> None:
+    """The README's documentation list and docs/index.md are the map: a page neither names
+    is a page nobody finds (the nav is checked above)."""
+    pages = {str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md")}
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    from_readme = {link.removeprefix("docs/") for link in re.findall(r"\]\((docs/[^)#]+)", readme)}
+    index = (DOCS / "index.md").read_text(encoding="utf-8")
+    from_index = set(re.findall(r"\]\(([^)#:]+\.md)", index))
+    assert sorted(pages - from_readme) == []
+    assert sorted(pages - from_index - {"index.md"}) == []

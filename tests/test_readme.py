@@ -47,3 +47,13 @@ def test_the_actor_critic_snippet_runs_with_scripted_models(tmp_path: Path) -> N
     assert done.returncode == 0, done.stderr
     assert "approved [0.3333333333333333, 0.9]" in done.stdout, done.stdout  # 1 of 3 real tests passed
     assert "'actor': Usage(" in done.stdout and "'critic': Usage(" in done.stdout
+
+
+def test_the_quick_start_says_how_to_put_jeeves_on_path() -> None:
+    """The quick start installs into .venv and puts nothing on PATH; the next command a user
+    types is `jeeves`, so the README says how it becomes one (or to type .venv/bin/jeeves)."""
+    start = README.index("## Quick start")
+    section = README[start : README.index("\n## ", start + 1)]
+    assert "source .venv/bin/activate" in section
+    assert "`.venv/bin/jeeves`" in section
+    assert (REPO / "docs" / "index.md").read_text(encoding="utf-8").count("source .venv/bin/activate") == 1

@@ -21,6 +21,7 @@ from jeeves.approvals import APPROVAL_MODES, Approvals
 from jeeves.durable.submit import WORKER_TIMEOUT_S, submit, wait, wake
 from jeeves.durable.worker import DATABASE_ENV, Worker
 from jeeves.errors import UserError
+from jeeves.exits import ExitCode, exit_code
 from jeeves.invocation import command_line
 from jeeves.replay._retry import DEFAULT_DB_RETRY_S, configure
 from jeeves.replay.postgres import is_database_url
@@ -186,15 +187,16 @@ async def _submit(args: argparse.Namespace) -> int:
     if not args.wait:
         return 0
     outcome = await wait(session_id, database=args.database)
-    if outcome.get("status") == "awaiting_approval":  # as `jeeves resume` reports a suspended run
+    code = exit_code(str(outcome.get("status")), outcome.get("stop_reason"))  # as `run` and `resume`
+    if code == ExitCode.AWAITING_APPROVAL:
         gates = ", ".join(outcome.get("pending", []))
         sys.stderr.write(f"the run is awaiting approval of gate(s) {gates}; see `jeeves approve`\n")
-        return 3
-    if outcome.get("status") != "completed":
+        return code
+    if code == ExitCode.FAILED:
         sys.stderr.write(f"error: the run failed: {outcome.get('error')}\n")
-        return 1
+        return code
     print(outcome.get("text", ""), flush=True)
-    return 0
+    return code
 
 
 def runs_journal(value: str) -> str:

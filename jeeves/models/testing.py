@@ -116,11 +116,10 @@ class ScriptedModel:
         """Every request received, in order (for assertions)."""
 
     def _pop(self, request: ModelRequest) -> Step:
+        step = self._take(request.session_id, request.role_path)
+        if step is not None:
+            return step
         keys = [request.session_id, *role_keys(request.role_path)]
-        for key in keys:
-            script = self._scripts.get(key)
-            if script:
-                return script.popleft()
         last_user = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
         raise UnexpectedModelCall(
             f"ScriptedModel has no step left for session {request.session_id!r} (looked up {keys!r}); "
@@ -135,6 +134,18 @@ class ScriptedModel:
         response = _to_response(step, request)
         await _stream(response.text, on_delta)
         return response
+
+    def _take(self, session_id: str, role_path: Sequence[str]) -> Step | None:
+        for key in (session_id, *role_keys(role_path)):
+            script = self._scripts.get(key)
+            if script:
+                return script.popleft()
+        return None
+
+    def skip(self, session_id: str, role_path: Sequence[str]) -> None:
+        """Drop the step a call of this session would get, as if it had been made: a resumed
+        run's calls served from its journal, so the script goes on where the run stopped."""
+        self._take(session_id, role_path)
 
     def remaining(self) -> dict[str, int]:
         """Steps left per script key."""

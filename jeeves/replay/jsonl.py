@@ -35,14 +35,22 @@ __all__ = ["JSONLJournal"]
 
 
 def _warn(path: Path, number: int, message: str) -> None:
-    """Warn as `run.jsonl:7: JournalWarning: ...`, one line: the location is the journal's
-    line, and the formatter is kept from quoting it (the torn line may be any size)."""
+    """Warn that line `number` of journal `path` is damaged: the message starts with the
+    place (`run.jsonl line 7: ...`, so it names it wherever it is shown, `-W error`
+    included), and the warning's own location is that line, so filters by location work;
+    the formatter is kept from quoting it (the torn line may be any size)."""
     filename = str(path)
     seeded = filename not in linecache.cache
     if seeded:
         linecache.cache[filename] = (0, None, [], filename)  # no source lines to show
     try:
-        warnings.warn_explicit(message, JournalWarning, filename, number, module="jeeves.replay.jsonl")
+        warnings.warn_explicit(
+            f"{filename} line {number}: {message}",
+            JournalWarning,
+            filename,
+            number,
+            module="jeeves.replay.jsonl",
+        )
     finally:
         if seeded:
             linecache.cache.pop(filename, None)

@@ -1,9 +1,10 @@
-"""`jeeves run SPEC` and `jeeves validate SPEC`.
+"""`jeeves run SPEC`, `jeeves validate SPEC`, and what `jeeves resume` runs a spec's run with.
 
 `run` loads and builds the spec, streams the run to the live tree (or one JSON event per
 line), and prints the output, the stop reason and what each role spent. A configuration
 problem (a bad spec, a missing API key, a bad `--model`) is one `error:` line on stderr
-and exit code 2, never a traceback; a run that fails is exit code 1.
+and exit code 2, never a traceback; a run that fails is exit code 1, one stopped at
+approval gates 3 (every code: `jeeves.exits`).
 """
 
 from __future__ import annotations
@@ -21,10 +22,14 @@ from jeeves.approvals import Approvals
 from jeeves.architecture import Architecture
 from jeeves.budget import Budget
 from jeeves.errors import JeevesError, JournalError, MissingCredentials, UserError
-from jeeves.gate_commands import describe_gate
+from jeeves.exits import ExitCode, exit_code
+from jeeves.gate_commands import REFRESH_PER_SECOND, ResumeTarget, outcome_lines
 from jeeves.invocation import command_line
 from jeeves.journal import error_type_name
 from jeeves.models.router import Router
+from jeeves.models.testing import ScriptedModel
+from jeeves.replay.api import close_journal, open_journal
+from jeeves.replay.source import resolve_ref
 from jeeves.runner import RunResult, stream
 from jeeves.spec.build import build
 from jeeves.spec.load import join_key_path, load_spec
@@ -40,12 +45,13 @@ from jeeves.spec.models import (
 )
 from jeeves.spec.routes import RoutedCall, callers, routing
 from jeeves.spec.source import spec_source
-from jeeves.terminal import follow, spend_lines
+from jeeves.terminal import follow
 
 __all__ = [
     "RunOptions",
     "describe_spec",
     "parse_model_flags",
+    "resume_target",
     "run_command",
     "spec_catalog",
     "validate_command",
@@ -82,11 +88,13 @@ def _error(exc: BaseException, out: TextIO) -> None:
 
 
 async def run_command(options: RunOptions, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    """Run a spec; returns the exit code (0 done, 1 the run failed, 2 a configuration problem)."""
+    """Run a spec; returns the exit code (`jeeves.exits`: 0 done, 1 the run failed, 2 a
+    configuration problem, 3 stopped at approval gates, 4 out of budget)."""
     out, err = out or sys.stdout, err or sys.stderr
     try:
         spec = load_spec(options.spec)
-        arch, router = build(spec, offline=options.offline, models=parse_model_flags(options.models))
+        overrides = parse_model_flags(options.models)
+        arch, router = build(spec, offline=options.offline, models=overrides)
         task = options.task or (spec.demo.task if spec.demo else "")
         if not task.strip():
             raise UserError(f"Give a TASK: {options.spec} has no [demo] task to fall back on.")
@@ -97,7 +105,7 @@ async def run_command(options: RunOptions, out: TextIO | None = None, err: TextI
             raise problem
     except UserError as exc:
         _error(exc, err)
-        return 2
+        return ExitCode.BAD_INPUT
     root: str | None = None
     try:
         async with stream(
@@ -107,30 +115,30 @@ async def run_command(options: RunOptions, out: TextIO | None = None, err: TextI
             session_id=options.session_id,
             budget=budget,
             journal=options.journal,
-            architecture_ref=spec_source(spec),
+            architecture_ref=spec_source(spec, overrides, offline=options.offline),
             approvals=spec.approvals,
         ) as events:
             root = events.session_id
-            await follow(events, as_json=options.as_json, file=out)
+            await follow(events, as_json=options.as_json, file=out, refresh_per_second=REFRESH_PER_SECOND)
             result = await events.result()
     except MissingCredentials as exc:
         hint = "; or try it offline with --offline (the spec's [demo] script answers)"
         err.write(f"error: {str(exc).rstrip('.')}{hint if spec.demo and not options.offline else '.'}\n")
         err.write(_resume_hint(options, root))
-        return 2
+        return ExitCode.BAD_INPUT
     except (UserError, JournalError) as exc:
         _error(exc, err)
-        return 2
+        return ExitCode.BAD_INPUT
     except JeevesError as exc:
         err.write(f"error: the run failed: {error_type_name(exc)}: {exc}\n")
         err.write(_resume_hint(options, root))
-        return 1
+        return ExitCode.FAILED
     except anyio.get_cancelled_exc_class():  # Ctrl-C: the runner cancels this task
         err.write(_resume_hint(options, root, then="resume it"))
         raise
     if not options.as_json:
         out.write(_summary(result, options))
-    return 0
+    return exit_code(result.status, result.stop_reason)
 
 
 def _resume_hint(options: RunOptions, root: str | None, then: str = "once fixed, resume") -> str:
@@ -154,31 +162,67 @@ def _resume_hint(options: RunOptions, root: str | None, then: str = "once fixed,
 
 
 def _summary(result: RunResult, options: RunOptions) -> str:
-    total, *per_path = spend_lines(result.usage, result.usage_by_path)
-    lines = ["", result.text.strip(), "", f"stop reason: {result.stop_reason} · {total}", *per_path]
-    if options.journal:
-        lines.append(f"journal: {options.journal}")
-    if result.status == "awaiting_approval":
-        lines += _gates_hint(result, options.journal, offline=options.offline)
-    elif options.journal:
-        lines.append(f"replay it: {command_line('replay', options.journal, result.session_id)}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(outcome_lines(result, options.journal, offline=options.offline)) + "\n"
 
 
-def _gates_hint(result: RunResult, journal: str | None, *, offline: bool) -> list[str]:
-    """A run suspended at gates: the gates, and how to decide them and go on (a replay would
-    only stop at the same gates again)."""
-    lines = [f"pending: {describe_gate(gate)}" for gate in result.pending]
-    if journal:  # a run without a journal cannot be resumed: its gates are not on record
-        root = result.session_id
-        which = [["--gate", g.gate_id] for g in result.pending] if len(result.pending) > 1 else [[]]
-        for gate in which:
-            lines.append(f"decide with: {command_line('approve', journal, root, '--by', 'NAME', *gate)}")
-        lines.append("  (or `deny` instead of `approve`)")
-        lines.append(f"then resume: {command_line('resume', journal, root)}")
+async def resume_target(
+    journal: str, session_id: str, spec: str | None, *, offline: bool = False, models: Sequence[str] = ()
+) -> ResumeTarget:
+    """What `jeeves resume` goes on with: the spec `spec` (a file, or `module:attr`) or, without
+    it, the spec the run was recorded from (its file, read now) with the `--model` routes the
+    run was given; `models` (`ROLE=MODEL` flags) win over both. The approval policy is the
+    spec file's `[approvals]`, never one read from the journal. `offline` plays the spec's
+    `[demo]` script from where the run stopped."""
+    overrides = parse_model_flags(models)
+    if spec is not None and not spec.endswith(".toml"):
         if offline:
-            lines.append("  (the resume runs the rest on the spec's model routes, not its [demo] script)")
-    return lines
+            raise UserError(f"--offline plays a spec's [demo] script, and {spec!r} is not a spec file.")
+        return ResumeTarget(arch=resolve_ref(spec), router=_routes(overrides), hints=list(models))
+    if spec is None:
+        source = await _recorded_source(journal, session_id)
+        if source.get("kind") != "spec":
+            if offline:
+                raise UserError(
+                    f"Run {session_id!r} was not recorded from a spec, so it has no [demo] script to go on "
+                    f"offline; resume it without --offline (with --model ROLE=MODEL for its routes)."
+                )
+            return ResumeTarget(router=_routes(overrides), hints=list(models))
+        spec = _recorded_spec_file(source, session_id)
+        recorded = source.get("models")
+        if isinstance(recorded, dict):
+            overrides = {str(k): str(v) for k, v in recorded.items()} | overrides
+    loaded = load_spec(spec)
+    arch, router = build(loaded, offline=offline, models=overrides)
+    if problem := unrouted_error(loaded, arch, router):
+        raise problem
+    scripted = next((r.client for r in router.routes.values() if isinstance(r.client, ScriptedModel)), None)
+    return ResumeTarget(arch, router, loaded.approvals, scripted, offline, hints=list(models))
+
+
+def _routes(overrides: dict[str, str]) -> Router | None:
+    return Router(dict(overrides)) if overrides else None
+
+
+async def _recorded_source(journal: str, session_id: str) -> dict[str, object]:
+    store = open_journal(journal, create=False)
+    try:
+        record = await store.get_session(session_id)
+    finally:
+        await close_journal(store)
+    if record is None:
+        runs = command_line("runs", journal)
+        raise UserError(f"{journal} holds no run {session_id!r}; `{runs}` lists its runs.")
+    return dict(record.source or {})
+
+
+def _recorded_spec_file(source: dict[str, object], session_id: str) -> str:
+    path = source.get("path")
+    if not isinstance(path, str) or not Path(path).is_file():
+        raise UserError(
+            f"Run {session_id!r} was recorded from the spec {path!r}, which is not there any more; "
+            f"name the spec to go on with: --spec FILE.toml."
+        )
+    return path
 
 
 async def validate_command(path: str, out: TextIO | None = None, err: TextIO | None = None) -> int:

@@ -4,7 +4,8 @@ A run started from a spec (`jeeves run SPEC`) stores, in its root session record
 `{"kind": "spec", "path": ..., "spec": {...}}`: the architecture's table as `dump` writes
 it, with test files inline, so a replay rebuilds the same architecture even after the
 file changed or moved. Routes and the demo script are left out: a strict replay calls no
-model, and route params are configuration that may hold credentials. Credentials in the
+model, and route params are configuration that may hold credentials; only the model
+strings of `--model ROLE=MODEL` flags are kept (`"models"`), for `jeeves resume`. Credentials in the
 `params` the table keeps (an agent's, a critic's, a pinned model's) are left out too
 (`jeeves.redact`); they are not part of any fingerprint, so the replay is unchanged.
 `path` only makes import paths beside the spec (a tools module) importable again.
@@ -13,26 +14,32 @@ model, and route params are configuration that may hold credentials. Credentials
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-from jeeves.approvals import Approvals
 from jeeves.architecture import Architecture
 from jeeves.errors import UserError
 from jeeves.redact import strip_credentials
 from jeeves.replay.source import register_loader
 from jeeves.spec.build import build
 from jeeves.spec.dump import spec_dict
-from jeeves.spec.load import TOP_LEVEL_TABLES, load_spec, parse_spec
+from jeeves.spec.load import TOP_LEVEL_TABLES, parse_spec
 from jeeves.spec.models import Spec
 
-__all__ = ["load_spec_source", "spec_policy", "spec_source"]
+__all__ = ["load_spec_source", "spec_source"]
 
 
-def spec_source(spec: Spec) -> dict[str, Any]:
-    """The source to record for a run of `spec` (`architecture_ref=` of `jeeves.run`)."""
+def spec_source(
+    spec: Spec, models: Mapping[str, str] | None = None, *, offline: bool = False
+) -> dict[str, Any]:
+    """The source to record for a run of `spec` (`architecture_ref=` of `jeeves.run`).
+
+    `models` are the routes given over the spec's `[models]` (`--model ROLE=MODEL`), kept
+    as `"models"` so `jeeves resume` without `--spec` routes the run as it was routed;
+    `offline` (a run of the `[demo]` script) is kept so the commands printed to go on with
+    the run say `--offline`."""
     table = {k: _no_credentials(v) for k, v in spec_dict(spec).items() if k not in TOP_LEVEL_TABLES}
-    return {"kind": "spec", "path": str(spec.path.resolve()) if spec.path else None, "spec": table}
+    source = {"kind": "spec", "path": str(spec.path.resolve()) if spec.path else None, "spec": table}
+    return source | ({"models": dict(models)} if models else {}) | ({"offline": True} if offline else {})
 
 
 def _no_credentials(value: Any) -> Any:
@@ -57,16 +64,6 @@ def load_spec_source(source: Mapping[str, Any]) -> Architecture:
     path = source.get("path")
     arch, _ = build(parse_spec(table, path=path if isinstance(path, str) else None))
     return arch
-
-
-def spec_policy(source: Mapping[str, Any]) -> Approvals | None:
-    """The `[approvals]` of the spec file a recorded `spec` source was started from, read
-    again from disk (the source leaves the policy out: a resume never enforces the journal's
-    copy); None for another source, or a file that is gone (then a resume asks for one)."""
-    path = source.get("path")
-    if source.get("kind") != "spec" or not isinstance(path, str) or not Path(path).is_file():
-        return None
-    return load_spec(path).approvals
 
 
 register_loader("spec", load_spec_source)

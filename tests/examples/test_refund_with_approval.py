@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -22,10 +23,15 @@ def test_example_suspends_then_is_approved_and_resumed_from_other_processes(tmp_
     lines = done.stdout.splitlines()
     assert lines[0] == "1. status: awaiting_approval"
     assert lines[1].startswith("   pending: t-881#3 issue_refund({'order_id': '881', 'amount': 42.0})")
-    assert lines[2].startswith("2. approved t-881#3  issue_refund(")
-    assert lines[2].endswith("by alice")
-    assert lines[3] == "3. status: completed"
-    assert lines[4].startswith("   output: Done. refunded 42.00 on order 881 (idempotency key jv-")
+    assert lines[2].startswith("2. approved by alice: t-881#3  issue_refund(")
+    assert re.search(r"  expires \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \(in 23 h 59 min\)$", lines[2]), lines[2]
+    assert lines[3] == "3. jeeves"  # the resumed run's tree, as `jeeves run` shows one
+    tree = " ".join(done.stdout.split())  # the tree is wrapped to COLUMNS when it is set
+    assert (
+        "✓ gate t-881#3: issue_refund(order_id='881', amount=42.0) [destructive] · approved by alice" in tree
+    )
+    assert any(line.startswith("   Done. refunded 42.00 on order 881 (idempotency key jv-") for line in lines)
+    assert "   stop reason: completed · 1 model calls · 31 tokens · $0.0000" in lines
 
     listed = run("-m", "jeeves", "runs", str(journal), "--status", "completed")
     assert listed.returncode == 0, listed.stderr

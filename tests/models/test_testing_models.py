@@ -50,6 +50,16 @@ async def test_scripts_are_matched_like_routes() -> None:
     model.assert_consumed()
 
 
+async def test_skip_drops_the_step_a_served_call_would_have_had() -> None:
+    model = ScriptedModel({"coder.critic": ["first", "second"], "critic": ["third"]})
+    model.skip("job__critic_0", ("coder", "critic"))  # served from a journal: never asked
+    model.skip("job__critic_1", ("coder", "critic"))
+    assert (await model.complete(ask(role_path=("coder", "critic")))).text == "third"
+    model.skip("job__critic_2", ("coder", "critic"))  # nothing left to skip: no error
+    model.assert_consumed()
+    assert len(model.requests) == 1
+
+
 async def test_a_plain_list_is_the_default_script_in_order() -> None:
     model = ScriptedModel(["one", "two"])
 

@@ -237,7 +237,7 @@ def test_jeeves_replay_of_a_cut_jsonl_warns_in_one_line_and_exits_2(tmp_path: Pa
     )
     assert done.returncode == 2, done.stderr
     warning, error, *_ = done.stderr.splitlines()  # the warning, then at once the error: no source line
-    assert warning.startswith(f"{path}:{number}: JournalWarning: the last line is incomplete")
+    assert warning.startswith(f"warning: {path} line {number}: the last line is incomplete (")
     assert error.startswith("error: Session 'r1' replayed every recorded step but the journal holds no end")
     assert "output:" not in done.stdout
 

@@ -186,7 +186,7 @@ def test_trace_prints_spans_to_stderr_and_keeps_stdout_events() -> None:
 
 def test_a_zero_budget_stops_before_the_first_call() -> None:
     out = jeeves_cli("run", CODEGEN, "--offline", "--budget-usd", "0")
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == 4, out.stderr  # ExitCode.BUDGET: the budget ran out
     assert "stop reason: budget · 0 model calls" in out.stdout
 
 

@@ -263,6 +263,21 @@ async function decideGate(gate, decision) {
   scheduleRender();
 }
 
+// `2026-11-28T09:00:00Z (in 23 h 59 min)`: as `jeeves run`, `approve` and `resume` print an
+// expiry (jeeves/gate_commands.py, when_expires): ISO 8601 in UTC, then the time left.
+function whenExpires(expiresAt, now) {
+  const stamp = new Date(expiresAt * 1000).toISOString().replace(/\.\d+Z$/, "Z");
+  const left = expiresAt - now;
+  const span = (seconds) => {
+    const minutes = Math.floor(seconds / 60);
+    const [days, hours, mins] = [Math.floor(minutes / 1440), Math.floor((minutes % 1440) / 60), minutes % 60];
+    if (days) return `${days} d ${hours} h`;
+    if (hours) return `${hours} h ${mins} min`;
+    return mins ? `${mins} min` : `${Math.floor(seconds)} s`;
+  };
+  return left >= 0 ? `${stamp} (in ${span(left)})` : `${stamp} (expired ${span(-left)} ago)`;
+}
+
 function renderGates() {
   const box = $("gates");
   const pending = [...view.gates.values()].filter((g) => !view.decided.has(g.gate_id));
@@ -276,7 +291,7 @@ function renderGates() {
     item.dataset.gateId = gate.gate_id;
     const head = mk("div", "gate-head");
     head.append(mk("strong", "", gate.tool), mk("span", "dim", ` ${gate.mode || ""} · ${gate.session_id}`));
-    if (gate.expires_at) head.append(mk("span", "dim", ` · expires ${new Date(gate.expires_at * 1000).toLocaleTimeString()}`));
+    if (gate.expires_at) head.append(mk("span", "dim", ` · expires ${whenExpires(gate.expires_at, Date.now() / 1000)}`));
     item.append(head, jsonView(gate.arguments || {}, 2));
     if (d) item.append(mk("div", `gate-decision ${d.decision}`, `${DECIDED[d.decision] || d.decision} by ${d.by}`));
     else if (view.mode === "live" && view.cursor === null) {
