@@ -44,8 +44,15 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return found
 
 
-_UNREADABLE = ("returned 'choices'", "Empty or invalid response from LLM endpoint")
-"""How litellm says a 200's body was not a chat completion (it calls that a 500)."""
+_UNREADABLE = (
+    "returned 'choices'",  # older litellm
+    "with no 'choices'",  # litellm 1.110: "provider returned a response with no 'choices'"
+    "'choices' that is not a list",
+    "Empty or invalid response from LLM endpoint",
+    "Stream ended before a finish_reason was received",  # litellm 1.110, a cut stream
+)
+"""How litellm says a reply was not a chat completion (it calls that a 500, an APIError,
+or, for a stream cut before its finish reason, a MidStreamFallbackError)."""
 
 
 def _malformed(exc: BaseException) -> bool:
@@ -115,6 +122,19 @@ def _refused(exc: BaseException, model: str, status: int | None) -> InvalidCrede
     )
 
 
+def _unwrapped(exc: BaseException, lm: Any) -> BaseException:
+    """The provider's error inside litellm's MidStreamFallbackError (newer litellm).
+
+    litellm wraps whatever failed mid-stream (a 429, a 5xx, a cut stream) in that one
+    class, a 503 for its own router's fallbacks; what it wraps says what happened.
+    """
+    wrapper = getattr(lm.exceptions, "MidStreamFallbackError", None)
+    inner = getattr(exc, "original_exception", None)
+    if wrapper is not None and isinstance(exc, wrapper) and isinstance(inner, BaseException):
+        return inner
+    return exc
+
+
 def map_litellm_error(
     exc: BaseException, model: str, *, timeout_s: float | None = None
 ) -> ModelError | InvalidCredentials:
@@ -128,6 +148,7 @@ def map_litellm_error(
     ProviderError with no status. The caller chains `exc`.
     """
     lm = litellm_module()
+    exc = _unwrapped(exc, lm)
     code = getattr(exc, "status_code", None)
     status = code if isinstance(code, int) else None
     detail = _detail(exc)

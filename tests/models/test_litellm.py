@@ -585,8 +585,22 @@ async def test_cancelling_mid_stream_leaves_the_caller_working(
         (lambda lm: lm.Timeout("slow", "m", "openai"), ModelTimeout, None, True),
         (lambda lm: lm.RateLimitError("slow down", "openai", "m"), RateLimited, 429, True),
         (lambda lm: RuntimeError("something new"), ProviderError, None, True),
+        (
+            lambda lm: lm.exceptions.MidStreamFallbackError(
+                "wrapped", "m", "openai", original_exception=lm.RateLimitError("slow down", "openai", "m")
+            ),
+            RateLimited,
+            429,
+            True,
+        ),
+        (
+            lambda lm: lm.APIError(500, "provider returned a response with no 'choices'", "openai", "m"),
+            BadResponse,
+            None,
+            True,
+        ),
     ],
-    ids=["auth", "context-window", "timeout", "rate-limit", "unknown"],
+    ids=["auth", "context-window", "timeout", "rate-limit", "unknown", "mid-stream-429", "no-choices"],
 )
 def test_map_litellm_error(make: Any, kind: type[ModelError], status: int | None, retryable: bool) -> None:
     error = map_litellm_error(make(_litellm()), "openai/m")
