@@ -3,8 +3,9 @@
 litellm is imported on the first call, not with this module, so `import jeeves` stays
 fast and works offline; the import takes seconds, so a call makes it in a worker thread,
 one import for concurrent first calls (`load_litellm`, `preload`: `_litellm_loading`).
-Before importing it, `LITELLM_LOCAL_MODEL_COST_MAP` defaults to `True`, so litellm prices
-calls from its bundled price map instead of downloading one.
+Before importing it, litellm's `LITELLM_LOCAL_*` switches (`OFFLINE_SWITCHES`) default to
+`True`, so litellm reads its bundled price map and Anthropic beta headers instead of
+downloading them: a call reaches the provider and nothing else.
 
 Every attempt has a finite timeout (`request.timeout_s`, from the route; 120 s by
 default): it goes to litellm, and jeeves enforces it too, around the call and around each
