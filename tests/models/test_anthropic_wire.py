@@ -283,3 +283,30 @@ async def test_a_failing_critic_reports_one_line_in_its_event_and_result() -> No
     assert round_.critic_error is not None
     assert_one_line(round_.critic_error)
     assert result.output == "def add(a, b): return a + b"
+
+
+async def test_only_a_call_whose_deltas_someone_reads_is_streamed(fake: FakeAnthropic, tmp_path: Any) -> None:
+    route = Route(model=MODEL, params={"api_base": fake.base_url, "api_key": "k"})
+    models = {"default": route}
+    fake.script(Reply("One."), Reply("Two."), Reply("Three."))
+
+    assert (await jeeves.run(Agent("Write."), "Go.", models=models)).output == "One."
+    assert (fake.count(streamed=False), fake.count(streamed=True)) == (1, 0), "no reader: not streamed"
+    async with jeeves.stream(Agent("Write."), "Go.", models=models) as events:
+        deltas = [e async for e in events if e.type == "model.delta"]
+    assert deltas and (fake.count(streamed=False), fake.count(streamed=True)) == (1, 1)
+    await jeeves.run(Agent("Write."), "Go.", models=models, journal=str(tmp_path / "runs.jsonl"))
+    assert fake.count(streamed=True) == 2, "a journal records the deltas for replay: streamed"
+
+
+async def test_a_price_registered_with_litellm_prices_the_model(
+    fake: FakeAnthropic, client: LiteLLMClient
+) -> None:
+    model = "anthropic/claude-priced-by-the-user"  # a name of this test's own: litellm's map is global
+    fake.script(Reply("Hi.", input_tokens=1000, output_tokens=100))
+    entry = {"input_cost_per_token": 0.25e-6, "output_cost_per_token": 1.25e-6}
+    _litellm().register_model({model: {**entry, "litellm_provider": "anthropic", "mode": "chat"}})
+
+    response = await client.complete(ask(model=model))
+
+    assert response.usage.cost_usd == pytest.approx(1000 * 0.25e-6 + 100 * 1.25e-6)
