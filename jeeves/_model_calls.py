@@ -31,11 +31,6 @@ _delta = trusted(ModelDelta)
 _model_completed = trusted(ModelCompleted)
 
 
-async def _unread(text: str) -> None:
-    """The delta sink of a run whose events nobody reads or records: the provider still
-    streams (the request is the same), and no `model.delta` event is built to be dropped."""
-
-
 class ModelCalls(StepsCore):
     """A session's model calls (a part of Context)."""
 
@@ -159,12 +154,12 @@ class ModelCalls(StepsCore):
             request.params = {**route.params, **request.params}
         return client
 
-    def _delta_sink(self, emitted: list[Event] | None, index: int) -> DeltaSink:
+    def _delta_sink(self, emitted: list[Event] | None, index: int) -> DeltaSink | None:
         """Where the provider's streamed text goes: `model.delta` events (kept in `emitted` for
-        a step that records them), or nowhere in a run nobody reads or records."""
+        a step that records them), or None, not streamed, in a run nobody reads or records."""
         state = self._state
         if not state.channel.consume and state.journal is None:
-            return _unread  # jeeves.run with no journal: no reader, no record, so no delta events
+            return None  # jeeves.run with no journal: the provider's non-streaming endpoint
 
         async def on_delta(text: str) -> None:
             # the text comes from the provider's client: validated unless it is a plain str

@@ -23,9 +23,11 @@ models = {
 
 
 def test_the_quick_start_commands_are_the_ones_ci_runs() -> None:
-    extras = re.search(r'pip install -q -e "(\.\[[a-z,]+\])"', (REPO / ".ci" / "run").read_text())
+    ci = (REPO / ".ci" / "run").read_text()
+    extras = re.search(r'pip install -q -e "(\.\[[a-z,]+\])" -c constraints.txt', ci)
     assert extras is not None  # the README installs what CI installs, so its test command passes
-    assert f'.venv/bin/pip install -e "{extras.group(1)}" && .venv/bin/jeeves demo' in README
+    install = f'.venv/bin/pip install -e "{extras.group(1)}" -c constraints.txt && .venv/bin/jeeves demo'
+    assert install in README
     assert "bash scripts/check" in README
     assert (REPO / "scripts" / "check").is_file()
 

@@ -312,9 +312,9 @@ async def test_usage_books_are_the_same_with_and_without_a_journal() -> None:
     assert bare_done == kept_done
 
 
-async def test_run_without_a_reader_or_a_journal_still_streams_from_the_provider() -> None:
-    """`jeeves.run` with no journal builds no `model.delta` events (nobody reads or records
-    them), but the provider is asked exactly as before: with a delta sink, so it streams."""
+async def test_run_without_a_reader_or_a_journal_does_not_ask_the_provider_to_stream() -> None:
+    """`jeeves.run` with no journal has no reader of `model.delta` and no record of it, so
+    the provider is asked without a delta sink (its non-streaming endpoint); a stream is."""
     from jeeves.messages import ModelRequest, ModelResponse
     from jeeves.models.base import DeltaSink
 
@@ -332,10 +332,10 @@ async def test_run_without_a_reader_or_a_journal_still_streams_from_the_provider
             return ModelResponse(text="hi")
 
     result = await jeeves.run(Agent("x"), "go", model=Streaming())
-    assert result.output == "hi" and sinks == [True]
+    assert result.output == "hi" and sinks == [False]
     async with jeeves.stream(Agent("x"), "go", model=Streaming()) as events:
         assert [e.type async for e in events].count("model.delta") == 1
-    assert sinks == [True, True]
+    assert sinks == [False, True]
 
 
 class _Halt(BaseException):

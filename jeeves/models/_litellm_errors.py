@@ -29,7 +29,7 @@ from jeeves.errors import (
 )
 from jeeves.models._litellm_loading import litellm_module
 
-__all__ = ["check_credentials", "credentials_error", "map_litellm_error", "unreadable"]
+__all__ = ["check_credentials", "credentials_error", "map_litellm_error", "provider_message", "unreadable"]
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -44,8 +44,15 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return found
 
 
-_UNREADABLE = ("returned 'choices'", "Empty or invalid response from LLM endpoint")
-"""How litellm says a 200's body was not a chat completion (it calls that a 500)."""
+_UNREADABLE = (
+    "returned 'choices'",  # older litellm
+    "with no 'choices'",  # litellm 1.110: "provider returned a response with no 'choices'"
+    "'choices' that is not a list",
+    "Empty or invalid response from LLM endpoint",
+    "Stream ended before a finish_reason was received",  # litellm 1.110, a cut stream
+)
+"""How litellm says a reply was not a chat completion (it calls that a 500, an APIError,
+or, for a stream cut before its finish reason, a MidStreamFallbackError)."""
 
 
 def _malformed(exc: BaseException) -> bool:
@@ -71,15 +78,63 @@ def _retry_after(exc: BaseException) -> float | None:
 _DETAIL_CHARS = 300
 """How much of a provider's error text a message quotes (an HTML error page can be long)."""
 
+_TAIL = re.compile(
+    r"\s*(?:Traceback \(most recent call last\)|This looks like a bug in LiteLLM|Original exception:"
+    r"|LiteLLM Retried:|Received Model Group|Available Model Group Fallbacks).*",
+    re.S,
+)
+"""Where litellm's additions to a provider's message begin: a traceback, a bug-report link,
+the wrapped exception again, its router's notes. Everything from there is dropped."""
+_WRAPPER = re.compile(r"^(?:litellm\.\w+:\s*|\w+(?:Error|Exception):\s*|\w+Exception\s*-\s*)+")
+"""litellm's class-name prefixes ("litellm.RateLimitError: AnthropicException - ")."""
+_PATH = re.compile(r'(?:File\s+)?"?(?:[A-Za-z]:)?(?:[\\/][\w.@+-]+)+\.pyc?"?(?:,\s*line\s+\d+)?')
+"""A source file's path (and line), as a traceback shows it: never part of a message."""
 
-def _detail(exc: BaseException) -> str:
-    detail = " ".join(str(exc).split()) or type(exc).__name__
+
+def _from_json(text: str) -> str:
+    """The `message` inside a provider's JSON error body (or its bytes' repr), when `text` is one."""
+    if text[:2] in ("b'", 'b"') and text[-1:] == text[1]:
+        text = text[2:-1]
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return text
+    error = body.get("error", body) if isinstance(body, dict) else None
+    message = error.get("message") if isinstance(error, dict) else error
+    return message if isinstance(message, str) and message.strip() else text
+
+
+def provider_message(exc: BaseException) -> str:
+    """The provider's own message in `exc`, in one line: no traceback, no file paths, no
+    litellm wrapper prefixes, at most `_DETAIL_CHARS` characters; the exception's class
+    name when nothing is left. The full text stays on the exception (`__cause__`)."""
+    text = str(getattr(exc, "message", None) or exc)
+    text = _PATH.sub("", _TAIL.sub("", text))
+    text = _from_json(_WRAPPER.sub("", text.strip()).strip())
+    detail = " ".join(text.split()) or type(exc).__name__
     return detail if len(detail) <= _DETAIL_CHARS else f"{detail[: _DETAIL_CHARS - 1]}…"
 
 
+_detail = provider_message
+
+
 def unreadable(model: str, what: str) -> BadResponse:
-    advice = "if it persists, check that `api_base` serves this model's OpenAI-style API"
+    advice = "if it persists, check that `api_base` serves this provider's API"
     return BadResponse(f"Model {model!r} sent {what}; {advice}.", model=model)
+
+
+_PARSE_ERRORS = (AttributeError, IndexError, KeyError, TypeError, ValueError)
+"""What litellm's own code raises on a reply of a shape it did not expect."""
+
+
+def _unparsed(exc: BaseException) -> BaseException | None:
+    """The parse error in a failure raised while reading a reply (a stream's chunk), if any.
+
+    litellm reports its adapter tripping over a reply (an Anthropic stream whose `usage`
+    is null: "'NoneType' object is not a mapping") as an APIConnectionError; the reply
+    was the problem, so it is a retried BadResponse, not the provider's failure.
+    """
+    return next((e for e in _chain(exc) if isinstance(e, _PARSE_ERRORS)), None)
 
 
 def _timed_out(model: str, timeout_s: float | None) -> ModelTimeout:
@@ -115,8 +170,21 @@ def _refused(exc: BaseException, model: str, status: int | None) -> InvalidCrede
     )
 
 
+def _unwrapped(exc: BaseException, lm: Any) -> BaseException:
+    """The provider's error inside litellm's MidStreamFallbackError (newer litellm).
+
+    litellm wraps whatever failed mid-stream (a 429, a 5xx, a cut stream) in that one
+    class, a 503 for its own router's fallbacks; what it wraps says what happened.
+    """
+    wrapper = getattr(lm.exceptions, "MidStreamFallbackError", None)
+    inner = getattr(exc, "original_exception", None)
+    if wrapper is not None and isinstance(exc, wrapper) and isinstance(inner, BaseException):
+        return inner
+    return exc
+
+
 def map_litellm_error(
-    exc: BaseException, model: str, *, timeout_s: float | None = None
+    exc: BaseException, model: str, *, timeout_s: float | None = None, reading: bool = False
 ) -> ModelError | InvalidCredentials:
     """Translate an exception from litellm into the jeeves error the retry logic understands.
 
@@ -128,6 +196,7 @@ def map_litellm_error(
     ProviderError with no status. The caller chains `exc`.
     """
     lm = litellm_module()
+    exc = _unwrapped(exc, lm)
     code = getattr(exc, "status_code", None)
     status = code if isinstance(code, int) else None
     detail = _detail(exc)
@@ -141,6 +210,9 @@ def map_litellm_error(
         return error
     if _malformed(exc) or isinstance(exc, lm.APIResponseValidationError):
         return unreadable(model, f"a reply that could not be read ({detail})")
+    unparsed = _unparsed(exc) if reading and status in (None, 500, 503) else None
+    if unparsed is not None:
+        return unreadable(model, f"a streamed reply litellm could not parse ({provider_message(unparsed)})")
     if isinstance(exc, lm.AuthenticationError | lm.PermissionDeniedError) or status in (401, 403):
         return _refused(exc, model, status)
     if isinstance(exc, lm.ContextWindowExceededError):

@@ -17,7 +17,21 @@ from typing import Any
 
 import anyio
 
-__all__ = ["litellm_module", "load_litellm", "no_mcp_hook", "preload", "warm"]
+__all__ = ["OFFLINE_SWITCHES", "litellm_module", "load_litellm", "no_mcp_hook", "preload", "warm"]
+
+OFFLINE_SWITCHES = (
+    "LITELLM_LOCAL_MODEL_COST_MAP",  # the price map, downloaded at import
+    "LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS",  # Anthropic's beta headers, at the first Anthropic call
+    "LITELLM_LOCAL_BLOG_POSTS",  # the rest are read by litellm's proxy only; set for completeness
+    "LITELLM_LOCAL_POLICY_TEMPLATES",
+    "LITELLM_LOCAL_AUTOROUTER_PRESETS",
+)
+"""litellm's switches that make it read its bundled copy of a file instead of fetching it.
+
+Each is set to `True` before the import unless the user set it: a call must reach only the
+provider. (`tests/models/test_litellm_offline.py` reads the installed litellm's source for
+any switch missing here.)
+"""
 
 
 _loaded: list[Any] = []
@@ -28,6 +42,10 @@ _import_lock = threading.Lock()
 def litellm_module() -> Any:
     """litellm, imported once, offline-safe, with its "Give Feedback" banner off (we report errors).
 
+    Offline-safe: every switch in `OFFLINE_SWITCHES` the user left unset is set, and
+    litellm's Hugging Face tokenizer download is off unless the user turned it on, so
+    nothing but the provider is fetched.
+
     This blocks for the import the first time: on the event loop, call `load_litellm()`
     first. The lock makes threads that ask at once (concurrent first calls, `preload`)
     share one import; later calls only read `_loaded`.
@@ -35,10 +53,13 @@ def litellm_module() -> Any:
     if not _loaded:
         with _import_lock:
             if not _loaded:
-                os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+                for name in OFFLINE_SWITCHES:
+                    os.environ.setdefault(name, "True")
                 import litellm
 
                 litellm.suppress_debug_info = True
+                if litellm.disable_hf_tokenizer_download is None:  # counting tokens: tiktoken, bundled
+                    litellm.disable_hf_tokenizer_download = True
                 warm(litellm)
                 _loaded.append(litellm)
     return _loaded[0]

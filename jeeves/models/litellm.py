@@ -3,8 +3,9 @@
 litellm is imported on the first call, not with this module, so `import jeeves` stays
 fast and works offline; the import takes seconds, so a call makes it in a worker thread,
 one import for concurrent first calls (`load_litellm`, `preload`: `_litellm_loading`).
-Before importing it, `LITELLM_LOCAL_MODEL_COST_MAP` defaults to `True`, so litellm prices
-calls from its bundled price map instead of downloading one.
+Before importing it, litellm's `LITELLM_LOCAL_*` switches (`OFFLINE_SWITCHES`) default to
+`True`, so litellm reads its bundled price map and Anthropic beta headers instead of
+downloading them: a call reaches the provider and nothing else.
 
 Every attempt has a finite timeout (`request.timeout_s`, from the route; 120 s by
 default): it goes to litellm, and jeeves enforces it too, around the call and around each
@@ -22,6 +23,7 @@ that was never found, which is `MissingCredentials` however litellm reports it.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -69,14 +71,33 @@ def _supports_schema(model: str) -> bool:
         return False
 
 
-def _usage(usage: Any, model: str) -> Usage:
-    """Tokens from litellm's usage object, and their USD price (0.0 for a model litellm cannot price)."""
-    if usage is None:
-        return Usage(model_calls=1)
+def price_usd(model: str, usage: Any) -> float | None:
+    """The USD price of `usage` on `model` from litellm's price map (or a map the user
+    registered: docs/concepts/routing.md); None when litellm has no price for the model."""
     try:
-        cost = float(sum(_litellm().cost_per_token(model=model, usage_object=usage)))
-    except Exception:  # not in litellm's price map: an unpriced call costs nothing, it is not an error
+        return float(sum(_litellm().cost_per_token(model=model, usage_object=usage)))
+    except Exception:  # not in the price map: the cost is unknown, not zero
+        return None
+
+
+@functools.cache
+def _usage_says_unpriced() -> bool:
+    """Whether `Usage.cost_usd` takes None ("no known price"); where it cannot, an
+    unpriced call is booked at 0.0 as before."""
+    try:
+        Usage(cost_usd=None)  # type: ignore[arg-type, unused-ignore]
+    except ValueError:  # pydantic's ValidationError
+        return False
+    return True
+
+
+def _usage(usage: Any, model: str) -> Usage:
+    """Tokens from litellm's usage object, and their USD price (None: litellm has no price)."""
+    cost = None if usage is None else price_usd(model, usage)
+    if cost is None and not _usage_says_unpriced():
         cost = 0.0
+    if usage is None:
+        return Usage(model_calls=1, cost_usd=cost)
     tokens = {"input_tokens": usage.prompt_tokens or 0, "output_tokens": usage.completion_tokens or 0}
     return Usage(**tokens, model_calls=1, cost_usd=cost)
 
@@ -148,7 +169,7 @@ async def _from_stream(stream: Any, model: str, on_delta: DeltaSink, timeout_s: 
             except StopAsyncIteration:
                 break
             except Exception as exc:
-                raise map_litellm_error(exc, model, timeout_s=timeout_s) from exc
+                raise map_litellm_error(exc, model, timeout_s=timeout_s, reading=True) from exc
             usage = getattr(chunk, "usage", None) or usage
             piece, chunk_finish = _read_chunk(chunk, calls, model)
             finish = chunk_finish or finish

@@ -128,14 +128,15 @@ async def test_non_streamed_text_has_usage_and_cost(mock: MockOpenAI, client: Li
     assert "stream" not in mock.requests[0]
 
 
-async def test_a_model_without_a_price_costs_nothing(mock: MockOpenAI, client: LiteLLMClient) -> None:
+async def test_a_model_without_a_price_is_unpriced(mock: MockOpenAI, client: LiteLLMClient) -> None:
     mock.script(Text("Hi."), Text("Hi."))
 
     streamed = await client.complete(ask(model=UNPRICED), on_delta=Deltas())
     whole = await client.complete(ask(model=UNPRICED))
 
+    unpriced = jeeves.Usage.model_fields["cost_usd"].annotation != float  # noqa: E721  (None where Usage takes it)
     for response in (streamed, whole):
-        assert response.usage.cost_usd == 0.0
+        assert response.usage.cost_usd == (None if unpriced else 0.0)
         assert response.usage.input_tokens == 12
         assert response.model == UNPRICED
 
@@ -585,8 +586,22 @@ async def test_cancelling_mid_stream_leaves_the_caller_working(
         (lambda lm: lm.Timeout("slow", "m", "openai"), ModelTimeout, None, True),
         (lambda lm: lm.RateLimitError("slow down", "openai", "m"), RateLimited, 429, True),
         (lambda lm: RuntimeError("something new"), ProviderError, None, True),
+        (
+            lambda lm: lm.exceptions.MidStreamFallbackError(
+                "wrapped", "m", "openai", original_exception=lm.RateLimitError("slow down", "openai", "m")
+            ),
+            RateLimited,
+            429,
+            True,
+        ),
+        (
+            lambda lm: lm.APIError(500, "provider returned a response with no 'choices'", "openai", "m"),
+            BadResponse,
+            None,
+            True,
+        ),
     ],
-    ids=["auth", "context-window", "timeout", "rate-limit", "unknown"],
+    ids=["auth", "context-window", "timeout", "rate-limit", "unknown", "mid-stream-429", "no-choices"],
 )
 def test_map_litellm_error(make: Any, kind: type[ModelError], status: int | None, retryable: bool) -> None:
     error = map_litellm_error(make(_litellm()), "openai/m")
