@@ -26,6 +26,7 @@ __all__ = [
     "AuditStats",
     "BudgetExceededEvent",
     "BudgetSliced",
+    "CandidateSelected",
     "CriticFailed",
     "Critique",
     "DelegationCompleted",
@@ -389,6 +390,23 @@ class ApprovalDecided(BaseEvent):
     arguments_hash: str = ""
 
 
+class CandidateSelected(BaseEvent):
+    """BestOfN chose a candidate (or found none that produced an answer)."""
+
+    type: Literal["candidate.selected"] = "candidate.selected"
+    candidate: int | None
+    """The chosen candidate's index k (session `{id}__candidate_{k}`); None when none answered."""
+    child_session_id: str | None = None
+    passed: bool = False
+    """The chosen candidate passed every critic stage."""
+    score: float | None = None
+    """The chosen candidate's last verdict score."""
+    cancelled: list[int] = Field(default_factory=list)
+    """Candidates cancelled when another passed (early stop)."""
+    not_started: list[int] = Field(default_factory=list)
+    """Candidates never started (sequential or batched runs that stopped early)."""
+
+
 class Progress(BaseEvent):
     """Where a live run is, after a completed step (throttled; never part of a replay)."""
 
@@ -431,7 +449,8 @@ Event = Annotated[
     | PlanDecided
     | ApprovalRequested
     | ApprovalDecided
-    | Progress,
+    | Progress
+    | CandidateSelected,
     Field(discriminator="type"),
 ]
 """Any jeeves event; `event.type` tells which."""
