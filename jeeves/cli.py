@@ -199,6 +199,9 @@ def _build_parser() -> argparse.ArgumentParser:
     rejudge.add_argument("--live", action="store_true", help="call LLM critics' models (default: skip them)")
     rejudge.add_argument("--json", action="store_true", help="print one JSON object per changed verdict")
     durable_commands.add_commands(commands)
+    from jeeves.evals.cli import add_eval_command
+
+    add_eval_command(commands)
     return parser
 
 
@@ -403,8 +406,16 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _gate_command(args)
     if args.command in durable_commands.COMMANDS:
         return durable_commands.dispatch(args)
+    if args.command == "eval":
+        from jeeves.evals.cli import eval_command
+
+        return eval_command(args)
     if args.command == "replay":
+        from jeeves.evals.cli import is_eval, replay_eval_command
         from jeeves.spec import build, load_spec  # registers the "spec" source: runs of specs rebuild
+
+        if is_eval(args.journal, args.session):  # an eval's id: rebuild its report
+            return replay_eval_command(args.journal, args.session, None, sys.stdout)
 
         spec = build(load_spec(args.spec))[0] if args.spec and args.spec.endswith(".toml") else args.spec
         return anyio.run(replay_command, args.journal, args.session, spec, bool(args.json))

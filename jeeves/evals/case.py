@@ -1,0 +1,91 @@
+"""One eval case as a run: the architecture answers, the hidden oracle judges, all journaled.
+
+`EvalCase` wraps the architecture under test without adding a level to its tree: the
+architecture runs in the case's own session (`{eval}__case_{i}`), so its children and
+model calls are named as in any run of it, and `jeeves view` opens a case like a run.
+After it answers, the oracle judges every round's candidate (a loop's rounds, or the one
+answer) as journaled `function` steps named `oracle`, and the case's latency is journaled
+as a step named `latency`: a replay serves both, so it rebuilds the report without
+running a test or reading a clock.
+"""
+
+from __future__ import annotations
+
+import time
+
+from pydantic import Field
+
+from jeeves.architecture import Architecture, Output, describe_model
+from jeeves.context import Context
+from jeeves.critics import CodeCritic, Verdict
+from jeeves.critics.code import extract_code
+from jeeves.messages import Usage
+
+__all__ = ["CaseOutput", "EvalCase"]
+
+
+class CaseOutput(Output):
+    """A case's answer, what the oracle said of each round, and what it cost."""
+
+    passed: bool | None = None
+    """The returned answer passed the oracle (None: the case has no oracle)."""
+    round_passed: list[bool] = Field(default_factory=list)
+    """Per round (0 = first draft), whether that round's candidate passed the oracle."""
+    oracle: Verdict | None = None
+    usage: Usage = Field(default_factory=Usage)
+    """The case's whole tree, replayed calls included (the same live and on replay)."""
+    latency_s: float = 0.0
+
+
+class EvalCase:
+    """`arch` run on one case's task, then judged by its hidden tests or expected answer."""
+
+    def __init__(self, arch: Architecture, tests: str | None, expected: str | None) -> None:
+        self.arch, self.tests, self.expected = arch, tests, expected
+        self.name = getattr(arch, "name", type(arch).__name__)
+        self.critic = CodeCritic(tests, name="oracle", timeout_s=30.0) if tests else None
+
+    def describe_model(self, ctx: Context) -> str | None:
+        return describe_model(self.arch, ctx)
+
+    async def run(self, ctx: Context, task: str) -> CaseOutput:
+        started = time.monotonic()
+        answer = await self.arch.run(ctx, task)
+        latency = await self._journaled(ctx, "latency", {}, time.monotonic() - started)
+        texts = [r.text for r in getattr(answer, "rounds", None) or []] or [answer.text]
+        judged: dict[str, Verdict | None] = {}
+        for text in [*texts, answer.text]:
+            if text not in judged:
+                judged[text] = await self._judge(ctx, text)
+        final = judged[answer.text]
+        return CaseOutput(
+            value=answer.value,
+            text=answer.text,
+            stop_reason=answer.stop_reason,
+            passed=None if final is None else final.approves(1.0),
+            round_passed=[bool(v and v.approves(1.0)) for v in (judged[t] for t in texts)],
+            oracle=final,
+            usage=ctx.tree_usage(),
+            latency_s=latency,
+        )
+
+    async def _judge(self, ctx: Context, text: str) -> Verdict | None:
+        if self.critic is not None:
+            critic = self.critic
+
+            async def live() -> Verdict:
+                return await critic.check(extract_code(text))
+
+            request = {"code": extract_code(text), "tests": self.tests}
+            return (await ctx.step("function", "oracle", request, live, Verdict)).value
+        if self.expected is not None:
+            ok = text.strip() == self.expected.strip()
+            return Verdict(score=1.0 if ok else 0.0, hard_fail=not ok, source="expected")
+        return None
+
+    @staticmethod
+    async def _journaled(ctx: Context, name: str, request: dict[str, object], value: float) -> float:
+        async def live() -> float:
+            return value
+
+        return (await ctx.step("function", name, request, live, float)).value
