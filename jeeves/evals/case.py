@@ -11,6 +11,7 @@ running a test or reading a clock.
 
 from __future__ import annotations
 
+import hashlib
 import time
 
 from pydantic import Field
@@ -19,6 +20,7 @@ from jeeves.architecture import Architecture, Output, describe_model
 from jeeves.context import Context
 from jeeves.critics import CodeCritic, Verdict
 from jeeves.critics.code import extract_code
+from jeeves.evals.calibration import Judged
 from jeeves.messages import Usage
 
 __all__ = ["CaseOutput", "EvalCase"]
@@ -35,6 +37,51 @@ class CaseOutput(Output):
     usage: Usage = Field(default_factory=Usage)
     """The case's whole tree, replayed calls included (the same live and on replay)."""
     latency_s: float = 0.0
+    judgements: list[Judged] = Field(default_factory=list)
+    """Every critic verdict on a text the oracle also judged (see `jeeves.evals.calibration`)."""
+
+
+Reviewed = tuple[str, str, list[Verdict], float]
+"""(where: `round_N` or `candidate_K`, the text, the critic verdicts on it, the approval threshold)."""
+
+
+def reviewed_texts(arch: object, answer: Output) -> list[Reviewed]:
+    """The texts a critic judged during the run: a loop's rounds, BestOfN's candidates."""
+    rounds = getattr(answer, "rounds", None)
+    if rounds:
+        threshold = float(getattr(getattr(arch, "settings", None), "threshold", 0.8))
+        return [(f"round_{r.round}", r.text, [r.verdict] if r.verdict else [], threshold) for r in rounds]
+    candidates = getattr(answer, "candidates", None)
+    if candidates:
+        threshold = float(getattr(arch, "threshold", 0.8))
+        return [
+            (f"candidate_{c.index}", c.text, list(c.verdicts), threshold)
+            for c in candidates
+            if c.started and not c.cancelled and c.error is None
+        ]
+    return []
+
+
+def _judgements(
+    sid: str, task: str, reviewed: list[Reviewed], oracle: dict[str, Verdict | None]
+) -> list[Judged]:
+    out = []
+    for where, text, verdicts, threshold in reviewed:
+        truth = oracle.get(text)
+        key = hashlib.sha256(f"{task}\0{text}".encode()).hexdigest()[:16]
+        for verdict in verdicts:
+            for part in verdict.parts or [verdict]:
+                out.append(
+                    Judged(
+                        critic=part.source or "critic",
+                        item=f"{sid}#{where}",
+                        text_key=key,
+                        approved=part.approves(threshold),
+                        score=part.score,
+                        truth=None if truth is None else truth.approves(1.0),
+                    )
+                )
+    return out
 
 
 class EvalCase:
@@ -53,8 +100,9 @@ class EvalCase:
         answer = await self.arch.run(ctx, task)
         latency = await self._journaled(ctx, "latency", {}, time.monotonic() - started)
         texts = [r.text for r in getattr(answer, "rounds", None) or []] or [answer.text]
+        reviewed = reviewed_texts(self.arch, answer)
         judged: dict[str, Verdict | None] = {}
-        for text in [*texts, answer.text]:
+        for text in [*texts, answer.text, *(r[1] for r in reviewed)]:
             if text not in judged:
                 judged[text] = await self._judge(ctx, text)
         final = judged[answer.text]
@@ -67,6 +115,7 @@ class EvalCase:
             oracle=final,
             usage=ctx.tree_usage(),
             latency_s=latency,
+            judgements=_judgements(ctx.session_id, task, reviewed, judged),
         )
 
     async def _judge(self, ctx: Context, text: str) -> Verdict | None:

@@ -21,6 +21,7 @@ import anyio
 
 from jeeves.budget import Budget
 from jeeves.errors import UserError
+from jeeves.evals.calibration import CalibrationReport, calibrate, flip_rate, format_calibration, load_labels
 from jeeves.evals.dataset import Dataset, load_dataset
 from jeeves.evals.html import render_html
 from jeeves.evals.report import CaseResult, EvalReport, build_report, format_table
@@ -63,6 +64,18 @@ def add_eval_command(commands: Any) -> None:
     p.add_argument("--html", dest="html_out", metavar="OUT.html", help="write a self-contained HTML report")
     p.add_argument(
         "--replay", metavar="EVAL_ID", help="rebuild a recorded eval's report offline from --journal"
+    )
+    p.add_argument(
+        "--calibrated-if",
+        metavar="RULES",
+        default="",
+        help='when a critic counts as calibrated, e.g. "precision>=0.9,far<=0.05"',
+    )
+    p.add_argument("--labels", metavar="FILE.jsonl", help="ground-truth labels that override the oracle")
+    p.add_argument(
+        "--rejudge",
+        metavar="CRITIC.toml",
+        help="re-judge the eval's verdicts with a critic version; report flips",
     )
 
 
@@ -135,18 +148,50 @@ def _progress(total: int, err: TextIO) -> tuple[Callable[[CaseResult], None], Ca
     return count, close
 
 
+def _calibration(
+    results: Sequence[CaseResult], args: argparse.Namespace, roots: list[str]
+) -> CalibrationReport | None:
+    judged = [j for r in results for j in r.judgements]
+    if not judged:
+        return None
+    labels = load_labels(args.labels) if getattr(args, "labels", None) else None
+    report = calibrate(judged, getattr(args, "calibrated_if", "") or "", labels=labels)
+    if getattr(args, "rejudge", None):
+        rate, n = anyio.run(_flips, args.journal, args.rejudge, roots)
+        report = report.model_copy(update={"rejudge_flip_rate": rate, "rejudged": n})
+    return report
+
+
+async def _flips(journal: str, critic: str, roots: list[str]) -> tuple[float | None, int]:
+    from jeeves.rejudge import rejudge
+    from jeeves.replay.api import close_journal, open_journal
+    from jeeves.spec.critic_version import load_critic_version
+
+    version = load_critic_version(critic)
+    store = open_journal(journal, create=False)
+    try:
+        judgements = await rejudge(store, version, roots)
+    finally:
+        await close_journal(store)
+    return flip_rate((j.before, j.after) for j in judgements)
+
+
 def _emit(report: EvalReport, args: argparse.Namespace, out: TextIO) -> None:
     out.write(format_table(report))
+    if report.calibration is not None:
+        out.write("\n" + format_calibration(report.calibration))
     if args.json_out:
         Path(args.json_out).write_text(report.model_dump_json(indent=1) + "\n")
     if args.html_out:
         Path(args.html_out).write_text(render_html(report))
 
 
-def _report(manifest: Manifest, results: Sequence[CaseResult]) -> EvalReport:
+def _report(manifest: Manifest, results: Sequence[CaseResult], args: argparse.Namespace) -> EvalReport:
     names = [c["name"] for c in manifest.configs]
     data = manifest.dataset
-    return build_report(manifest.eval_id, data.source, data.sha256, names, results, manifest.samples)
+    report = build_report(manifest.eval_id, data.source, data.sha256, names, results, manifest.samples)
+    roots = [manifest.root_id(n) for n in names]
+    return report.model_copy(update={"calibration": _calibration(results, args, roots)})
 
 
 def eval_command(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -190,7 +235,7 @@ def eval_command(args: argparse.Namespace, out: TextIO | None = None, err: TextI
         stop()
     manifest = read_manifest(args.journal, eval_id)
     assert manifest is not None
-    _emit(_report(manifest, results), args, out)
+    _emit(_report(manifest, results, args), args, out)
     err.write(f"replay offline: jeeves replay {args.journal} {eval_id}\n")
     return 0
 
@@ -203,8 +248,8 @@ def replay_eval_command(journal: str, eval_id: str, args: argparse.Namespace | N
             f"No eval {eval_id!r} beside {journal!r} (no {journal}.{eval_id}.eval.json); check the id."
         )
     results = anyio.run(lambda: replay_eval(manifest, journal))
-    options = args or argparse.Namespace(json_out=None, html_out=None)
-    _emit(_report(manifest, results), options, out)
+    options = args or argparse.Namespace(json_out=None, html_out=None, journal=journal)
+    _emit(_report(manifest, results, options), options, out)
     return 0
 
 

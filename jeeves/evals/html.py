@@ -10,6 +10,7 @@ import html
 import json
 from typing import Any
 
+from jeeves.evals.calibration import format_calibration
 from jeeves.evals.report import EvalReport, format_table
 
 __all__ = ["chart_data", "render_html"]
@@ -80,9 +81,11 @@ def render_html(report: EvalReport) -> str:
     """The whole page: title, chart, table, and the report's JSON (for tools)."""
     title = html.escape(f"jeeves eval {report.eval_id}")
     data = html.escape(json.dumps(report.model_dump(mode="json"), indent=1))
+    critics = report.calibration
+    extra = f"<pre>{html.escape(format_calibration(critics))}</pre>\n" if critics is not None else ""
     return (
         f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
         "<style>body{font-family:sans-serif;margin:2em}pre{background:#f6f6f6;padding:1em}</style></head>"
-        f"<body><h1>{title}</h1>\n{render_svg(report)}\n<pre>{html.escape(format_table(report))}</pre>\n"
+        f"<body><h1>{title}</h1>\n{render_svg(report)}\n<pre>{html.escape(format_table(report))}</pre>\n{extra}"
         f'<details><summary>report JSON</summary><pre id="report">{data}</pre></details></body></html>\n'
     )

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
+from jeeves.evals.calibration import CalibrationReport, Judged
 from jeeves.evals.stats import mean, pass_at_k, percentile, wilson_interval
 
 __all__ = ["CaseResult", "ConfigReport", "EvalReport", "build_report", "format_table"]
@@ -42,6 +43,7 @@ class CaseResult(BaseModel):
     model_calls: int = 0
     latency_s: float = 0.0
     stop_reason: str = ""
+    judgements: list[Judged] = []
 
 
 class ConfigReport(BaseModel):
@@ -72,6 +74,8 @@ class EvalReport(BaseModel):
     dataset_sha256: str
     samples: int
     configs: list[ConfigReport]
+    calibration: CalibrationReport | None = None
+    """The critics measured as classifiers, when the runs' critics judged anything."""
 
 
 def _round_rates(runs: Sequence[CaseResult]) -> list[float]:

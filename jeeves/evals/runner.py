@@ -107,6 +107,7 @@ def _result(
         model_calls=out.usage.model_calls,
         latency_s=out.latency_s,
         stop_reason=out.stop_reason,
+        judgements=out.judgements,
     )
 
 

@@ -127,3 +127,40 @@ def test_humaneval_loads_164_tasks_whose_canonical_solutions_pass_their_oracle()
     assert verdict.approves(1.0), verdict
     broken = anyio.run(CodeCritic(data.cases[0].tests or "").check, problem["prompt"] + "    return False\n")
     assert not broken.approves(1.0)
+
+
+def test_the_eval_measures_its_critics_against_the_oracle_and_labels(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cases, journal = dataset(tmp_path), str(tmp_path / "e.db")
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(json.dumps({"item": "t3__case_0#round_0", "label": True}) + "\n")
+    argv = ["eval", "tests.evals.archs:looped", "--dataset", str(cases), "--journal", journal, "--id", "t3"]
+    out_json = tmp_path / "r.json"
+    assert main([*argv, "--calibrated-if", "precision>=0.9,far<=0.05", "--json", str(out_json)]) == 0
+    live = capsys.readouterr().out
+    assert "function  4  2/0/0/2      1.00       1.00    0.00  1.00" in live
+    critic = json.loads(out_json.read_text())["calibration"]["critics"][0]
+    assert (critic["calibrated"], critic["far"]) == (True, 0.0)
+    # a person says round 0 of case 0 (which returns 0) is right: the critic now misses it
+    assert (
+        main(
+            [
+                "eval",
+                "--replay",
+                "t3",
+                "--journal",
+                journal,
+                "--labels",
+                str(labels),
+                "--calibrated-if",
+                "recall>=0.9",
+            ]
+        )
+        == 0
+    )
+    relabelled = capsys.readouterr().out
+    assert "function  4  2/0/1/1" in relabelled and "no: recall>=0.9 (is 0.667)" in relabelled
+    labels.write_text("{broken\n")
+    assert main(["eval", "--replay", "t3", "--journal", journal, "--labels", str(labels)]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {labels} line 1: expected")
