@@ -135,7 +135,7 @@ class _CandidateRun:
         verdicts: list[Verdict] = []
         for s, critic in enumerate(self.stages):
             prompt = render(self.template, task=task, output=answer.text, verdict=None, history="", round=0)
-            review = Review(task=task, output=answer.text, round=0, prompt=prompt)
+            review = Review(task=task, output=answer.text, round=0, prompt=prompt, threshold=self.threshold)
             judged = await ctx.run(CriticSession(critic, review), prompt, role="critic", index=s)
             assert isinstance(judged.value, Verdict)
             verdicts.append(judged.value)

@@ -32,7 +32,20 @@ from jeeves.errors import UserError
 from jeeves.events import AuditStats, Critique
 from jeeves.findings import Finding
 
-__all__ = ["Obtained", "Verdict", "combine_verdicts", "computed_verdict", "critique_event", "normalise_score"]
+__all__ = [
+    "EVALUATION_EVENT",
+    "Obtained",
+    "Verdict",
+    "combine_verdicts",
+    "computed_verdict",
+    "critique_event",
+    "evaluation_attributes",
+    "evaluation_events",
+    "normalise_score",
+]
+
+EVALUATION_EVENT = "gen_ai.evaluation.result"
+"""The OpenTelemetry GenAI semantic conventions' event for an evaluation's result."""
 
 Obtained = Literal["schema", "repaired", "fallback", "function"]
 """How a verdict was obtained. schema: the model's reply fit the schema as it was;
@@ -278,3 +291,42 @@ def verdict_reply_schema() -> dict[str, Any]:
         "required": ["score", "issues", "summary"],
         "additionalProperties": False,
     }
+
+
+def evaluation_attributes(
+    name: str, *, score: float | None, label: str | None, explanation: str, evaluated: str
+) -> dict[str, str | float | bool]:
+    """A `gen_ai.evaluation.result` event's attributes (GenAI semantic conventions): the
+    evaluation's name, score and label, its explanation (content: kept only when a tracer
+    captures content), and the jeeves session that was judged."""
+    attributes: dict[str, str | float | bool] = {
+        "gen_ai.evaluation.name": name,
+        "jeeves.evaluated.session.id": evaluated,
+    }
+    if score is not None:
+        attributes["gen_ai.evaluation.score.value"] = score
+    if label is not None:
+        attributes["gen_ai.evaluation.score.label"] = label
+    if explanation:
+        attributes["gen_ai.evaluation.explanation"] = explanation
+    return attributes
+
+
+def evaluation_events(
+    verdict: Verdict, *, threshold: float, evaluated: str
+) -> list[tuple[str, dict[str, str | float | bool]]]:
+    """One `gen_ai.evaluation.result` per critic in `verdict` (each part of a combined one):
+    label `pass` when that critic's verdict approves at `threshold`, else `fail`."""
+    events = []
+    for part in verdict.parts or [verdict]:
+        explanation = part.summary or "; ".join(part.issues)
+        attributes = evaluation_attributes(
+            part.source or "critic",
+            score=part.score,
+            label="pass" if part.approves(threshold) else "fail",
+            explanation=explanation,
+            evaluated=evaluated,
+        )
+        attributes["jeeves.evaluation.obtained"] = part.obtained
+        events.append((EVALUATION_EVENT, attributes))
+    return events
