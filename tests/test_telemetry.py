@@ -660,4 +660,5 @@ async def test_watchdog_verdicts_and_steering_are_events_on_the_agents_span(capt
     assert ("jeeves.steering.message" in steering) is capture
     if capture:
         assert list(verdict["jeeves.watchdog.window"])[0].startswith('restart({"name": "web"})')
-    assert not traced.named("invoke_agent goal").events
+    # the goal's own span carries only its success critic's verdict, as an evaluation
+    assert [e.name for e in traced.named("invoke_agent goal").events] == ["gen_ai.evaluation.result"]
