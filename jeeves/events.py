@@ -245,6 +245,8 @@ class Critique(BaseEvent):
     threshold: float | None = None
     """The score the loop approves at (None when the emitter did not say), so a UI can show
     the score against it."""
+    evidence: str = "unknown"
+    """What the verdict rests on: task_tests, model_tests, judge, citations, function, combined."""
 
 
 class Refinement(BaseEvent):

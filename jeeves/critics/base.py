@@ -118,7 +118,9 @@ class FunctionCritic:
 
         request = {"task": review.task, "output": review.output}
         verdict, _ = await ctx.step("function", self.name, request, live, Verdict)
-        return verdict
+        return (
+            verdict if verdict.evidence != "unknown" else verdict.model_copy(update={"evidence": "function"})
+        )
 
 
 def as_critic(critic: object) -> Critic:
@@ -213,4 +215,5 @@ class CriticSession:
             verdict, threshold=self.review.threshold, evaluated=evaluated
         ):
             ctx.add_span_event(parent, name, attributes)
-        return Output(value=verdict, text=verdict.model_dump_json(exclude={"parts"}))
+        # `evidence` is left out of the text, so sessions recorded before it existed replay
+        return Output(value=verdict, text=verdict.model_dump_json(exclude={"parts", "evidence"}))

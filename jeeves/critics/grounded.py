@@ -207,7 +207,7 @@ class GroundedAuditCritic:
             uncited_claims=len(grounding.uncited),
             duration_ms=duration,
         )
-        return verdict.model_copy(update={"audit": stats})
+        return verdict.model_copy(update={"audit": stats, "evidence": "citations"})
 
 
 def _read(text: str) -> tuple[GroundedCritique | None, str]:

@@ -34,6 +34,8 @@ from jeeves.findings import Finding
 
 __all__ = [
     "EVALUATION_EVENT",
+    "WEAK_EVIDENCE",
+    "Evidence",
     "Obtained",
     "Verdict",
     "combine_verdicts",
@@ -43,6 +45,16 @@ __all__ = [
     "evaluation_events",
     "normalise_score",
 ]
+
+Evidence = Literal["task_tests", "model_tests", "judge", "citations", "function", "combined", "unknown"]
+"""What a verdict rests on. task_tests: tests the task (or the user) gave, run against the
+answer; model_tests: tests a model wrote for its own answer (weaker: they share the
+answer's blind spots); judge: a model's opinion; citations: a check of cited sources;
+function: your Python check; combined: several of these; unknown: not said (verdicts
+recorded before this field existed)."""
+
+WEAK_EVIDENCE: frozenset[str] = frozenset({"model_tests", "judge", "unknown"})
+"""Evidence that cannot by itself tell a right answer from a wrong one it agrees with."""
 
 EVALUATION_EVENT = "gen_ai.evaluation.result"
 """The OpenTelemetry GenAI semantic conventions' event for an evaluation's result."""
@@ -153,6 +165,13 @@ class Verdict(BaseModel):
     given as an object with any of those keys becomes a finding, and its text an issue."""
     audit: AuditStats | None = None
     """A grounded audit's telemetry (invalid citations, uncited claims, duration), when it is one."""
+    evidence: Evidence = "unknown"
+    """What the verdict rests on (see `Evidence`); set by the critic that gave it."""
+
+    @property
+    def weak_evidence(self) -> bool:
+        """True when it rests on a model's opinion or its own tests (see `WEAK_EVIDENCE`)."""
+        return self.evidence in WEAK_EVIDENCE
 
     @model_validator(mode="before")
     @classmethod
@@ -228,6 +247,7 @@ def critique_event(
         findings=verdict.findings,
         audit=verdict.audit,
         threshold=threshold,
+        evidence=verdict.evidence,
     )
 
 
@@ -258,6 +278,8 @@ def combine_verdicts(verdicts: Sequence[Verdict], weights: Mapping[str, float] |
         total = sum(weights[v.source] for v in verdicts)
         score = sum(weights[v.source] * v.score for v in verdicts) / total
     summaries = [f"{v.source}: {v.summary}" for v in verdicts if v.summary]
+    kinds = {v.evidence for v in verdicts}
+    evidence: Evidence = kinds.pop() if len(kinds) == 1 else "combined"
     return Verdict(
         score=score,
         issues=[issue for v in verdicts for issue in v.tagged_issues()],
@@ -267,6 +289,7 @@ def combine_verdicts(verdicts: Sequence[Verdict], weights: Mapping[str, float] |
         obtained=min((v.obtained for v in verdicts), key=_RELIABILITY.index),
         parts=list(verdicts),
         findings=[f for v in verdicts for f in v.findings],
+        evidence=evidence,
     )
 
 

@@ -28,12 +28,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 from pydantic import BaseModel, Field
 
 from jeeves.architecture import Architecture, Output
 from jeeves.budget import Budget
 from jeeves.context import Context
-from jeeves.errors import PROGRAM_ERRORS, UserError
+from jeeves.errors import PROGRAM_ERRORS, InvalidCredentials, MissingCredentials, UserError
 from jeeves.evals.case import CaseOutput, EvalCase
 from jeeves.evals.dataset import Case, Dataset
 from jeeves.evals.report import CaseResult, build_report, format_table
@@ -48,6 +49,8 @@ from jeeves.runner import run
 __all__ = ["EvalConfig", "EvalOutput", "EvalRun", "Manifest", "manifest_path", "replay_eval", "run_eval"]
 
 OnDone = Callable[[CaseResult], None]
+_FATAL: tuple[type[Exception], ...] = (*PROGRAM_ERRORS, MissingCredentials, InvalidCredentials)
+"""Errors that stop the whole eval (a bug, a journal that diverges, no key): not a case's failure."""
 
 
 @dataclass
@@ -128,17 +131,27 @@ class EvalRun:
         results: list[CaseResult | None] = [None] * len(jobs)
         limiter = anyio.CapacityLimiter(self.concurrency)
 
-        async def one(n: int) -> None:
+        fatal: list[BaseException | None] = [None] * len(jobs)
+
+        async def one(n: int, tg: anyio.abc.TaskGroup) -> None:
             i, case, j = jobs[n]
             role, index = ("case", i) if samples == 1 else (f"case_{i}_sample", j)
             sid = f"{ctx.session_id}__{role}_{index}"
             async with limiter:
-                results[n] = await self._case(ctx, case, role, index, i, j, sid)
+                try:
+                    results[n] = await self._case(ctx, case, role, index, i, j, sid)
+                except _FATAL as exc:  # the eval cannot go on: stop every case, raise one error
+                    fatal[n] = exc
+                    tg.cancel_scope.cancel()
+                    return
             self.on_done(results[n])  # type: ignore[arg-type]
 
         async with anyio.create_task_group() as tg:
             for n in range(len(jobs)):
-                tg.start_soon(one, n)
+                tg.start_soon(one, n, tg)
+        first = next((e for e in fatal if e is not None), None)
+        if first is not None:
+            raise first
         done = [r for r in results if r is not None]
         report = build_report(
             m.eval_id, m.dataset.source, m.dataset.sha256, [self.config.name], done, samples
@@ -155,8 +168,8 @@ class EvalRun:
             out = await ctx.run(
                 EvalCase(self.config.arch, case.tests, case.expected), case.task, role=role, index=index
             )
-        except PROGRAM_ERRORS:
-            raise
+        except _FATAL:
+            raise  # the eval cannot run at all: say so once, not once per case
         except Exception as exc:  # the case failed (its run, or the budget): reported, the others go on
             return _result(name, i, case, j, sid, None, f"{error_type_name(exc)}: {exc}")
         assert isinstance(out, CaseOutput)
