@@ -118,3 +118,24 @@ async def test_bad_configuration_is_one_user_error() -> None:
         BestOfN([Agent("x"), Agent("y")], [adds], n=3)
     with pytest.raises(UserError, match="not an architecture"):
         BestOfN(["x"], [adds])  # type: ignore[list-item]
+
+
+async def test_a_supervisor_worker_can_be_a_best_of_n() -> None:
+    from jeeves import Supervisor
+    from jeeves.testing import Reply, call
+
+    model = ScriptedModel(
+        {
+            "supervisor": [
+                Reply(tool_calls=[call("delegate", {"worker": "coder", "instructions": TASK})]),
+                "Done: " + GOOD,
+            ],
+            "lead__coder_0__candidate_0": ["def add(a, b): return a - b"],
+            "lead__coder_0__candidate_1": [GOOD],
+        }
+    )
+    coder = BestOfN(Agent("You write Python."), [adds], n=2, parallel=False)
+    result = await jeeves.run(Supervisor({"coder": coder}), TASK, model=model, session_id="lead")
+    assert result.output == "Done: " + GOOD
+    worker = result.usage_by_session
+    assert "lead__coder_0__candidate_1" in worker and "lead__coder_0__candidate_0" in worker
