@@ -137,8 +137,9 @@ async def oracle(code: str, tests: str, entry: str) -> bool:
         path = Path(scratch) / "oracle.py"
         path.write_text(program)
         try:
-            done = await anyio.run_process([sys.executable, str(path)], check=False)
-        except OSError:
+            with anyio.fail_after(10):  # a mutant may loop forever: that is a failure (the process is killed)
+                done = await anyio.run_process([sys.executable, str(path)], check=False)
+        except (OSError, TimeoutError):
             return False
     return done.returncode == 0
 

@@ -49,6 +49,8 @@ from jeeves.runner import run
 __all__ = ["EvalConfig", "EvalOutput", "EvalRun", "Manifest", "manifest_path", "replay_eval", "run_eval"]
 
 OnDone = Callable[[CaseResult], None]
+SOURCE_KIND = "jeeves_eval"
+"""The kind of source an eval run records (its manifest and configuration), for replay."""
 _FATAL: tuple[type[Exception], ...] = (*PROGRAM_ERRORS, MissingCredentials, InvalidCredentials)
 """Errors that stop the whole eval (a bug, a journal that diverges, no key): not a case's failure."""
 
@@ -200,7 +202,7 @@ _BUILDER: list[Callable[[str, str], EvalConfig]] = []
 
 
 def _source(manifest: Manifest, config: str) -> dict[str, Any]:
-    return {"kind": "eval", "manifest": manifest.model_dump(mode="json"), "config": config}
+    return {"kind": SOURCE_KIND, "manifest": manifest.model_dump(mode="json"), "config": config}
 
 
 def _load(source: Mapping[str, Any]) -> Architecture:
@@ -215,7 +217,7 @@ def _load(source: Mapping[str, Any]) -> Architecture:
     return EvalRun(manifest, _BUILDER[0](name, ref), concurrency=1)
 
 
-register_loader("eval", _load)
+register_loader(SOURCE_KIND, _load)
 
 
 def set_builder(build: Callable[[str, str], EvalConfig]) -> None:

@@ -23,18 +23,6 @@ def adds(task: str, output: str) -> Verdict:
     return Verdict(score=1.0 if ok else 0.0, hard_fail=not ok, issues=[] if ok else ["wrong"], source="tests")
 
 
-def answers(by_candidate: dict[int, str], blocked: set[int] = frozenset()) -> FunctionModel:  # type: ignore[assignment]
-    """Candidate k answers by_candidate[k]; a blocked candidate waits forever (until cancelled)."""
-
-    async def reply(request: ModelRequest) -> str:
-        k = int(request.session_id.rsplit("_", 1)[1])
-        if k in blocked:
-            await anyio.sleep_forever()
-        return by_candidate[k]
-
-    return FunctionModel(reply)
-
-
 async def streamed(arch: object, model: object, **kw: object) -> tuple[jeeves.RunResult, list[Event]]:
     async with jeeves.stream(arch, TASK, model=model, session_id="bon", **kw) as events:  # type: ignore[arg-type]
         seen = [e async for e in events]
@@ -48,8 +36,23 @@ def detail(result: jeeves.RunResult) -> BestOfNOutput:
 
 async def test_picks_the_passing_candidate_stops_early_and_replays_exactly(tmp_path: object) -> None:
     journal = jeeves.MemoryJournal()
-    model = answers({0: "def add(a, b): return a - b", 1: GOOD, 2: "never"}, blocked={2})
-    arch = BestOfN(Agent("You write Python."), [adds], n=3)
+    judged_first = anyio.Event()  # candidate 1 answers once candidate 0 was judged: a fixed order
+
+    async def adds_in_order(task: str, output: str) -> Verdict:
+        if "a + b" not in output:
+            judged_first.set()
+        return adds(task, output)
+
+    async def reply(request: ModelRequest) -> str:
+        k = int(request.session_id.rsplit("_", 1)[1])
+        if k == 1:
+            await judged_first.wait()
+        if k == 2:
+            await anyio.sleep_forever()
+        return {0: "def add(a, b): return a - b", 1: GOOD}[k]
+
+    model = FunctionModel(reply)
+    arch = BestOfN(Agent("You write Python."), [adds_in_order], n=3)
     live, live_events = await streamed(arch, model, journal=journal)
     out = detail(live)
     assert (live.output, out.selected, live.stop_reason) == (GOOD, 1, "passed")
