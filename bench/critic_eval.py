@@ -121,7 +121,10 @@ def example_tests(prompt: str, entry: str) -> str | None:
     except SyntaxError:
         return None
     docstring = ast.get_docstring(found[0]) if found else None
-    examples = doctest.DocTestParser().get_examples(docstring or "")
+    try:
+        examples = doctest.DocTestParser().get_examples(docstring or "")
+    except ValueError:  # a docstring doctest cannot parse: the critic has no examples
+        return None
     lines = [f"    assert repr({e.source.strip()}) == {e.want.strip()!r}" for e in examples if e.want.strip()]
     if not lines:
         return None
