@@ -37,6 +37,9 @@ class CaseOutput(Output):
     usage: Usage = Field(default_factory=Usage)
     """The case's whole tree, replayed calls included (the same live and on replay)."""
     latency_s: float = 0.0
+    right_candidate: bool | None = None
+    """For a BestOfN: whether any candidate it judged passed the oracle (None otherwise), so
+    selection accuracy can be told apart from pass@1."""
     judgements: list[Judged] = Field(default_factory=list)
     """Every critic verdict on a text the oracle also judged (see `jeeves.evals.calibration`)."""
 
@@ -60,6 +63,14 @@ def reviewed_texts(arch: object, answer: Output) -> list[Reviewed]:
             if c.started and not c.cancelled and c.error is None
         ]
     return []
+
+
+def _any_right(answer: Output, oracle: dict[str, Verdict | None]) -> bool | None:
+    candidates = getattr(answer, "candidates", None)
+    if not candidates:
+        return None
+    texts = [c.text for c in candidates if c.started and not c.cancelled and c.error is None]
+    return any((v := oracle.get(t)) is not None and v.approves(1.0) for t in texts)
 
 
 def _judgements(
@@ -116,6 +127,7 @@ class EvalCase:
             usage=ctx.tree_usage(),
             latency_s=latency,
             judgements=_judgements(ctx.session_id, task, reviewed, judged),
+            right_candidate=_any_right(answer, judged),
         )
 
     async def _judge(self, ctx: Context, text: str) -> Verdict | None:

@@ -44,6 +44,8 @@ class CaseResult(BaseModel):
     latency_s: float = 0.0
     stop_reason: str = ""
     judgements: list[Judged] = []
+    right_candidate: bool | None = None
+    """BestOfN: a candidate it judged was right (selection could succeed)."""
 
 
 class ConfigReport(BaseModel):
@@ -66,6 +68,9 @@ class ConfigReport(BaseModel):
     latency_p95_s: float | None
     errors: list[str]
     """`case id: error`, one per errored run."""
+    selection: tuple[int, int] | None = None
+    """BestOfN: (runs whose selected answer passed, runs with a right candidate to select);
+    None for other architectures."""
 
 
 class EvalReport(BaseModel):
@@ -101,6 +106,13 @@ def _pass_at(runs: Sequence[CaseResult], samples: int) -> dict[int, float]:
     return out
 
 
+def _selection(runs: Sequence[CaseResult]) -> tuple[int, int] | None:
+    if not any(r.right_candidate is not None for r in runs):
+        return None
+    selectable = [r for r in runs if r.right_candidate]
+    return sum(1 for r in selectable if r.passed), len(selectable)
+
+
 def _config(name: str, runs: Sequence[CaseResult], samples: int) -> ConfigReport:
     n, passed = len(runs), sum(1 for r in runs if r.passed)
     low, high = wilson_interval(passed, n)
@@ -126,6 +138,7 @@ def _config(name: str, runs: Sequence[CaseResult], samples: int) -> ConfigReport
         usd_per_solved=usd / passed if passed and usd is not None else None,
         latency_mean_s=mean(latencies),
         latency_p95_s=percentile(latencies, 95),
+        selection=_selection(runs),
         errors=[
             r.error if r.error.startswith(r.case_id) else f"{r.case_id}: {r.error}" for r in runs if r.error
         ],
@@ -193,4 +206,9 @@ def format_table(report: EvalReport) -> str:
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
     title = f"eval {report.eval_id} on {report.dataset} ({report.samples} sample(s) per case)"
     errors = [f"  {c.name}: {e}" for c in report.configs for e in c.errors]
+    lines += [
+        f"selection accuracy ({c.name}): {c.selection[0]}/{c.selection[1]} runs with a right candidate returned one"
+        for c in report.configs
+        if c.selection is not None
+    ]
     return "\n".join([title, *lines, *(["errored cases:", *errors] if errors else [])]) + "\n"

@@ -113,6 +113,7 @@ def _result(
         latency_s=out.latency_s,
         stop_reason=out.stop_reason,
         judgements=out.judgements,
+        right_candidate=out.right_candidate,
     )
 
 
