@@ -73,3 +73,10 @@ def test_thresholds_parse_or_fail_in_one_line() -> None:
     assert parse_thresholds("precision>=0.9, far<=0.05") == [("precision", ">=", 0.9), ("far", "<=", 0.05)]
     with pytest.raises(UserError, match="'accuracy>0.5' is not METRIC OP NUMBER"):
         parse_thresholds("accuracy>0.5")
+
+
+def test_flip_rate_counts_changed_outcomes_among_rejudged_verdicts() -> None:
+    from jeeves.evals.calibration import flip_rate
+
+    assert flip_rate([("approved", "approved"), ("approved", "refused"), ("refused", None)]) == (0.5, 2)
+    assert flip_rate([]) == (None, 0)
