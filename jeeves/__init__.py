@@ -41,7 +41,7 @@ from jeeves.runner import RunResult, RunStream, replay, resume, run, stream
 from jeeves.tools import Tool, tool
 
 if TYPE_CHECKING:
-    from jeeves.architectures import ActorCritic, Goal, PlanExecute, SelfRefine, Supervisor
+    from jeeves.architectures import ActorCritic, BestOfN, Goal, PlanExecute, SelfRefine, Supervisor
     from jeeves.critics import CitationCritic, CodeCritic, LLMCritic, Verdict, Watchdog
     from jeeves.models.testing import FunctionModel, ScriptedModel
     from jeeves.replay import JSONLJournal, SQLiteJournal
@@ -51,6 +51,7 @@ _LAZY = {
     "FunctionModel": "jeeves.models.testing",
     "ScriptedModel": "jeeves.models.testing",
     "ActorCritic": "jeeves.architectures",
+    "BestOfN": "jeeves.architectures",
     "Goal": "jeeves.architectures",
     "PlanExecute": "jeeves.architectures",
     "SelfRefine": "jeeves.architectures",
@@ -84,6 +85,7 @@ __all__ = [
     "AgentError",
     "Architecture",
     "BadResponse",
+    "BestOfN",
     "Budget",
     "BudgetExceeded",
     "CitationCritic",

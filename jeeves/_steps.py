@@ -174,6 +174,13 @@ class StepsCore:
         return self._state.channel.consume
 
     @property
+    def replaying(self) -> bool:
+        """Whether this run is a strict replay: every step is served from the journal, and an
+        architecture must reach the same ends without deciding anything live (BestOfN does not
+        cancel candidates then: each replays up to where its recording stopped)."""
+        return self._state.mode == "replay"
+
+    @property
     def started(self) -> SessionStarted:
         """This session's `session.started` event (its role, model, parent…).
 

@@ -223,6 +223,9 @@ def _build_parser() -> argparse.ArgumentParser:
     durable_commands.add_commands(commands)
     durable_commands.add_db_retry(commands.choices["serve"], commands.choices["run"])
     _add_mcp_commands(commands)
+    from jeeves.evals.cli import add_eval_command
+
+    add_eval_command(commands)
     return parser
 
 
@@ -485,24 +488,14 @@ def _dispatch(args: argparse.Namespace) -> int:
         return anyio.run(gates_command, args.journal, args.session)
     if args.command in durable_commands.COMMANDS:
         return durable_commands.dispatch(args)
+    if args.command == "eval":
+        from jeeves.evals.cli import eval_command
+
+        return eval_command(args)
     if args.command == "replay":
-        from jeeves.spec import build, load_spec  # registers the "spec" source: runs of specs rebuild
-
-        spec = build(load_spec(args.spec))[0] if args.spec and args.spec.endswith(".toml") else args.spec
-        return anyio.run(replay_command, args.journal, args.session, spec, bool(args.json))
+        return _replay(args)
     if args.command == "mcp":
-        from jeeves.mcp.serve import serve_mcp  # the SDK loads only for `jeeves mcp`
-
-        if os.getcwd() not in sys.path:  # module:attr targets import from here, as `jeeves replay`
-            sys.path.insert(0, os.getcwd())
-        return serve_mcp(
-            args.targets,
-            journal=args.journal,
-            http=args.http,
-            token=args.token,
-            allowed_hosts=args.allow_host,
-            offline=bool(args.offline),
-        )
+        return _mcp(args)
     if args.command == "rejudge":
         from jeeves.rejudge import rejudge_command
         from jeeves.spec.critic_version import load_critic_version
@@ -515,6 +508,31 @@ def _dispatch(args: argparse.Namespace) -> int:
             version,
         )
     raise AssertionError(f"unhandled command {args.command!r}")  # pragma: no cover - argparse rejects it
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from jeeves.evals.cli import is_eval, replay_eval_command
+    from jeeves.spec import build, load_spec  # registers the "spec" source: runs of specs rebuild
+
+    if is_eval(args.journal, args.session):  # an eval's id: rebuild its report
+        return replay_eval_command(args.journal, args.session, None, sys.stdout)
+    spec = build(load_spec(args.spec))[0] if args.spec and args.spec.endswith(".toml") else args.spec
+    return anyio.run(replay_command, args.journal, args.session, spec, bool(args.json))
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    from jeeves.mcp.serve import serve_mcp  # the SDK loads only for `jeeves mcp`
+
+    if os.getcwd() not in sys.path:  # module:attr targets import from here, as `jeeves replay`
+        sys.path.insert(0, os.getcwd())
+    return serve_mcp(
+        args.targets,
+        journal=args.journal,
+        http=args.http,
+        token=args.token,
+        allowed_hosts=args.allow_host,
+        offline=bool(args.offline),
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

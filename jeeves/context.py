@@ -39,10 +39,10 @@ from jeeves.budget import Budget
 from jeeves.checks import short_repr
 from jeeves.errors import PROGRAM_ERRORS, BudgetExceeded, JournalError, UserTypeError
 from jeeves.events import SteeringInjected, WatchdogVerdictEvent
-from jeeves.hooks import Tracer
+from jeeves.hooks import EventAttributes, Tracer
 from jeeves.ids import child_id, validate_name
 from jeeves.messages import Usage
-from jeeves.steering import INJECT_STEP, Intervener, Intervention, Turn, span_event
+from jeeves.steering import INJECT_STEP, Intervener, Intervention, Turn, span_event, watchdog_evaluation
 
 __all__ = ["SPREADER", "Context", "RunState", "Spreader", "StepResult"]
 
@@ -225,10 +225,20 @@ class Context(Sessions, ModelCalls, Gates):
         return tuple(taken)
 
     def span_event(self, session_id: str, event: WatchdogVerdictEvent | SteeringInjected) -> None:
-        """Put a verdict or an injected message on session `session_id`'s span, if it is open."""
+        """Put a verdict or an injected message on session `session_id`'s span, if it is open
+        (a watchdog verdict also as a `gen_ai.evaluation.result`, see `jeeves.steering`)."""
         span = self._state.spans.get(session_id)
         if span is not None:
             span.add_event(*span_event(event))
+            if isinstance(event, WatchdogVerdictEvent):
+                span.add_event(*watchdog_evaluation(event, session_id))
+
+    def add_span_event(self, session_id: str, name: str, attributes: EventAttributes) -> None:
+        """Put an event on session `session_id`'s span, if it is open (a critic's verdict as a
+        `gen_ai.evaluation.result` on the session it judged); a no-op without telemetry."""
+        span = self._state.spans.get(session_id)
+        if span is not None:
+            span.add_event(name, attributes)
 
     @property
     def tracer(self) -> Tracer:

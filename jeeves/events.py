@@ -26,6 +26,7 @@ __all__ = [
     "AuditStats",
     "BudgetExceededEvent",
     "BudgetSliced",
+    "CandidateSelected",
     "CriticFailed",
     "Critique",
     "DelegationCompleted",
@@ -258,6 +259,8 @@ class Critique(BaseEvent):
     threshold: float | None = None
     """The score the loop approves at (None when the emitter did not say), so a UI can show
     the score against it."""
+    evidence: str = "unknown"
+    """What the verdict rests on: task_tests, model_tests, judge, citations, function, combined."""
 
 
 class Refinement(BaseEvent):
@@ -408,6 +411,23 @@ class ApprovalDecided(BaseEvent):
     arguments_hash: str = ""
 
 
+class CandidateSelected(BaseEvent):
+    """BestOfN chose a candidate (or found none that produced an answer)."""
+
+    type: Literal["candidate.selected"] = "candidate.selected"
+    candidate: int | None
+    """The chosen candidate's index k (session `{id}__candidate_{k}`); None when none answered."""
+    child_session_id: str | None = None
+    passed: bool = False
+    """The chosen candidate passed every critic stage."""
+    score: float | None = None
+    """The chosen candidate's last verdict score."""
+    cancelled: list[int] = Field(default_factory=list)
+    """Candidates cancelled when another passed (early stop)."""
+    not_started: list[int] = Field(default_factory=list)
+    """Candidates never started (sequential or batched runs that stopped early)."""
+
+
 class Progress(BaseEvent):
     """Where a live run is, after a completed step (throttled; never part of a replay)."""
 
@@ -458,7 +478,8 @@ Event = Annotated[
     | PlanDecided
     | ApprovalRequested
     | ApprovalDecided
-    | Progress,
+    | Progress
+    | CandidateSelected,
     Field(discriminator="type"),
 ]
 """Any jeeves event; `event.type` tells which."""

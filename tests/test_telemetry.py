@@ -641,8 +641,15 @@ async def test_watchdog_verdicts_and_steering_are_events_on_the_agents_span(capt
     agent_span = traced.named("invoke_agent agent")
     assert attrs(agent_span)["jeeves.session.id"] == "ops__agent_0"
     events = [(e.name, dict(e.attributes or {})) for e in agent_span.events]
-    assert [name for name, _ in events] == ["jeeves.watchdog.verdict", "jeeves.steering.injected"]
-    verdict, steering = events[0][1], events[1][1]
+    names = ["jeeves.watchdog.verdict", "gen_ai.evaluation.result", "jeeves.steering.injected"]
+    assert [name for name, _ in events] == names
+    verdict, evaluation, steering = events[0][1], events[1][1], events[2][1]
+    assert (evaluation["gen_ai.evaluation.name"], evaluation["gen_ai.evaluation.score.label"]) == (
+        "watchdog",
+        "stuck",
+    )
+    assert evaluation["jeeves.evaluated.session.id"] == "ops__agent_0"
+    assert ("gen_ai.evaluation.explanation" in evaluation) is capture
     assert verdict["jeeves.watchdog.verdict"] == "STUCK"
     assert verdict["jeeves.watchdog.source"] == "signal"
     assert "restart with the same arguments 2 times" in str(verdict["jeeves.watchdog.reason"])
@@ -653,4 +660,5 @@ async def test_watchdog_verdicts_and_steering_are_events_on_the_agents_span(capt
     assert ("jeeves.steering.message" in steering) is capture
     if capture:
         assert list(verdict["jeeves.watchdog.window"])[0].startswith('restart({"name": "web"})')
-    assert not traced.named("invoke_agent goal").events
+    # the goal's own span carries only its success critic's verdict, as an evaluation
+    assert [e.name for e in traced.named("invoke_agent goal").events] == ["gen_ai.evaluation.result"]

@@ -340,7 +340,15 @@ class CriticLoop(Generic[OutputT]):
 
     async def _review(self, r: int, candidate: Output) -> Verdict:
         prompt = self._render(self.s.critic_template, r, candidate.text)
-        review = Review(task=self.task, output=candidate.text, round=r, prompt=prompt)
+        actor = f"{self.ctx.session_id}__{self.s.actor_role}_{r}"
+        review = Review(
+            task=self.task,
+            output=candidate.text,
+            round=r,
+            prompt=prompt,
+            threshold=self.s.threshold,
+            evaluated=actor,
+        )
         session = CriticSession(self.critic, review)
         result = await self.ctx.run(
             session, prompt, role=self.s.critic_role, index=r, share_route=self.s.share_route

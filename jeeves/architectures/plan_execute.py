@@ -61,6 +61,7 @@ from jeeves.critics.plan import (
     score,
     verify,
 )
+from jeeves.critics.verdict import EVALUATION_EVENT, evaluation_attributes
 from jeeves.errors import PROGRAM_ERRORS, BudgetExceeded, UserError, UserTypeError
 from jeeves.events import PlanDecided, PlanVerified
 from jeeves.gating import DEFAULT_MODE
@@ -347,6 +348,7 @@ class PlanExecute:
                     rationale=report.rationale,
                 )
             )
+            ctx.add_span_event(ctx.session_id, *plan_evaluation(report))
             if decision == "accept":
                 return runs.output("completed", steps)
             if decision == "escalate":
@@ -363,6 +365,20 @@ def _manifest_notes(manifest: Sequence[Evidence]) -> str:
         return ""
     lines = [f"- {e.id} ({e.classification}){': ' + e.summary if e.summary else ''}" for e in manifest]
     return "\n\n## Evidence manifest (pin these ids)\n" + "\n".join(lines)
+
+
+def plan_evaluation(report: CriticReport) -> tuple[str, dict[str, str | float | bool]]:
+    """The plan gate's report as a `gen_ai.evaluation.result`: label = its status, score = the
+    scored run's (when it got that far), explanation = the rationale."""
+    score = report.score.score if report.score is not None else None
+    attributes = evaluation_attributes(
+        "plan_critic",
+        score=score,
+        label=report.status,
+        explanation=report.rationale,
+        evaluated=report.session_id,
+    )
+    return EVALUATION_EVENT, attributes
 
 
 def _name(critic: object) -> str:

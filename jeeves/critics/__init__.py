@@ -20,7 +20,7 @@ from jeeves.critics.code import CodeCritic, extract_code
 from jeeves.critics.grounded import GroundedAuditCritic, GroundedCritique, Grounding, fuse, ground
 from jeeves.critics.llm import REVIEW_INSTRUCTIONS, VERDICT_FORMAT, LLMCritic
 from jeeves.critics.parse import parse_verdict
-from jeeves.critics.verdict import Obtained, Verdict, combine_verdicts, normalise_score
+from jeeves.critics.verdict import Evidence, Obtained, Verdict, combine_verdicts, normalise_score
 from jeeves.critics.watchdog import Watchdog, WatchdogFiring
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "Critic",
     "CriticFunction",
     "CriticSession",
+    "Evidence",
     "FunctionCritic",
     "GroundedAuditCritic",
     "GroundedCritique",

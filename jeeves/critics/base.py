@@ -20,7 +20,7 @@ import anyio.to_thread
 
 from jeeves.architecture import Caller, Output, join_callers, model_callers
 from jeeves.checks import check_mapping, check_number
-from jeeves.critics.verdict import Verdict, combine_verdicts
+from jeeves.critics.verdict import Verdict, combine_verdicts, evaluation_events
 from jeeves.errors import UserError
 from jeeves.ids import validate_name
 
@@ -47,6 +47,10 @@ class Review:
     """0 for the first draft, N for the N-th refinement."""
     prompt: str
     """The rendered critic prompt: what an LLM critic sends, and the critic session's task."""
+    threshold: float = 0.8
+    """The score that approves (the evaluation event's pass / fail label)."""
+    evaluated: str | None = None
+    """The session whose answer is judged (the evaluation event names it); unset, the parent."""
 
 
 @runtime_checkable
@@ -114,7 +118,9 @@ class FunctionCritic:
 
         request = {"task": review.task, "output": review.output}
         verdict, _ = await ctx.step("function", self.name, request, live, Verdict)
-        return verdict
+        return (
+            verdict if verdict.evidence != "unknown" else verdict.model_copy(update={"evidence": "function"})
+        )
 
 
 def as_critic(critic: object) -> Critic:
@@ -203,4 +209,11 @@ class CriticSession:
             raise UserError(
                 f"{type(self.critic).__name__}.review returned {verdict!r}; return a jeeves.Verdict."
             )
-        return Output(value=verdict, text=verdict.model_dump_json(exclude={"parts"}))
+        parent = ctx.parent_id or ctx.session_id
+        evaluated = self.review.evaluated or parent
+        for name, attributes in evaluation_events(
+            verdict, threshold=self.review.threshold, evaluated=evaluated
+        ):
+            ctx.add_span_event(parent, name, attributes)
+        # `evidence` is left out of the text, so sessions recorded before it existed replay
+        return Output(value=verdict, text=verdict.model_dump_json(exclude={"parts", "evidence"}))

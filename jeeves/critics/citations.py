@@ -153,7 +153,7 @@ class CitationCritic:
         if not self.require_citations:  # only when set, so runs recorded before it replay
             request["require_citations"] = False
         verdict, _ = await ctx.step("function", self.name, request, live, Verdict)
-        return verdict
+        return verdict.model_copy(update={"evidence": "citations"})
 
     def check(self, text: str) -> Verdict:
         """The verdict on `text`, computed now (`review` journals this)."""

@@ -28,7 +28,7 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 import anyio
 from anyio.abc import Process
@@ -109,6 +109,8 @@ class CodeCritic:
         python: The interpreter to run pytest with (it must have pytest); this one by default.
         plugins: Extra `-p` plugins; plugin autoloading is off so runs are reproducible.
         env: Extra environment variables for the test process.
+        evidence: Who wrote the tests: "task_tests" (the task or you) or "model_tests" (a
+            model, for its own answer: weaker evidence, marked so on every verdict).
     """
 
     kind = "code_critic"
@@ -126,6 +128,7 @@ class CodeCritic:
         python: str | None = None,
         plugins: Sequence[str] = (),
         env: Mapping[str, str] | None = None,
+        evidence: Literal["task_tests", "model_tests"] = "task_tests",
     ) -> None:
         if not isinstance(tests, str) or "def test" not in tests:
             # A one-line string is likely a path passed by mistake: show it. Text is not
@@ -160,6 +163,9 @@ class CodeCritic:
         self.python = python or sys.executable
         self.plugins = tuple(plugins)
         self.env = dict(env or {})
+        if evidence not in ("task_tests", "model_tests"):
+            raise UserError(f"CodeCritic evidence={evidence!r} must be 'task_tests' or 'model_tests'.")
+        self.evidence: Literal["task_tests", "model_tests"] = evidence
 
     def model_callers(self, path: tuple[str, ...], routed: tuple[str, ...]) -> list[Caller]:
         """None: it calls no model (see `jeeves.architecture.model_callers`)."""
@@ -180,7 +186,7 @@ class CodeCritic:
             return await self.check(code)
 
         verdict, _ = await ctx.step("function", self.name, request, live, Verdict)
-        return verdict
+        return verdict.model_copy(update={"evidence": self.evidence})
 
     async def check(self, code: str) -> Verdict:
         """Run the tests against `code` now (no journal): the verdict `review` records."""

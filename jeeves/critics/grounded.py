@@ -229,7 +229,7 @@ class GroundedAuditCritic:
             duration_ms=duration,
             **(fused.model_dump() if fused is not None else {"confidence": 0.0}),
         )
-        return verdict.model_copy(update={"audit": stats})
+        return verdict.model_copy(update={"audit": stats, "evidence": "citations"})
 
 
 def _read(text: str) -> tuple[GroundedCritique | None, str]:

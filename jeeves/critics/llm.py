@@ -98,7 +98,7 @@ class LLMCritic:
     async def review(self, ctx: Context, review: Review) -> Verdict:
         messages = [Message.system(self.instructions), Message.user(review.prompt)]
         response = await ctx.call_model(self._request(messages), route=self.route)
-        verdict = parse_verdict(response.text, source=self.name)
+        verdict = parse_verdict(response.text, source=self.name).model_copy(update={"evidence": "judge"})
         if verdict.obtained != "fallback" or not self.repair:
             return verdict
         await ctx.emit(OutputRetrying(session_id=ctx.session_id, error=verdict.summary))
@@ -107,4 +107,4 @@ class LLMCritic:
         repaired = parse_verdict(second.text, source=self.name)
         if repaired.obtained == "fallback":
             return verdict
-        return repaired.model_copy(update={"obtained": "repaired"})
+        return repaired.model_copy(update={"obtained": "repaired", "evidence": "judge"})

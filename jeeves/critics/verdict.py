@@ -32,7 +32,32 @@ from jeeves.errors import UserError
 from jeeves.events import AuditStats, Critique
 from jeeves.findings import Finding
 
-__all__ = ["Obtained", "Verdict", "combine_verdicts", "computed_verdict", "critique_event", "normalise_score"]
+__all__ = [
+    "EVALUATION_EVENT",
+    "WEAK_EVIDENCE",
+    "Evidence",
+    "Obtained",
+    "Verdict",
+    "combine_verdicts",
+    "computed_verdict",
+    "critique_event",
+    "evaluation_attributes",
+    "evaluation_events",
+    "normalise_score",
+]
+
+Evidence = Literal["task_tests", "model_tests", "judge", "citations", "function", "combined", "unknown"]
+"""What a verdict rests on. task_tests: tests the task (or the user) gave, run against the
+answer; model_tests: tests a model wrote for its own answer (weaker: they share the
+answer's blind spots); judge: a model's opinion; citations: a check of cited sources;
+function: your Python check; combined: several of these; unknown: not said (verdicts
+recorded before this field existed)."""
+
+WEAK_EVIDENCE: frozenset[str] = frozenset({"model_tests", "judge", "unknown"})
+"""Evidence that cannot by itself tell a right answer from a wrong one it agrees with."""
+
+EVALUATION_EVENT = "gen_ai.evaluation.result"
+"""The OpenTelemetry GenAI semantic conventions' event for an evaluation's result."""
 
 Obtained = Literal["schema", "repaired", "fallback", "function"]
 """How a verdict was obtained. schema: the model's reply fit the schema as it was;
@@ -140,6 +165,13 @@ class Verdict(BaseModel):
     given as an object with any of those keys becomes a finding, and its text an issue."""
     audit: AuditStats | None = None
     """A grounded audit's telemetry (invalid citations, uncited claims, duration), when it is one."""
+    evidence: Evidence = "unknown"
+    """What the verdict rests on (see `Evidence`); set by the critic that gave it."""
+
+    @property
+    def weak_evidence(self) -> bool:
+        """True when it rests on a model's opinion or its own tests (see `WEAK_EVIDENCE`)."""
+        return self.evidence in WEAK_EVIDENCE
 
     @model_validator(mode="before")
     @classmethod
@@ -215,6 +247,7 @@ def critique_event(
         findings=verdict.findings,
         audit=verdict.audit,
         threshold=threshold,
+        evidence=verdict.evidence,
     )
 
 
@@ -245,6 +278,8 @@ def combine_verdicts(verdicts: Sequence[Verdict], weights: Mapping[str, float] |
         total = sum(weights[v.source] for v in verdicts)
         score = sum(weights[v.source] * v.score for v in verdicts) / total
     summaries = [f"{v.source}: {v.summary}" for v in verdicts if v.summary]
+    kinds = {v.evidence for v in verdicts}
+    evidence: Evidence = kinds.pop() if len(kinds) == 1 else "combined"
     return Verdict(
         score=score,
         issues=[issue for v in verdicts for issue in v.tagged_issues()],
@@ -254,6 +289,7 @@ def combine_verdicts(verdicts: Sequence[Verdict], weights: Mapping[str, float] |
         obtained=min((v.obtained for v in verdicts), key=_RELIABILITY.index),
         parts=list(verdicts),
         findings=[f for v in verdicts for f in v.findings],
+        evidence=evidence,
     )
 
 
@@ -278,3 +314,42 @@ def verdict_reply_schema() -> dict[str, Any]:
         "required": ["score", "issues", "summary"],
         "additionalProperties": False,
     }
+
+
+def evaluation_attributes(
+    name: str, *, score: float | None, label: str | None, explanation: str, evaluated: str
+) -> dict[str, str | float | bool]:
+    """A `gen_ai.evaluation.result` event's attributes (GenAI semantic conventions): the
+    evaluation's name, score and label, its explanation (content: kept only when a tracer
+    captures content), and the jeeves session that was judged."""
+    attributes: dict[str, str | float | bool] = {
+        "gen_ai.evaluation.name": name,
+        "jeeves.evaluated.session.id": evaluated,
+    }
+    if score is not None:
+        attributes["gen_ai.evaluation.score.value"] = score
+    if label is not None:
+        attributes["gen_ai.evaluation.score.label"] = label
+    if explanation:
+        attributes["gen_ai.evaluation.explanation"] = explanation
+    return attributes
+
+
+def evaluation_events(
+    verdict: Verdict, *, threshold: float, evaluated: str
+) -> list[tuple[str, dict[str, str | float | bool]]]:
+    """One `gen_ai.evaluation.result` per critic in `verdict` (each part of a combined one):
+    label `pass` when that critic's verdict approves at `threshold`, else `fail`."""
+    events = []
+    for part in verdict.parts or [verdict]:
+        explanation = part.summary or "; ".join(part.issues)
+        attributes = evaluation_attributes(
+            part.source or "critic",
+            score=part.score,
+            label="pass" if part.approves(threshold) else "fail",
+            explanation=explanation,
+            evaluated=evaluated,
+        )
+        attributes["jeeves.evaluation.obtained"] = part.obtained
+        events.append((EVALUATION_EVENT, attributes))
+    return events

@@ -34,6 +34,7 @@ CONTENT_KEYS = frozenset(
         "gen_ai.tool.call.result",
         "jeeves.watchdog.window",
         "jeeves.steering.message",
+        "gen_ai.evaluation.explanation",
     }
 )
 """Attributes that carry what users and models wrote: set only when content capture is on."""

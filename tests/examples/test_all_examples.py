@@ -57,6 +57,11 @@ LIVE = {
             "stop reason: approved; best round: 0",
         ),
     ),
+    "eval_offline.py": Live(
+        env={"JEEVES_MODEL": f"openai/{MODEL}"},
+        critics=False,
+        shows=("single     2/2", "best_of_3  2/2", "identical report: True"),
+    ),
     "many_followers.py": Live(
         env=BY_ENV,
         args=("--followers", "5"),
