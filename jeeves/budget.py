@@ -181,7 +181,7 @@ class BudgetMeter:
         c = self._costliest
         if usage.total_tokens > c.total_tokens:
             c.input_tokens, c.output_tokens = usage.input_tokens, usage.output_tokens
-        c.cost_usd = max(c.cost_usd, usage.cost_usd)
+        c.cost_usd = max(c.cost_usd, usage.priced_usd)
         if self.breached is None:
             b, s = self.budget, self.spent
             for limit, allowed, spent in (

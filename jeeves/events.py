@@ -124,7 +124,7 @@ class ModelCompleted(BaseEvent):
     text: str
     tool_calls: list[ToolCall] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
-    """Tokens and USD of this call (zero cost when the model has no known price)."""
+    """Tokens and USD of this call (`cost_usd` None when the model has no known price)."""
     model: str
     """The model that answered."""
     fallback: bool = False
@@ -342,6 +342,8 @@ class PlanVerified(BaseEvent):
     """The refusal kind: violates_decision_spec, loop_guard, approval_mode_mismatch, missing_evidence, budget_exceeded."""
     reasons: list[str] = Field(default_factory=list)
     offending_step: str | None = None
+    step_number: int | None = None
+    """The offending step's position in the plan, from 1 (None when no step is at fault)."""
 
 
 class PlanDecided(BaseEvent):

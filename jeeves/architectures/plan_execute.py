@@ -400,6 +400,7 @@ class _Runs:
                 kind=verdict.kind,
                 reasons=verdict.reasons,
                 offending_step=verdict.offending_step,
+                step_number=_step_number(plan, verdict.offending_step),
             )
         )
         key = f"{plan.plan_id}#{n}"
@@ -514,3 +515,9 @@ class _Attempt:
     async def run(self, ctx: Context, task: str) -> Output:
         out: Output = await self.body(ctx, task)
         return out
+
+
+def _step_number(plan: Plan, step_id: str | None) -> int | None:
+    """Where step `step_id` stands in `plan`, from 1 (None: no such step)."""
+    ids = [step.id for step in plan.steps]
+    return ids.index(step_id) + 1 if step_id in ids else None

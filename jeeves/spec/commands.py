@@ -40,7 +40,7 @@ from jeeves.spec.models import (
 )
 from jeeves.spec.routes import RoutedCall, callers, routing
 from jeeves.spec.source import spec_source
-from jeeves.terminal import follow, spend_lines
+from jeeves.terminal import follow, output_lines, spend_lines
 
 __all__ = [
     "RunOptions",
@@ -155,7 +155,7 @@ def _resume_hint(options: RunOptions, root: str | None, then: str = "once fixed,
 
 def _summary(result: RunResult, options: RunOptions) -> str:
     total, *per_path = spend_lines(result.usage, result.usage_by_path)
-    lines = ["", result.text.strip(), "", f"stop reason: {result.stop_reason} · {total}", *per_path]
+    lines = [*output_lines(result.text), f"stop reason: {result.stop_reason} · {total}", *per_path]
     if options.journal:
         lines.append(f"journal: {options.journal}")
     if result.status == "awaiting_approval":
