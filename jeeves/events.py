@@ -26,6 +26,7 @@ __all__ = [
     "AuditStats",
     "BudgetExceededEvent",
     "BudgetSliced",
+    "BudgetUnpriced",
     "CriticFailed",
     "Critique",
     "DelegationCompleted",
@@ -199,6 +200,18 @@ class BudgetSliced(BaseEvent):
     deadline_s: float | None = None
     clamped: list[str] = Field(default_factory=list)
     """The axes on which less remained than was asked for (`tokens`, `usd`, ...)."""
+
+
+class BudgetUnpriced(BaseEvent):
+    """A model call litellm has no price for was made under a USD limit: its cost is unknown,
+    so `max_usd` cannot count it (it is not counted as $0 either: the run's usage says
+    `unpriced`). Once per run, at the first such call; the tokens and call limits still hold."""
+
+    type: Literal["budget.unpriced"] = "budget.unpriced"
+    model: str
+    """The model of the first unpriced call."""
+    max_usd: float
+    """The USD limit those calls escape."""
 
 
 class RoundStarted(BaseEvent):
@@ -420,6 +433,7 @@ Event = Annotated[
     | OutputRetrying
     | BudgetExceededEvent
     | BudgetSliced
+    | BudgetUnpriced
     | RoundStarted
     | Critique
     | Refinement

@@ -100,6 +100,7 @@ SAMPLES: dict[str, dict[str, object]] = {
         "note": "checked",
         "arguments_hash": "ab" * 32,
     },
+    "budget.unpriced": {"model": "anthropic/claude-3-haiku-20240307", "max_usd": 0.5},
     "progress": {
         "step": 4,
         "completed_steps": 5,
