@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict
 from jeeves._steps import StepsCore
 from jeeves._trusted import trusted
 from jeeves.errors import ModelError
-from jeeves.events import Event, ModelCompleted, ModelDelta, ModelRetrying
+from jeeves.events import BudgetUnpriced, Event, ModelCompleted, ModelDelta, ModelRetrying
 from jeeves.hooks import NULL_SCOPE, is_null
 from jeeves.messages import ModelRequest, ModelResponse
 from jeeves.models.base import DeltaSink, ModelClient, Route
@@ -114,6 +114,8 @@ class ModelCalls(StepsCore):
 
         async def live() -> _ModelStep:
             response, fallback = await self._call_live(route or self.route(), request, emitted, index)
+            if response.usage.cost_usd is None or response.usage.unpriced_calls:
+                await self._unpriced(response, emitted)
             return _ModelStep(response=response, fallback=fallback)
 
         step, replayed = await self._journaled(
@@ -126,6 +128,15 @@ class ModelCalls(StepsCore):
         if completed is not None:
             await self.emit(completed)
         return step.response
+
+    async def _unpriced(self, response: ModelResponse, emitted: list[Event]) -> None:
+        """Emit `budget.unpriced` at the run's first call without a known price under a USD
+        limit (recorded with the step, so a replay says it too)."""
+        limit = self._meter.unpriced_limit(response.usage)
+        if limit is not None:
+            event = BudgetUnpriced(session_id=self.session_id, model=response.model, max_usd=limit)
+            emitted.append(event)
+            await self.emit(event)
 
     def _answered(self, response: ModelResponse, fallback: bool, index: int, replayed: bool) -> Event | None:
         """Book a reply's usage; its `model.completed` event, to emit, when anyone reads it."""

@@ -59,7 +59,8 @@ class Budget(ConfigModel):
     max_tokens: int | None = Field(default=None, ge=0, strict=True)
     """Input plus output tokens, summed over every model call in the tree."""
     max_usd: float | None = Field(default=None, ge=0, allow_inf_nan=False, strict=True)
-    """USD, by litellm's price map (models without a known price cost 0)."""
+    """USD, by litellm's price map. A call without a known price is unpriced: its cost is
+    unknown, so it counts against no USD limit (the run emits `budget.unpriced` once)."""
     max_model_calls: int | None = Field(default=None, ge=0, strict=True)
     """Live model calls, retries excluded."""
     deadline_s: float | None = Field(default=None, ge=0, allow_inf_nan=False, strict=True)
@@ -90,6 +91,8 @@ class BudgetMeter:
         """The session whose slice this is (None: the run's own meter)."""
         self.announced = False
         """Whether `budget.exceeded` was emitted for this meter (once per meter)."""
+        self.unpriced_announced = False
+        """Whether `budget.unpriced` was emitted (once per run: kept on the run's own meter)."""
         self.stopped: BudgetExceeded | None = None
         """The first error this meter stopped a step with (a refusal or a cancellation; a
         replay restores it from the served error), as opposed to `breached`, which a charge
@@ -182,7 +185,7 @@ class BudgetMeter:
         c = self._costliest
         if usage.total_tokens > c.total_tokens:
             c.input_tokens, c.output_tokens = usage.input_tokens, usage.output_tokens
-        c.cost_usd = max(c.cost_usd, usage.cost_usd)
+        c.cost_usd = max(c.cost_usd, usage.priced_usd)
         if self.breached is None:
             b, s = self.budget, self.spent
             for limit, allowed, spent in (
@@ -195,6 +198,21 @@ class BudgetMeter:
                     for scope in self._calls:
                         scope.cancel()
                     return
+
+    def unpriced_limit(self, usage: Usage) -> float | None:
+        """The USD limit a live call without a known price escapes, the first time one is
+        charged under one (here or in a meter above); None otherwise and every later time.
+        The caller emits `budget.unpriced` with it."""
+        if not usage.unpriced:
+            return None
+        root, limit = self, self.budget.max_usd
+        while root.parent is not None:
+            root = root.parent
+            limit = limit if limit is not None else root.budget.max_usd
+        if limit is None or root.unpriced_announced:
+            return None
+        root.unpriced_announced = True
+        return limit
 
     @contextmanager
     def live(self, *, model_call: bool) -> Iterator[None]:

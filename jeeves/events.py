@@ -27,6 +27,7 @@ __all__ = [
     "BudgetExceededEvent",
     "BudgetSliced",
     "CandidateSelected",
+    "BudgetUnpriced",
     "CriticFailed",
     "Critique",
     "DelegationCompleted",
@@ -125,7 +126,7 @@ class ModelCompleted(BaseEvent):
     text: str
     tool_calls: list[ToolCall] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
-    """Tokens and USD of this call (zero cost when the model has no known price)."""
+    """Tokens and USD of this call (`cost_usd` None when the model has no known price)."""
     model: str
     """The model that answered."""
     fallback: bool = False
@@ -200,6 +201,18 @@ class BudgetSliced(BaseEvent):
     deadline_s: float | None = None
     clamped: list[str] = Field(default_factory=list)
     """The axes on which less remained than was asked for (`tokens`, `usd`, ...)."""
+
+
+class BudgetUnpriced(BaseEvent):
+    """A model call litellm has no price for was made under a USD limit: its cost is unknown,
+    so `max_usd` cannot count it (it is not counted as $0 either: the run's usage says
+    `unpriced`). Once per run, at the first such call; the tokens and call limits still hold."""
+
+    type: Literal["budget.unpriced"] = "budget.unpriced"
+    model: str
+    """The model of the first unpriced call."""
+    max_usd: float
+    """The USD limit those calls escape."""
 
 
 class RoundStarted(BaseEvent):
@@ -465,6 +478,7 @@ Event = Annotated[
     | OutputRetrying
     | BudgetExceededEvent
     | BudgetSliced
+    | BudgetUnpriced
     | RoundStarted
     | Critique
     | Refinement

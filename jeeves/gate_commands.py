@@ -41,7 +41,7 @@ from jeeves.replay.base import JournalStore
 from jeeves.replay.source import import_object
 from jeeves.replay.unchanged import restored_if_nothing_ran
 from jeeves.runner import RunResult, stream
-from jeeves.terminal import follow, spend_lines
+from jeeves.terminal import follow, output_lines, spend_lines
 
 __all__ = [
     "REFRESH_PER_SECOND",
@@ -185,9 +185,7 @@ def outcome_lines(result: RunResult, journal: str | None, *, offline: bool) -> l
     """What `run` and `resume` print after the tree: the output, the stop reason and what
     each role path spent, the journal, then how to go on (gates) or to replay the run."""
     total, *per_path = spend_lines(result.usage, result.usage_by_path)
-    text = result.text.strip()
-    lines = ["", text] if text else []
-    lines += ["", f"stop reason: {result.stop_reason} · {total}", *per_path]
+    lines = [*output_lines(result.text), f"stop reason: {result.stop_reason} · {total}", *per_path]
     if journal:
         lines.append(f"journal: {journal}")
     if result.status == "awaiting_approval":

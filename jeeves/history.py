@@ -19,7 +19,7 @@ from jeeves.errors import JeevesError, JournalError, ReplayDivergence, UserError
 from jeeves.events import Event, event_to_json
 from jeeves.invocation import command_line
 from jeeves.journal import Journal
-from jeeves.messages import Usage, format_usd
+from jeeves.messages import Usage, format_cost
 from jeeves.replay.api import ReplayPlan, RunSummary, close_journal, list_runs, open_journal, plan_replay
 from jeeves.replay.base import JournalStore
 from jeeves.replay.source import resolve_ref
@@ -70,7 +70,7 @@ def _fail(error: JeevesError, out: TextIO) -> int:
 
 def _summary_line(run: RunSummary) -> str:
     rounds = "-" if run.rounds is None else str(run.rounds)
-    cost = format_usd(run.usage.cost_usd)
+    cost = format_cost(run.usage)
     return f"{run.session_id:<24} {run.status:<14} {rounds:>6} {cost:>10}  {_excerpt(run.task, 50)}"
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "ToolSpec",
     "Usage",
     "UsageTally",
+    "format_cost",
     "format_usd",
 ]
 
@@ -73,26 +74,60 @@ class ToolSpec(BaseModel):
 
 
 class Usage(BaseModel):
-    """Tokens, calls and USD spent. Adds up with `+`."""
+    """Tokens, calls and USD spent. Adds up with `+`.
+
+    A call litellm has no price for is *unpriced*: its cost is unknown, never 0. One call's
+    Usage says so with `cost_usd=None`; a sum keeps the priced calls' USD in `cost_usd` and
+    counts the rest in `unpriced_calls`, and its `cost_usd` is None only when none of its
+    calls has a price. `format_cost` shows it (`$0.0123 + unpriced (1 call)`). A journal
+    written before `unpriced_calls` existed reads as priced (0 unpriced).
+    """
 
     model_config = ConfigDict(defer_build=True)
 
     input_tokens: int = 0
     output_tokens: int = 0
     model_calls: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0
+    """USD of the calls with a known price; None when no call here has one."""
+    unpriced_calls: int = 0
+    """Calls among `model_calls` without a known price (not counted in `cost_usd`)."""
 
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
 
+    @property
+    def unpriced(self) -> int:
+        """How many calls have no known price (one call's `cost_usd=None` counts as its calls)."""
+        if self.cost_usd is None and not self.unpriced_calls:
+            return max(self.model_calls, 1)
+        return self.unpriced_calls
+
+    @property
+    def priced_usd(self) -> float:
+        """USD of the priced calls (0.0 when none is priced)."""
+        return self.cost_usd or 0.0
+
+    @property
+    def cost(self) -> float | None:
+        """The whole cost in USD, or None when any call in it is unpriced (then it is unknown)."""
+        return None if self.unpriced else self.priced_usd
+
     def __add__(self, other: Usage) -> Usage:
+        calls, unpriced = self.model_calls + other.model_calls, self.unpriced + other.unpriced
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
-            model_calls=self.model_calls + other.model_calls,
-            cost_usd=self.cost_usd + other.cost_usd,
+            model_calls=calls,
+            cost_usd=_known_usd(self.priced_usd + other.priced_usd, calls, unpriced),
+            unpriced_calls=unpriced,
         )
+
+
+def _known_usd(usd: float, calls: int, unpriced: int) -> float | None:
+    """A sum's `cost_usd`: None when every call in it is unpriced, else the priced calls' USD."""
+    return None if unpriced and unpriced >= calls else usd
 
 
 def format_usd(amount: float) -> str:
@@ -104,6 +139,18 @@ def format_usd(amount: float) -> str:
     return f"${amount:.{digits}f}"
 
 
+def format_cost(usage: Usage) -> str:
+    """A usage's cost as the CLI and the tree show it: `$0.0123`; with calls that have no
+    known price, `$0.0123 + unpriced (1 call)`, or `unpriced (2 calls)` when none has one."""
+    unpriced = usage.unpriced
+    if not unpriced:
+        return format_usd(usage.priced_usd)
+    calls = f"unpriced ({unpriced} call{'' if unpriced == 1 else 's'})"
+    if usage.cost_usd is None:
+        return calls
+    return f"{format_usd(usage.priced_usd)} + {calls}"
+
+
 _usage = trusted(Usage)
 """Usage from a tally's sums (ints and floats already): not validated again (jeeves._trusted)."""
 
@@ -111,19 +158,26 @@ _usage = trusted(Usage)
 class UsageTally:
     """A mutable running total of Usage: cheaper than adding pydantic models on every call."""
 
-    __slots__ = ("cost_usd", "input_tokens", "model_calls", "output_tokens")
+    __slots__ = ("cost_usd", "input_tokens", "model_calls", "output_tokens", "unpriced_calls")
 
     def __init__(self) -> None:
         self.input_tokens = 0
         self.output_tokens = 0
         self.model_calls = 0
         self.cost_usd = 0.0
+        """USD of the priced calls."""
+        self.unpriced_calls = 0
 
     def add(self, usage: Usage | UsageTally) -> None:
         self.input_tokens += usage.input_tokens
         self.output_tokens += usage.output_tokens
         self.model_calls += usage.model_calls
-        self.cost_usd += usage.cost_usd
+        self.cost_usd += usage.cost_usd or 0.0
+        self.unpriced_calls += usage.unpriced
+
+    @property
+    def unpriced(self) -> int:
+        return self.unpriced_calls
 
     @property
     def total_tokens(self) -> int:
@@ -134,7 +188,8 @@ class UsageTally:
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,
             model_calls=self.model_calls,
-            cost_usd=self.cost_usd,
+            cost_usd=_known_usd(self.cost_usd, self.model_calls, self.unpriced_calls),
+            unpriced_calls=self.unpriced_calls,
         )
 
 

@@ -75,8 +75,10 @@ class RunResult(BaseModel):
     """With status awaiting_approval: every gate waiting for a decision, in gate-id order."""
 
     @property
-    def cost_usd(self) -> float:
-        return self.usage.cost_usd
+    def cost_usd(self) -> float | None:
+        """The run's USD cost; None when any call in it has no known price (then the cost is
+        unknown: `usage.cost_usd` holds the priced calls' part, `usage.unpriced_calls` the rest)."""
+        return self.usage.cost
 
 
 _run_result = trusted(RunResult)

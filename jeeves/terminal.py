@@ -10,6 +10,12 @@ final tree on screen, ending with a newline. On a non-terminal output (a pipe, a
 the final tree is printed, and its lines are not wrapped (unless COLUMNS sets a width),
 so each node stays one line for grep and diff.
 
+Everything the tree says, it says in words; colour only repeats it, so the tree reads the
+same with NO_COLOR or through a pipe: a score is `score 0.20 ✗ failed`, a failed round's
+critic lists its top issues under it (`issue: …`), the watchdog's verdicts are counted
+(`watchdog: STUCK ×1, PROGRESSING ×1`), and a plan the critic refused says so with its kind
+and step (`✗ … · plan refused: missing_evidence at step 1 (lookup)`, its reasons under it).
+
 Redrawing is driven by a ticker task in the same thread as the consumer (no refresh
 thread), so a frame never sees a half-applied event.
 """
@@ -36,6 +42,7 @@ from jeeves.events import (
     Event,
     ModelCompleted,
     ModelDelta,
+    PlanVerified,
     RoundStarted,
     SessionCompleted,
     SessionFailed,
@@ -45,13 +52,16 @@ from jeeves.events import (
     WatchdogVerdictEvent,
     event_to_json,
 )
-from jeeves.messages import Usage, format_usd
+from jeeves.messages import Usage, format_cost
 
-__all__ = ["GateLine", "SessionNode", "SessionTree", "follow", "spend_lines"]
+__all__ = ["GateLine", "SessionNode", "SessionTree", "follow", "output_lines", "plural", "spend_lines"]
 
 AWAITING = "awaiting approval"
 """The status of a session left open by a run suspended at gates."""
 _TAIL = 70
+_ISSUES = 3
+"""A failed round's issues shown under its critic; the rest are counted."""
+_ISSUE_WIDTH = 120
 _UNWRAPPED = 1_000_000
 """The width of a non-terminal output: rich wraps at 80 columns there otherwise."""
 
@@ -117,8 +127,15 @@ class SessionNode:
     """The tail of the text it streamed (one line)."""
     stop_reason: str = ""
     children: list[str] = field(default_factory=list)
+    hard_fail: bool = False
+    issues: list[str] = field(default_factory=list)
+    """A failed verdict's issues (shown under the node, the first few of them)."""
     watchdog: list[str] = field(default_factory=list)
     """The watchdog's verdicts on this session's agent, in order (Goal sessions)."""
+    refusal: str = ""
+    """`plan refused: KIND at step N (ID)` when the plan critic refused this attempt's plan."""
+    reasons: list[str] = field(default_factory=list)
+    """The plan critic's reasons for the refusal."""
     gates: dict[str, GateLine] = field(default_factory=dict)
     """This session's approval gates by gate id, in the order they were reached."""
 
@@ -154,6 +171,8 @@ class SessionTree:
         elif isinstance(event, WatchdogVerdictEvent):
             node.watchdog.append(event.verdict)
             node.text = _tail(f"watchdog {event.verdict} ({event.source}): {event.reason}")
+        elif isinstance(event, PlanVerified):
+            _plan_verified(node, event)
         elif isinstance(event, SteeringInjected):
             node.text = _tail(f"↳ steering ({event.cause}): {event.message}")
         elif isinstance(event, ApprovalRequested | ApprovalDecided):
@@ -176,10 +195,13 @@ class SessionTree:
 
     def _critique(self, node: SessionNode, event: Critique) -> None:
         node.round, node.score, node.passed = event.round, event.score, event.passed
+        issues = [] if event.passed else event.issues
         for child_id in node.children:
             child = self.nodes[child_id]
             if child.role in ("critic", "feedback") and child.index == event.round:  # feedback: SelfRefine
-                child.score, child.passed = event.score, event.passed
+                child.score, child.passed, child.hard_fail = event.score, event.passed, event.hard_fail
+                child.issues, issues = issues, []
+        node.hard_fail, node.issues = event.hard_fail, issues  # no critic session: shown on the loop
 
     def mark_unfinished(self, status: str = "cancelled") -> None:
         """Mark sessions still running (the run ended without them finishing)."""
@@ -207,10 +229,13 @@ class SessionTree:
         return [g for node in self.nodes.values() for g in node.gates.values() if g.decision is None]
 
     def _render(self, parent: Tree, session_id: str) -> None:
-        branch = parent.add(self._label(self.nodes[session_id]))
-        for gate in self.nodes[session_id].gates.values():
+        node = self.nodes[session_id]
+        branch = parent.add(self._label(node))
+        for gate in node.gates.values():
             branch.add(gate.render())
-        for child in self.nodes[session_id].children:
+        for line in _detail_lines(node):
+            branch.add(line)
+        for child in node.children:
             self._render(branch, child)
 
     def _label(self, node: SessionNode) -> RenderableType:
@@ -222,43 +247,94 @@ class SessionTree:
         if node.round is not None:
             line.append(f" · round {node.round}")
         if node.score is not None:
-            mark = " ✓" if node.passed else " ✗"
-            line.append(f" · score {node.score:.2f}{mark}", style="green" if node.passed else "yellow")
+            verdict = " ✓ passed" if node.passed else " ✗ hard fail" if node.hard_fail else " ✗ failed"
+            line.append(f" · score {node.score:.2f}{verdict}", style="green" if node.passed else "yellow")
         if node.watchdog:
-            line.append(" · watchdog ")
-            for verdict in node.watchdog:
-                mark, colour = _WATCH_MARKS[verdict]
-                line.append(mark, style=colour)
+            line.append(" · watchdog: ")
+            for i, (verdict, count) in enumerate(_counted(node.watchdog)):
+                line.append(", " if i else "")
+                line.append(f"{verdict} ×{count}", style=_WATCH_STYLES.get(verdict, ""))
         usage = self.tree_usage(node.session_id)
-        if usage.total_tokens:
-            line.append(f" · {usage.total_tokens:,} tok · {format_usd(usage.cost_usd)}", style="dim")
+        if usage.total_tokens or usage.unpriced_calls:
+            line.append(f" · {usage.total_tokens:,} tok · {format_cost(usage)}", style="dim")
         if node.status == "running":
             if node.text:
                 line.append(f"\n{node.text}", style="italic dim")
             return Spinner("dots", text=line, style="cyan")
         style = {"completed": "green", "failed": "red"}.get(node.status, "yellow")
-        line.append(f" · {node.stop_reason or node.status}", style=style)
-        mark = {"completed": "✓ ", AWAITING: "⏸ "}.get(node.status, "✗ ")
+        if node.refusal:
+            style = "red"
+        line.append(f" · {node.refusal or node.stop_reason or node.status}", style=style)
+        mark = "✗ " if node.refusal else {"completed": "✓ ", AWAITING: "⏸ "}.get(node.status, "✗ ")
         return Text.assemble((mark, style), line)
 
 
-_WATCH_MARKS = {
-    "PROGRESSING": ("●", "green"),
-    "STUCK": ("●", "yellow"),
-    "ACHIEVED": ("●", "bright_green"),
-    "MISLED": ("●", "dark_orange"),
+_WATCH_STYLES = {
+    "PROGRESSING": "green",
+    "STUCK": "yellow",
+    "ACHIEVED": "bright_green",
+    "MISLED": "dark_orange",
 }
-"""One coloured mark per watchdog firing: the viewer's critic rail, in the terminal."""
+"""Each watchdog verdict's colour: the viewer's critic rail, in the terminal (the words say it too)."""
+
+
+def _counted(verdicts: list[str]) -> list[tuple[str, int]]:
+    """Each verdict with how often it was given, in the order of first appearance."""
+    counts: dict[str, int] = {}
+    for verdict in verdicts:
+        counts[verdict] = counts.get(verdict, 0) + 1
+    return list(counts.items())
+
+
+def _detail_lines(node: SessionNode) -> list[Text]:
+    """The lines under a node that say why: a failed verdict's top issues, a refused plan's reasons."""
+    lines = [Text(f"reason: {_clip(r)}", style="red") for r in node.reasons[:_ISSUES]]
+    lines += [Text(f"issue: {_clip(i)}", style="yellow") for i in node.issues[:_ISSUES]]
+    more = len(node.issues) - _ISSUES
+    if more > 0:
+        lines.append(Text(f"… and {plural(more, 'more issue')}", style="dim"))
+    return lines
+
+
+def _plan_verified(node: SessionNode, event: PlanVerified) -> None:
+    if event.ok:
+        node.refusal, node.reasons = "", []
+        return
+    at = ""
+    if event.offending_step is not None or event.offending_step_id:
+        number = f"{event.offending_step + 1} " if event.offending_step is not None else ""
+        named = f"({event.offending_step_id})" if event.offending_step_id else ""
+        at = f" at step {number}{named}".rstrip()
+    node.refusal = f"plan refused: {event.kind or 'refused'}{at}"
+    node.reasons = list(event.reasons)
+
+
+def plural(count: int, noun: str) -> str:
+    """`1 call`, `2 calls`, `0 calls`: a count with its noun (the last word takes the `s`)."""
+    return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"
+
+
+def output_lines(text: str) -> list[str]:
+    """A run's output as `jeeves run` prints it after the tree, set off by a blank line each
+    side; an empty output is said once (`no output`), never printed as blank lines."""
+    body = text.strip("\n").rstrip()
+    return ["", body if body.strip() else "no output", ""]
 
 
 def spend_lines(total: Usage, by_path: Mapping[str, Usage]) -> list[str]:
-    """`N model calls · tokens · $` and a line per role path, as `jeeves run` and `jeeves replay` end."""
+    """`N model calls · tokens · $` and a line per role path, as `jeeves run` and `jeeves replay` end.
+
+    A sum with calls litellm has no price for says so (`$0.0123 + unpriced (1 call)`): it is
+    never shown as if those calls cost nothing.
+    """
     lines = [
-        f"{total.model_calls} model calls · {total.total_tokens:,} tokens · {format_usd(total.cost_usd)}"
+        f"{plural(total.model_calls, 'model call')} · {plural(total.total_tokens, 'token')} · "
+        f"{format_cost(total)}"
     ]
     for path, spent in sorted(by_path.items()):
         lines.append(
-            f"  {path}: {spent.model_calls} calls, {spent.total_tokens:,} tokens, {format_usd(spent.cost_usd)}"
+            f"  {path}: {plural(spent.model_calls, 'call')}, {plural(spent.total_tokens, 'token')}, "
+            f"{format_cost(spent)}"
         )
     return lines
 
@@ -271,6 +347,12 @@ def _gate(node: SessionNode, event: ApprovalRequested | ApprovalDecided) -> None
     gate = node.gates.get(event.gate_id)
     if gate is not None:
         gate.decision, gate.by, gate.note = event.decision, event.by, event.note
+
+
+def _clip(text: str) -> str:
+    """One line, its beginning kept (an issue reads from its start)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _ISSUE_WIDTH else flat[: _ISSUE_WIDTH - 1] + "…"
 
 
 def _tail(text: str) -> str:

@@ -108,6 +108,7 @@ SAMPLES: dict[str, dict[str, object]] = {
         "cancelled": [2],
         "not_started": [3],
     },
+    "budget.unpriced": {"model": "anthropic/claude-3-haiku-20240307", "max_usd": 0.5},
     "progress": {
         "step": 4,
         "completed_steps": 5,

@@ -89,7 +89,7 @@ async def test_a_self_refine_feedback_session_shows_its_score() -> None:
     assert scores == [("feedback", 0, 0.4), ("feedback", 1, 0.9)]
 
 
-def test_watchdog_firings_show_as_marks_and_steering_as_text() -> None:
+def test_watchdog_firings_are_counted_in_words_and_steering_shown_as_text() -> None:
     from jeeves.events import SessionStarted, SteeringInjected, WatchdogVerdictEvent
     from jeeves.terminal import SessionTree
 
@@ -107,8 +107,11 @@ def test_watchdog_firings_show_as_marks_and_steering_as_text() -> None:
         SteeringInjected(session_id="g", target_session_id="g__agent_0", cause="stuck", message="step back")
     )
     assert tree.nodes["g"].text == "↳ steering (stuck): step back"
+    tree.apply(
+        WatchdogVerdictEvent(session_id="g", firing=3, verdict="STUCK", reason="loops", source="signal")
+    )
     label = tree._label(tree.nodes["g"])
-    assert "watchdog ●●" in str(getattr(label, "text", label))
+    assert "watchdog: PROGRESSING ×1, STUCK ×2" in str(getattr(label, "text", label))
 
 
 async def test_to_a_pipe_the_tree_ends_its_last_line_and_is_not_wrapped(
@@ -122,7 +125,8 @@ async def test_to_a_pipe_the_tree_ends_its_last_line_and_is_not_wrapped(
         await follow(events, file=out)
     lines = out.getvalue().splitlines()
     assert out.getvalue().endswith("\n")
-    assert all(line.endswith((" · completed", " · approved")) for line in lines[1:]), lines  # one line a node
+    nodes = [line for line in lines[1:] if not line.lstrip("│ ├└─").startswith("issue:")]
+    assert all(line.endswith((" · completed", " · approved")) for line in nodes), lines  # one line a node
     assert max(len(line) for line in lines) > 80
 
 
@@ -201,3 +205,91 @@ def test_a_denied_and_an_expired_gate_say_so() -> None:
         "✗ gate s#1: rm(path='/') [destructive] · denied by bob",
         "⌛ gate s#3: rm(path='/') [destructive] · expired",
     ]
+
+
+# -- the tree in words: NO_COLOR and a pipe lose nothing ---------------------------------
+
+
+def _run_offline(spec: str) -> str:
+    """`jeeves run architectures/SPEC --offline` through a pipe with NO_COLOR, as a user's
+    `| cat` or a CI log sees it; its stdout."""
+    from tests.conftest import jeeves_cli, offline_env
+
+    env = {k: v for k, v in offline_env().items() if k != "COLUMNS"}  # unwrapped: one line a node
+    done = jeeves_cli("run", f"architectures/{spec}", "--offline", env={**env, "NO_COLOR": "1"})
+    assert done.returncode == 0, done.stderr
+    assert "\x1b[" not in done.stdout  # no colour codes: the words carry it all
+    return done.stdout
+
+
+def test_a_goal_run_says_its_watchdog_verdicts_and_prints_its_report_once() -> None:
+    out = _run_offline("ops_goal.toml")
+    assert "· watchdog: STUCK ×1, PROGRESSING ×1 ·" in out
+    assert "●" not in out
+    assert (
+        "\n\nweb listened on 9090; set port 8080, restarted it, /health answers 200\n\nstop reason: verified"
+        in out
+    )
+    assert "\n\n\n" not in out and out.endswith("\n") and not out.endswith("\n\n")
+    assert "goal.success: 1 call, " in out and " 1 calls" not in out
+
+
+def test_a_refused_plan_is_marked_refused_with_its_kind_step_and_reason() -> None:
+    out = _run_offline("refund_plan.toml")
+    refused = next(line for line in out.splitlines() if "plan_attempt" in line)
+    assert "✓" not in refused and refused.lstrip("│├└─ ").startswith("✗ plan plan_attempt")
+    assert refused.endswith("plan refused: missing_evidence at step 1 (lookup)")
+    assert "reason: step 'lookup' requires 'order_record' evidence and pins none" in out
+    assert "refused_by_critic" not in out
+
+
+def test_a_failed_round_shows_its_critics_top_issues() -> None:
+    out = _run_offline("codegen.toml")
+    assert "score 0.20 ✗ hard fail" in out and "score 0.95 ✓ passed" in out
+    issues = [line for line in out.splitlines() if "issue:" in line]
+    assert len(issues) == 3 and "[tests] test_combined_units failed" in issues[0]
+    assert "… and 3 more issues" in out
+    assert all(len(line) < 160 for line in issues)
+
+
+def test_the_other_offline_specs_read_the_same_without_colour() -> None:
+    for spec, said in (
+        ("self_refine.toml", "issue: uses jargon the reader does not know"),
+        ("research_team.toml", "issue: [citations] uncited claim"),
+    ):
+        out = _run_offline(spec)
+        assert said in out and "\n\n\n" not in out and " 1 calls" not in out
+
+
+def test_plurals_and_an_empty_output_are_said_right() -> None:
+    from jeeves.messages import Usage
+    from jeeves.terminal import output_lines, plural, spend_lines
+
+    assert [plural(n, "call") for n in (0, 1, 2, 1200)] == ["0 calls", "1 call", "2 calls", "1,200 calls"]
+    assert output_lines("\n\n") == ["", "no output", ""]
+    assert output_lines("  answer\n\n") == ["", "  answer", ""]
+    one = Usage(input_tokens=1, model_calls=1, cost_usd=0.5)
+    assert spend_lines(one, {"a": one}) == [
+        "1 model call · 1 token · $0.5000",
+        "  a: 1 call, 1 token, $0.5000",
+    ]
+
+
+def test_a_refused_plan_without_a_step_and_a_critique_without_a_critic_session() -> None:
+    from jeeves.events import Critique, PlanVerified
+
+    tree = SessionTree()
+    tree.apply(SessionStarted(session_id="p", role="plan", architecture="plan_attempt"))
+    tree.apply(
+        PlanVerified(session_id="p", attempt=0, plan_id="x", ok=False, kind="loop_guard", reasons=["r"] * 5)
+    )
+    tree.apply(Critique(session_id="p", round=0, score=0.1, passed=False, issues=["too long " * 30]))
+    node = tree.nodes["p"]
+    assert node.refusal == "plan refused: loop_guard" and node.issues == ["too long " * 30]
+    buffer = io.StringIO()
+    tree.mark_unfinished("completed")
+    Console(file=buffer, width=400, color_system=None).print(tree)
+    drawn = buffer.getvalue()
+    assert drawn.count("reason: r") == 3 and "✗ plan plan_attempt" in drawn
+    (issue,) = [line for line in drawn.splitlines() if "issue:" in line]
+    assert issue.rstrip().endswith("…") and len(issue.strip()) < 140

@@ -317,7 +317,7 @@ class CriticLoop(Generic[OutputT]):
             tool_calls=len(calls),
             tools_called=tuple(calls),
             tokens=usage.total_tokens,
-            usd=usage.cost_usd,
+            usd=usage.priced_usd,
             model_calls=usage.model_calls,
         )
         return await check_stop(ctx, stop, state, started, {"round": r})

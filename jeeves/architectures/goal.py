@@ -209,6 +209,10 @@ class _GoalRun:
     started: float = field(default_factory=time.monotonic)
 
     def output(self, stop_reason: str, text: str) -> GoalOutput:
+        # The agent ends by calling claim_complete or abort, often with no text beside the
+        # call: then its report is what it has to say, and the run's output.
+        if self.report and (not text.strip() or stop_reason in ("verified", "aborted")):
+            text = self.report
         return GoalOutput(
             value=text,
             text=text,
@@ -345,7 +349,7 @@ class _GoalRun:
             tool_calls=len(self.steps),
             tools_called=tuple(s.name for s in self.steps),
             tokens=usage.total_tokens,
-            usd=usage.cost_usd,
+            usd=usage.priced_usd,
             model_calls=usage.model_calls,
             watchdog=latest,
         )

@@ -4,6 +4,11 @@ A session's role path runs from the root down (`("supervisor", "coder", "critic"
 router tries its suffixes from the longest to the shortest, then `default`:
 `supervisor.coder.critic` → `coder.critic` → `critic` → `default`. So a critic nested in a
 supervisor's coder can get its own model while every other critic shares one.
+
+A route litellm will serve (a model string, no client of its own nor the router's) is
+checked when the router is built: a model string litellm cannot route (`gtp-4o`, an
+unknown provider prefix) is a UserError with a suggestion, before any call and without
+importing litellm (`jeeves.models.known`).
 """
 
 from __future__ import annotations
@@ -14,8 +19,9 @@ from jeeves.checks import short_repr
 from jeeves.errors import UserError, UserTypeError
 from jeeves.ids import validate_name
 from jeeves.models.base import ModelClient, Route
+from jeeves.models.known import model_problem
 
-__all__ = ["Router", "role_keys"]
+__all__ = ["Router", "check_route", "role_keys"]
 
 RouteLike = str | Route | ModelClient
 _RESOLVED_MAX = 4096
@@ -31,6 +37,17 @@ def role_keys(role_path: Sequence[str]) -> Iterator[str]:
     for start in range(len(role_path)):
         yield ".".join(role_path[start:])
     yield "default"
+
+
+def check_route(route: Route, key: str) -> Route:
+    """`route`, once litellm can route its model and fallbacks (a UserError naming the first
+    it cannot, with a suggestion); a route with its own client is not litellm's to check."""
+    if route.client is None:
+        for model in (route.model, *route.fallbacks):
+            problem = model_problem(model)
+            if problem is not None:
+                raise UserError(f"Route {key!r}: {problem}")
+    return route
 
 
 def _check_key(key: object) -> str:
@@ -66,6 +83,9 @@ class Router:
             _check_key(k): Route.coerce(v, key=k) for k, v in (routes or {}).items()
         }
         self._client = client
+        if client is None:
+            for k, route in self._routes.items():
+                check_route(route, k)
         self._resolved: dict[tuple[str, ...], Route] = {}
         self._overrides: dict[tuple[tuple[str, object], ...], Router] = {}
 
@@ -85,7 +105,11 @@ class Router:
         if cached is not None:  # the same overrides as an earlier run: its router, routes resolved
             return cached
         merged = dict(self._routes)  # already checked: only the overrides are
-        merged.update({_check_key(k): Route.coerce(v, key=k) for k, v in models.items()})
+        added = {_check_key(k): Route.coerce(v, key=k) for k, v in models.items()}
+        if self._client is None:
+            for k, route in added.items():
+                check_route(route, k)
+        merged.update(added)
         router = Router(client=self._client)
         router._routes = merged
         if len(self._overrides) >= _OVERRIDES_MAX:

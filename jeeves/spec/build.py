@@ -25,6 +25,7 @@ from jeeves.critics import CitationCritic, CodeCritic, Critic, FunctionCritic, L
 from jeeves.errors import UserError
 from jeeves.mcp.client import MCPServer
 from jeeves.models.base import ModelClient, Route
+from jeeves.models.known import model_problem
 from jeeves.models.router import Router
 from jeeves.models.testing import Reply, ScriptedModel, call
 from jeeves.replay.source import import_object
@@ -152,6 +153,7 @@ class _Builder:
     def __init__(self, spec: Spec | None, offline: bool) -> None:
         self.where = str(spec.path) if spec is not None and spec.path is not None else "spec"
         self.problems: list[str] = []
+        self.demo = spec is not None and spec.demo is not None
         self.scripted: ScriptedModel | None = None
         self.servers: dict[str, MCPServer] = {}
         if spec is not None and spec.mcp:
@@ -172,6 +174,7 @@ class _Builder:
         found = callers(arch) if arch is not None else None
         if found is not None:
             self.check_keys(spec, found, overrides)
+        self.check_overrides(overrides)
         routes = {k: self.route(r, ["models", k]) for k, r in spec.models.items()}
         return arch, {k: r for k, r in routes.items() if r is not None}
 
@@ -196,9 +199,28 @@ class _Builder:
             if problem := unmatched_key(key, [c.path for c in found], "calls a model"):
                 self.problems.append(f"{join_key_path(['demo', 'script', key])}: {problem}")
 
+    def check_overrides(self, overrides: Mapping[str, object]) -> None:
+        """Note each `models=` / `--model` string litellm cannot route (offline, none is called)."""
+        for key, value in overrides.items():
+            if self.scripted is None and isinstance(value, str) and (problem := model_problem(value)):
+                self.problems.append(f"--model {key}={value}: {problem}{self.offline_hint}")
+
+    @property
+    def offline_hint(self) -> str:
+        """How to try the spec without a real model, when it has a [demo] script."""
+        return " Or try the spec offline with --offline." if self.demo else ""
+
+    def check_models(self, spec: RouteSpec, path: KeyPath) -> bool:
+        """Whether litellm can route the route's model and fallbacks (each it cannot is noted)."""
+        problems = [p for m in (spec.model, *spec.fallbacks) if (p := model_problem(m)) is not None]
+        self.problems += [f"{join_key_path(path)}: {p}{self.offline_hint}" for p in problems]
+        return not problems
+
     def route(self, spec: RouteSpec, path: KeyPath) -> Route | None:
         if self.scripted is not None:
             return Route(model=f"scripted:{spec.model}", client=self.scripted)
+        if not self.check_models(spec, path):
+            return None
         return self.attempt(
             path,
             lambda: Route(

@@ -64,8 +64,11 @@ class OTelSpan:
             "gen_ai.response.model": response.model,
             "gen_ai.usage.input_tokens": usage.input_tokens,
             "gen_ai.usage.output_tokens": usage.output_tokens,
-            "jeeves.cost_usd": usage.cost_usd,
         }
+        if usage.unpriced:  # no known price: the cost is unknown, not 0
+            attributes["jeeves.unpriced"] = True
+        else:
+            attributes["jeeves.cost_usd"] = usage.priced_usd
         if response.finish_reason:
             attributes["gen_ai.response.finish_reasons"] = (response.finish_reason,)
         if self._capture:

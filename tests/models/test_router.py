@@ -21,16 +21,18 @@ def test_role_keys_go_from_most_to_least_specific() -> None:
 
 
 def test_resolve_picks_the_most_specific_route() -> None:
-    router = Router({"critic": "m/critic", "coder.critic": "m/coder-critic", "default": "m/default"})
+    router = Router(
+        {"critic": "openai/critic", "coder.critic": "openai/coder-critic", "default": "openai/default"}
+    )
 
-    assert router.resolve(("supervisor", "coder", "critic")).model == "m/coder-critic"
-    assert router.resolve(("supervisor", "writer", "critic")).model == "m/critic"
-    assert router.resolve(("supervisor", "coder")).model == "m/default"
-    assert router.resolve(()).model == "m/default"
+    assert router.resolve(("supervisor", "coder", "critic")).model == "openai/coder-critic"
+    assert router.resolve(("supervisor", "writer", "critic")).model == "openai/critic"
+    assert router.resolve(("supervisor", "coder")).model == "openai/default"
+    assert router.resolve(()).model == "openai/default"
 
 
 def test_no_matching_route_names_what_was_looked_up() -> None:
-    router = Router({"critic": "m/critic"})
+    router = Router({"critic": "openai/critic"})
 
     with pytest.raises(UserError, match=r"'coder\.actor'.*'actor'.*'default'.*routes: critic"):
         router.resolve(("coder", "actor"))
@@ -39,15 +41,15 @@ def test_no_matching_route_names_what_was_looked_up() -> None:
 @pytest.mark.parametrize("key", ["Critic", "coder..critic", "a__b", "", "1st", "coder.Critic"])
 def test_bad_route_keys_are_user_errors(key: str) -> None:
     with pytest.raises(UserError, match="(?i)route key"):
-        Router({key: "m/x"})
+        Router({key: "openai/x"})
 
 
 def test_route_values_are_coerced() -> None:
     scripted = ScriptedModel(["hi"], model_name="fake")
-    route = Route(model="m/x", retries=0)
-    router = Router({"actor": "m/actor", "critic": route, "default": scripted})
+    route = Route(model="openai/x", retries=0)
+    router = Router({"actor": "openai/actor", "critic": route, "default": scripted})
 
-    assert router.routes["actor"] == Route(model="m/actor")
+    assert router.routes["actor"] == Route(model="openai/actor")
     assert router.routes["critic"] is route
     assert router.routes["default"].client is scripted
     assert router.routes["default"].model == "fake"
@@ -61,23 +63,23 @@ def test_bad_route_values_are_user_errors(value: object) -> None:
 
 def test_negative_retries_are_rejected() -> None:
     with pytest.raises(ValueError, match=r"retries=-1: should be >= 0"):
-        Route(model="m/x", retries=-1)
+        Route(model="openai/x", retries=-1)
 
 
 def test_override_returns_a_new_router() -> None:
-    router = Router({"actor": "m/a", "default": "m/d"})
+    router = Router({"actor": "openai/a", "default": "openai/d"})
 
-    changed = router.override({"actor": "m/b", "critic": "m/c"})
+    changed = router.override({"actor": "openai/b", "critic": "openai/c"})
 
-    assert changed.resolve(("actor",)).model == "m/b"
-    assert changed.resolve(("critic",)).model == "m/c"
-    assert router.resolve(("actor",)).model == "m/a"
+    assert changed.resolve(("actor",)).model == "openai/b"
+    assert changed.resolve(("critic",)).model == "openai/c"
+    assert router.resolve(("actor",)).model == "openai/a"
     assert "critic" not in router.routes
 
 
 def test_client_for_prefers_the_routes_own_client() -> None:
     own, shared = ScriptedModel([]), FunctionModel(lambda request: "x")
-    router = Router({"actor": own, "default": "m/d"}, client=shared)
+    router = Router({"actor": own, "default": "openai/d"}, client=shared)
 
     assert router.client_for(router.resolve(("actor",))) is own
     assert router.client_for(router.resolve(("critic",))) is shared
@@ -86,12 +88,12 @@ def test_client_for_prefers_the_routes_own_client() -> None:
 def test_client_for_defaults_to_one_litellm_client() -> None:
     from jeeves.models.litellm import LiteLLMClient
 
-    router = Router({"default": "m/d"})
+    router = Router({"default": "openai/d"})
     client = router.client_for(router.resolve(()))
 
     assert isinstance(client, LiteLLMClient)
     assert router.client_for(router.resolve(())) is client
-    assert router.override({"actor": "m/a"}).client_for(Route(model="m/a")) is client
+    assert router.override({"actor": "openai/a"}).client_for(Route(model="openai/a")) is client
 
 
 def test_client_name() -> None:
@@ -100,7 +102,7 @@ def test_client_name() -> None:
 
 
 def test_repr_shows_the_models() -> None:
-    assert repr(Router({"default": "m/d"})) == "Router({'default': 'm/d'})"
+    assert repr(Router({"default": "openai/d"})) == "Router({'default': 'openai/d'})"
 
 
 def test_a_route_repr_masks_credentials_and_keeps_them_for_the_call() -> None:
@@ -140,5 +142,5 @@ def test_a_router_keeps_a_bounded_number_of_overrides() -> None:
 
     base = Router()
     for i in range(module._OVERRIDES_MAX + 5):
-        base.override({"default": f"m/{i}"})
+        base.override({"default": f"openai/{i}"})
     assert len(base._overrides) == module._OVERRIDES_MAX

@@ -164,12 +164,12 @@ def test_a_routes_timeout_comes_from_the_spec_with_a_finite_default() -> None:
     _, router = built(
         {
             "instructions": "x",
-            "models": {"default": "openai/gpt-4o-mini", "agent": {"model": "m", "timeout_s": 30}},
+            "models": {"default": "openai/gpt-4o-mini", "agent": {"model": "openai/m", "timeout_s": 30}},
         }
     )
     assert {k: r.timeout_s for k, r in router.routes.items()} == {"default": 120.0, "agent": 30.0}
     with pytest.raises(UserError, match="timeout_s"):
-        built({"instructions": "x", "models": {"agent": {"model": "m", "timeout_s": 0}}})
+        built({"instructions": "x", "models": {"agent": {"model": "openai/m", "timeout_s": 0}}})
 
 
 def test_offline_needs_a_demo_script() -> None:
@@ -263,7 +263,7 @@ def test_unused_route_and_script_keys_are_reported_together() -> None:
         "type": "actor_critic",
         "actor": {"instructions": "x"},
         "critic": {"type": "llm"},
-        "models": {"critc": "m/x", "actr": "m/y"},
+        "models": {"critc": "openai/x", "actr": "openai/y"},
         "demo": {"script": {"feedback": ["x"]}},
     }
     with pytest.raises(UserError) as caught:

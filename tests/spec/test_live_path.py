@@ -65,7 +65,7 @@ def price(model: str, calls: Sequence[tuple[int, int]]) -> float:
 
 def role_line(role: str, model: str, calls: Sequence[tuple[int, int]]) -> str:
     tokens = sum(p + c for p, c in calls)
-    return f"  {role}: {len(calls)} calls, {tokens:,} tokens, {format_usd(price(model, calls))}"
+    return f"  {role}: {len(calls)} call{'' if len(calls) == 1 else 's'}, {tokens:,} tokens, {format_usd(price(model, calls))}"
 
 
 def env_for(

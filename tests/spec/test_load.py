@@ -81,7 +81,7 @@ def test_an_unknown_type_lists_the_known_ones() -> None:
 
 
 def test_bad_names_and_route_keys() -> None:
-    found = problems({**team(coder()), "workers": {"Coder": coder()}, "models": {"coder-critic": "x/y"}})
+    found = problems({**team(coder()), "workers": {"Coder": coder()}, "models": {"coder-critic": "openai/y"}})
     assert found[0].startswith("workers.Coder: 'Coder' is not a valid name")
     assert found[1].startswith("models.coder-critic: 'coder-critic' is not a route key")
 
@@ -196,7 +196,7 @@ def test_bad_keys_and_keys_no_session_uses_are_reported_together() -> None:
     data = {
         **coder(max_round=2, critic={"type": "llm", "repair": "yes"}),
         "role": "codegen",
-        "models": {"critc": "openai/gpt-4o", "actor": {"model": "m/x", "retries": -1}},
+        "models": {"critc": "openai/gpt-4o", "actor": {"model": "openai/x", "retries": -1}},
         "demo": {"script": {"actr": ["x"]}},
     }
     assert [line.split(":")[0] for line in problems(data)] == [
@@ -209,7 +209,7 @@ def test_bad_keys_and_keys_no_session_uses_are_reported_together() -> None:
 
 
 def test_a_bad_test_file_does_not_hide_the_later_problems(tmp_path: Path) -> None:
-    data = {**coder(critic={"type": "code", "tests": "missing.py"}), "models": {"critc": "m/x"}}
+    data = {**coder(critic={"type": "code", "tests": "missing.py"}), "models": {"critc": "openai/x"}}
     assert [line.split(":")[0] for line in problems(data, path=str(tmp_path / "x.toml"))] == [
         "critic.tests",
         "models.critc",
@@ -217,9 +217,9 @@ def test_a_bad_test_file_does_not_hide_the_later_problems(tmp_path: Path) -> Non
 
 
 def test_later_problems_wait_when_the_rest_cannot_stand_alone() -> None:
-    data = {**coder(role="Codegen"), "models": {"critc": "m/x"}}  # a bad role: keys would be misjudged
+    data = {**coder(role="Codegen"), "models": {"critc": "openai/x"}}  # a bad role: keys would be misjudged
     assert [line.split(":")[0] for line in problems(data)] == ["role"]
-    missing = {"type": "actor_critic", "critic": {"type": "llm"}, "models": {"critc": "m/x"}}
+    missing = {"type": "actor_critic", "critic": {"type": "llm"}, "models": {"critc": "openai/x"}}
     assert [line.split(":")[0] for line in problems(missing)] == ["actor"]
 
 

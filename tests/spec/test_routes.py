@@ -82,7 +82,7 @@ def test_a_key_no_session_uses_is_an_error_naming_it(tables: dict[str, Any], mes
 
 
 def test_keys_every_session_uses_build() -> None:
-    models = {"lead": "a/b", "coder.critic": "c/d", "writer": "e/f", "default": "g/h"}
+    models = {"lead": "openai/b", "coder.critic": "openai/d", "writer": "openai/f", "default": "openai/h"}
     script = {"draft": ["x"], "feedback": ["y"], "pinned": ["z"], "lead.coder.actor": ["w"]}
     build(parse_spec({**TEAM, "models": models, "demo": {"task": "t", "script": script}}))
 
@@ -110,7 +110,7 @@ def test_routing_names_the_route_and_the_key_that_chose_it() -> None:
     arch, _ = build(parse_spec(TEAM))
     found = callers(arch)
     assert found is not None
-    router = Router({"critic": Route(model="c/d", fallbacks=("e/f",)), "writer": "w/x"})
+    router = Router({"critic": Route(model="openai/d", fallbacks=("openai/f",)), "writer": "openai/x"})
     rows = {".".join(r.path): r for r in routing(found, router)}
     assert rows["lead.coder.critic"] == RoutedCall(
         ("lead", "coder", "critic"), "critic", router.routes["critic"]

@@ -166,7 +166,7 @@ function nodeTip(node, kind) {
   const u = treeUsage(node);
   const lines = [`${node.rolePath.join(" › ") || node.role} (${node.architecture})`,
     `${node.status} · ${spanText(node.start, end, kind)}`,
-    `${tokens(u.input + u.output)} · ${formatUsd(u.cost)}`];
+    `${tokens(u.input + u.output)} · ${formatCost(u.cost, u.unpriced)}`];
   if (node.model) lines.push(node.model + (node.fallback ? " (a fallback answered)" : ""));
   return lines;
 }
@@ -178,7 +178,7 @@ function segTip(seg, node, kind) {
   const u = seg.ev.usage;
   return [`model call ${seg.call + 1} · ${seg.ev.model}${seg.ev.fallback ? " (fallback)" : ""}`,
     spanText(seg.start, seg.end, kind),
-    `${tokens(u.input_tokens + u.output_tokens)} · ${formatUsd(u.cost_usd)}`];
+    `${tokens(u.input_tokens + u.output_tokens)} · ${usageCost(u)}`];
 }
 
 function renderTimeline(rows) {
@@ -323,8 +323,8 @@ function renderCosts() {
   for (const node of view.nodes.values()) {
     if (!node.calls.length) continue;
     const key = node.rolePath.join(".") || node.role;
-    const p = paths.get(key) || { key, kind: roleKind(node.rolePath.length ? node.rolePath : [node.role]), cost: 0, tok: 0, calls: 0 };
-    p.cost += node.usage.cost; p.tok += node.usage.input + node.usage.output; p.calls += node.calls.length;
+    const p = paths.get(key) || { key, kind: roleKind(node.rolePath.length ? node.rolePath : [node.role]), cost: 0, unpriced: 0, tok: 0, calls: 0 };
+    p.cost += node.usage.cost; p.unpriced += node.usage.unpriced; p.tok += node.usage.input + node.usage.output; p.calls += node.calls.length;
     paths.set(key, p);
   }
   const list = [...paths.values()];
@@ -352,7 +352,7 @@ function renderCosts() {
     const barBox = mk("span", "cost-bar-box");
     barBox.append(bar);
     row.append(mk("span", "cost-path", p.key), barBox,
-      mk("span", "cost-value", `${formatUsd(p.cost)} · ${tokens(p.tok)} · ${p.calls} call${p.calls > 1 ? "s" : ""}`));
+      mk("span", "cost-value", `${formatCost(p.cost, p.unpriced)} · ${tokens(p.tok)} · ${p.calls} call${p.calls > 1 ? "s" : ""}`));
     return row;
   });
   const parts = [stack, legend, ...rows];
@@ -447,7 +447,7 @@ function callsView(node) {
     d.dataset.key = `call-${k}`;
     const u = ev.usage;
     d.append(mk("summary", "", `call ${k + 1} · ${ev.model}${ev.fallback ? " · fallback answered" : ""} · ` +
-      `${tokens(u.input_tokens)} in, ${tokens(u.output_tokens)} out · ${formatUsd(u.cost_usd)}`));
+      `${tokens(u.input_tokens)} in, ${tokens(u.output_tokens)} out · ${usageCost(u)}`));
     const entry = requestFor(req && req.calls, ev, k);
     const asked = mk("div", "call-part");
     asked.append(mk("h4", "", "Request"));
@@ -572,9 +572,9 @@ function renderDetail() {
   item("duration", !node.end ? "running" : replayed
     ? `not recorded (replayed: seq ${node.start.seq} → ${node.end.seq})` : formatMs((node.end.ts - node.start.ts) * 1000));
   item("usage", node.calls.length
-    ? `${tokens(node.usage.input)} in, ${tokens(node.usage.output)} out · ${formatUsd(node.usage.cost)}`
+    ? `${tokens(node.usage.input)} in, ${tokens(node.usage.output)} out · ${formatCost(node.usage.cost, node.usage.unpriced)}`
     : "no model calls of its own");
-  if (node.children.length) item("with children", `${tokens(u.input + u.output)} · ${formatUsd(u.cost)}`);
+  if (node.children.length) item("with children", `${tokens(u.input + u.output)} · ${formatCost(u.cost, u.unpriced)}`);
   if (node.retries.length) item("retries", node.retries.map((r) => `${r.model} → ${r.next_model}: ${r.error_type}`).join("; "));
   const parts = [head, meta];
   const section = (title, text) => {

@@ -65,7 +65,7 @@ function newNode(ev) {
     id: ev.session_id, parent: ev.parent_id, role: ev.role, architecture: ev.architecture,
     model: ev.model, index: ev.index, rolePath: ev.role_path || [], task: ev.task || "",
     status: "running", stopReason: "", text: "", output: null,
-    usage: { input: 0, output: 0, cost: 0 }, round: null, verdict: null,
+    usage: { input: 0, output: 0, cost: 0, unpriced: 0 }, round: null, verdict: null,
     rounds: new Map(), critiques: new Map(), drafts: new Map(), children: [], deltaStep: null, el: null,
     start: { ts: ev.ts, seq: ev.seq }, end: null, last: { ts: ev.ts, seq: ev.seq },
     segs: [], openModel: null, calls: [], tools: [], toolsById: new Map(), fallback: false, retries: [],
@@ -88,6 +88,25 @@ function formatUsd(amount) {
   let digits = 4;
   if (amount > 0 && amount < 0.01) digits = Math.min(10, Math.max(4, 1 - Math.floor(Math.log10(amount))));
   return `$${amount.toFixed(digits)}`;
+}
+
+// Calls litellm has no price for are unpriced, never $0: a usage from the wire says so with
+// `unpriced_calls`, or (one call) with `cost_usd` null.
+function unpricedOf(u) {
+  if (u.unpriced_calls) return u.unpriced_calls;
+  return u.cost_usd === null || u.cost_usd === undefined ? Math.max(u.model_calls || 0, 1) : 0;
+}
+
+// `$0.0123`, `$0.0123 + unpriced (1 call)`, or `unpriced (2 calls)` when nothing is priced.
+function formatCost(cost, unpriced) {
+  if (!unpriced) return formatUsd(cost);
+  const calls = `unpriced (${unpriced} call${unpriced === 1 ? "" : "s"})`;
+  return cost > 0 ? `${formatUsd(cost)} + ${calls}` : calls;
+}
+
+// The cost of a usage as events and run summaries carry it (`cost_usd`, `unpriced_calls`).
+function usageCost(u) {
+  return formatCost(u.cost_usd || 0, unpricedOf(u));
 }
 
 function resetModel() {
@@ -142,7 +161,8 @@ function apply(ev) {
     case "model.completed": {
       node.usage.input += ev.usage.input_tokens;
       node.usage.output += ev.usage.output_tokens;
-      node.usage.cost += ev.usage.cost_usd;
+      node.usage.cost += ev.usage.cost_usd || 0;
+      node.usage.unpriced += unpricedOf(ev.usage);
       node.model = node.model || ev.model;
       node.fallback = node.fallback || ev.fallback;
       if (node.deltaStep !== ev.step && (ev.text || "").trim()) appendLine(node, ev.text.replace(/^\s*\n/, ""));
@@ -218,7 +238,7 @@ function treeUsage(node) {
   const total = { ...node.usage };
   for (const id of node.children) {
     const u = treeUsage(view.nodes.get(id));
-    total.input += u.input; total.output += u.output; total.cost += u.cost;
+    total.input += u.input; total.output += u.output; total.cost += u.cost; total.unpriced += u.unpriced;
   }
   return total;
 }
@@ -380,7 +400,7 @@ function renderNode(node, container, vis) {
   }
   const u = treeUsage(node);
   stats.append(el("span", "tokens", `${(u.input + u.output).toLocaleString()} tok`),
-    el("span", "cost", formatUsd(u.cost)));
+    el("span", "cost", formatCost(u.cost, u.unpriced)));
   const best = bestRound(node);
   const rounds = card.querySelector(".rounds");
   rounds.replaceChildren(...[...node.rounds].map(([r, v]) => {
@@ -445,7 +465,7 @@ function render() {
   const root = any ? view.nodes.get(view.roots[0]) : null;
   if (root) {
     const u = treeUsage(root);
-    $("run-usage").textContent = `${(u.input + u.output).toLocaleString()} tokens · ${formatUsd(u.cost)}`;
+    $("run-usage").textContent = `${(u.input + u.output).toLocaleString()} tokens · ${formatCost(u.cost, u.unpriced)}`;
   }
   renderRoles();
   renderScrubber();
@@ -599,7 +619,7 @@ async function loadRecorded() {
   $("recorded-label").firstChild.textContent = `Recorded run (${body.journal}) `;
   const select = $("recorded");
   select.replaceChildren(el("option", "", "—"), ...body.runs.map((r) => {
-    const o = el("option", "", `${r.session_id} · ${r.architecture} · ${r.status} · ${formatUsd(r.usage.cost_usd)}`);
+    const o = el("option", "", `${r.session_id} · ${r.architecture} · ${r.status} · ${usageCost(r.usage)}`);
     o.value = r.session_id;
     return o;
   }));
