@@ -32,6 +32,7 @@ from anyio.abc import TaskGroup
 from mcp.server.extension import Extension, MethodBinding
 from mcp.shared.exceptions import MCPError
 from mcp.types import RequestParams
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ConfigDict, Field
 
 from jeeves.approvals import Decision, PendingGate, pending_gates, record_decision
@@ -69,6 +70,10 @@ def _iso(seconds: float | None) -> str:
 
 
 def _declared(ctx: Any) -> bool:
+    """The client declared the extension, on a 2026-07-28 connection (this revision's wire:
+    a handshake-era connection cannot carry `resultType: "task"`)."""
+    if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        return False
     capabilities = ctx.session.client_capabilities
     return bool(capabilities and capabilities.extensions and EXTENSION in capabilities.extensions)
 
