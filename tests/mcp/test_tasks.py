@@ -85,6 +85,25 @@ async def test_a_task_augmented_call_is_a_task_named_by_the_session_and_polls_to
 
 
 @pytest.mark.anyio
+async def test_tasks_cancel_cancels_the_run_and_the_task_reads_cancelled(tmp_path: Path) -> None:
+    journal = tmp_path / "runs.db"
+    command = _serve("tests.mcp.served:sleeper", journal=journal)
+    stdio = StdioServerParameters(command=command[0], args=command[1:], env=subprocess_env(), cwd=str(REPO))
+    async with Client(stdio, extensions=[advertise(EXTENSION)]) as client:
+        created = await rpc(
+            client,
+            "tools/call",
+            name="tests_mcp_served_sleeper",
+            arguments={"task": "wait", "session_id": "s-1"},
+        )
+        assert created["taskId"] == "s-1" and created["status"] == "working"
+        ack = await rpc(client, "tasks/cancel", taskId="s-1")
+        cancelled = await poll(client, "s-1", {"completed", "failed", "cancelled"})
+    assert ack["resultType"] == "complete"
+    assert cancelled["status"] == "cancelled" and "result" not in cancelled
+
+
+@pytest.mark.anyio
 async def test_a_client_without_the_extension_gets_a_plain_result_and_no_tasks(tmp_path: Path) -> None:
     journal = tmp_path / "runs.db"
     command = _serve("tests.mcp.served:shouter", journal=journal)

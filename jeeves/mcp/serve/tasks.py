@@ -46,6 +46,7 @@ __all__ = ["EXTENSION", "REVISION", "ServedTasks"]
 EXTENSION = "io.modelcontextprotocol/tasks"
 REVISION = "2026-07-28"
 POLL_MS = 500
+CREATE_CHECKS = 200
 INVALID_PARAMS = -32602
 MISSING_CAPABILITY = -32021
 _TASK_FIELDS = ("taskId", "status", "statusMessage", "createdAt", "lastUpdatedAt", "ttlMs", "pollIntervalMs")
@@ -195,6 +196,10 @@ class ServedTasks:
         started = self.started.get(sid)
         if started is not None:
             await started.wait()
+        for _ in range(CREATE_CHECKS):  # the journal may commit just after the first event
+            if sid not in self.scopes or await self.record(sid) is not None:
+                return
+            await anyio.sleep(0.05)
 
     def tool_of(self, record: SessionRecord) -> str | None:
         """The served tool whose target recorded `record` (by its recorded source)."""
