@@ -214,3 +214,26 @@ async def _gated_run_across_a_sigkill(command: list[str], ran: Path) -> None:
     assert done["status"] == "completed", done
     assert done["result"]["structuredContent"]["output"] == "recorded once"
     assert await anyio.Path(ran).read_text() == "ran\n"  # the gated tool ran exactly once
+
+
+@pytest.mark.anyio
+async def test_a_declined_elicitation_denies_the_gate_and_the_tool_never_runs(tmp_path: Path) -> None:
+    journal, ran, spec = tmp_path / "runs.db", tmp_path / "ran.txt", tmp_path / "clerk.toml"
+    with serve_openai(clerk(ran)) as model:
+        spec.write_text(GATED_SPEC.format(base_url=model.base_url))
+        command = _serve(str(spec), journal=journal)
+        env = subprocess_env() | {"OPENAI_API_KEY": "sk-test"}
+        stdio = StdioServerParameters(command=command[0], args=command[1:], env=env, cwd=str(REPO))
+        async with Client(stdio, extensions=[advertise(EXTENSION)]) as client:
+            await rpc(client, "tools/call", name="clerk", arguments={"task": "record", "session_id": "d-1"})
+            waiting = await poll(client, "d-1", {"input_required", "completed", "failed"})
+            [key] = waiting["inputRequests"]
+            await rpc(client, "tasks/update", taskId="d-1", inputResponses={"nope#9": {"action": "accept"}})
+            still = await rpc(client, "tasks/get", taskId="d-1")  # an unknown key is ignored
+            assert still["status"] == "input_required"
+            await rpc(client, "tasks/update", taskId="d-1", inputResponses={key: {"action": "decline"}})
+            done = await poll(client, "d-1", {"completed", "failed", "cancelled"})
+    assert done["status"] == "completed"
+    assert not await anyio.Path(ran).exists()  # denied: never ran
+    denied = [m for m in model.requests[-1]["messages"] if m.get("role") == "tool"]
+    assert denied and "den" in str(denied[0]["content"]).lower()
