@@ -1,5 +1,5 @@
 """Real MCP servers nobody on this team wrote: `mcp-server-time` and `mcp-server-git` (PyPI,
-the `mcp` extra) and `@modelcontextprotocol/server-filesystem` / `server-everything` (npm,
+the `mcp` extra) and `@modelcontextprotocol/server-filesystem` / `server-everything` / `inspector` (npm,
 `npm ci --prefix tests/mcp/servers`, which .ci/run does). The npm ones need node: without it
 their tests skip, saying so; with node but without the packages installed they fail."""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import anyio
 
+import jeeves
 from jeeves import Agent
 from jeeves.messages import ModelRequest
 from jeeves.testing import FunctionModel, Reply, call
@@ -36,3 +37,11 @@ async def _slow(request: ModelRequest) -> str:
 def sleeper() -> Agent:
     """An agent whose model takes 30 s: a call to cancel."""
     return Agent("Take your time.", model=FunctionModel(_slow), description="sleeps")
+
+
+@jeeves.tool(approval="destructive")
+def record_call(path: str) -> str:
+    """Append a line to the file at `path` (the tasks tests count the lines: it ran once)."""
+    with open(path, "a") as file:
+        file.write("ran\n")
+    return f"recorded in {path}"

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from pydantic import BaseModel
@@ -27,7 +27,7 @@ from pydantic import BaseModel
 import jeeves
 from jeeves.durable.targets import Target
 
-__all__ = ["ServedRun", "build_server", "run_id", "tool_name"]
+__all__ = ["ServedRun", "build_server", "run_id", "run_served", "tool_name"]
 
 
 class ServedRun(BaseModel):
@@ -68,7 +68,14 @@ def build_server(targets: Mapping[str, Target], *, journal: str | None) -> Any:
     from mcp.server.mcpserver import Context, MCPServer
     from mcp.types import ToolAnnotations
 
-    server = MCPServer("jeeves", instructions="Each tool runs one jeeves architecture on a task.")
+    served = {tool_name(t.name): t for t in targets.values()}
+    options: dict[str, Any] = {}
+    if journal is not None:  # a task must survive the server: only runs with a journal are tasks
+        from jeeves.mcp.serve.tasks import ServedTasks
+
+        tasks = ServedTasks(served, journal)
+        options = {"extensions": [tasks.extension()], "lifespan": tasks.lifespan}
+    server = MCPServer("jeeves", instructions="Each tool runs one jeeves architecture on a task.", **options)
     for target in targets.values():
         name = tool_name(target.name)
         arch, _router = target.build()
@@ -100,9 +107,22 @@ async def _run(
     target: Target, tool: str, task: str, session_id: str | None, ctx: Any, journal: str | None
 ) -> ServedRun:
     sid = session_id or run_id(tool, task)
+    return await run_served(target, task, sid, journal, ctx.report_progress)
+
+
+async def run_served(
+    target: Target,
+    task: str,
+    sid: str,
+    journal: str | None,
+    report: Callable[[float, float | None, str], Awaitable[None]] | None = None,
+) -> ServedRun:
+    """Run (or resume, with a journal) `target` on `task` as root session `sid`, reporting each
+    event to `report(count, None, message)` when given."""
     arch, router = target.build()
     count = 0
-    await ctx.report_progress(0, None, f"jeeves session {sid}: started")
+    if report is not None:
+        await report(0, None, f"jeeves session {sid}: started")
     async with jeeves.stream(
         arch,
         task,
@@ -114,7 +134,8 @@ async def _run(
     ) as events:
         async for event in events:
             count += 1
-            await ctx.report_progress(count, None, f"jeeves session {sid}: {event.type} ({event.session_id})")
+            if report is not None:
+                await report(count, None, f"jeeves session {sid}: {event.type} ({event.session_id})")
         result = await events.result()
     return ServedRun(
         session_id=sid,
