@@ -302,7 +302,7 @@ def _plan_verified(node: SessionNode, event: PlanVerified) -> None:
         return
     at = ""
     if event.offending_step is not None or event.offending_step_id:
-        number = f"{event.offending_step + 1} " if event.offending_step is not None else ""
+        number = f"{event.offending_step} " if event.offending_step is not None else ""  # the seed's index
         named = f"({event.offending_step_id})" if event.offending_step_id else ""
         at = f" at step {number}{named}".rstrip()
     node.refusal = f"plan refused: {event.kind or 'refused'}{at}"

@@ -238,8 +238,8 @@ def test_a_refused_plan_is_marked_refused_with_its_kind_step_and_reason() -> Non
     out = _run_offline("refund_plan.toml")
     refused = next(line for line in out.splitlines() if "plan_attempt" in line)
     assert "✓" not in refused and refused.lstrip("│├└─ ").startswith("✗ plan plan_attempt")
-    assert refused.endswith("plan refused: missing_evidence at step 1 (lookup)")
-    assert "reason: step 'lookup' requires 'order_record' evidence and pins none" in out
+    assert refused.endswith("plan refused: missing_evidence at step 1 (refund)")
+    assert "reason: step 1 requires evidence class refund_window_evidence, none pinned" in out
     assert "refused_by_critic" not in out
 
 
