@@ -121,11 +121,11 @@ PAGES: dict[str, list[Step]] = {
         ),
         Step(
             "jeeves rejudge runs.db --critic new_rules.toml",
-            lines=("completed 0.90", "partial 0.90", "'reviewer' scored 0.90, below 0.95", "1 changed"),
+            lines=("completed 0.90", "refused_by_critic 0.90", "reviewer fail", "1 changed"),
         ),
         Step(
             "jeeves rejudge runs.db refund-881 --critic new_rules.toml --json",
-            lines=('"before":"completed","after":"partial"',),
+            lines=('"before":"completed","after":"refused_by_critic"',),
         ),
     ],
     "architectures/codegen.toml": [
@@ -139,7 +139,7 @@ PAGES: dict[str, list[Step]] = {
     "architectures/refund_desk.toml": [REFUND_DESK_RUN, APPROVE, RESUME],
     "architectures/refund_plan.toml": [
         _offline("refund_plan.toml", "completed"),
-        _live("refund_plan.toml", '"Refund order 881: it arrived damaged."', "ANTHROPIC_API_KEY"),
+        _live("refund_plan.toml", '"Refund order ord_881: it arrived damaged."', "ANTHROPIC_API_KEY"),
     ],
     "architectures/research_team.toml": [
         _offline("research_team.toml"),
