@@ -111,7 +111,7 @@ async def test_a_write_suspends_the_run_at_a_durable_gate_and_runs_once_when_app
 
     await record_decision(journal, gate.gate_id, Decision.approve(gate, by="alice"))
     model = ScriptedModel(["done"])
-    done = await jeeves.resume(_coder(tmp_path, model), "w", journal=journal)
+    done = await jeeves.resume(_coder(tmp_path, model), "w", journal=journal, approvals=Approvals())
     assert done.text == "done"
     assert (tmp_path / "a.txt").read_text() == "new\n"
     assert "Successfully wrote" in _tool_results(model)[-1]

@@ -73,7 +73,9 @@ async def test_an_undecided_elicitation_suspends_the_run_and_a_resume_answers_it
     assert gate.session_id == "e__mcp_elicitation_200"
     await record_decision(journal, gate.gate_id, Decision.deny(gate, by="bob"))
     finishing = ScriptedModel(["declined, fine"])
-    done = await jeeves.resume(Agent("t", tools=[everything_server()], model=finishing), "e", journal=journal)
+    done = await jeeves.resume(
+        Agent("t", tools=[everything_server()], model=finishing), "e", journal=journal, approvals=Approvals()
+    )
     assert done.text == "declined, fine"
     (answered,) = [m.content or "" for m in finishing.requests[-1].messages if m.role == "tool"]
     assert "declined" in answered

@@ -90,4 +90,9 @@ async def test_a_tool_whose_schema_changed_before_a_resume_is_a_replay_divergenc
     with pytest.raises(
         ReplayDivergence, match=r"MCP server 'faulty' changed tool\(s\) 'echo' since session 's'"
     ):
-        await jeeves.resume(Agent("t", tools=[upgraded], model=ScriptedModel(["done"])), "s", journal=journal)
+        await jeeves.resume(
+            Agent("t", tools=[upgraded], model=ScriptedModel(["done"])),
+            "s",
+            journal=journal,
+            approvals=Approvals(),
+        )
