@@ -60,6 +60,12 @@ _CODER = re.compile(r"\bwrite\b.*\bpython\b", re.IGNORECASE)
 _SUPERVISOR_TOOLS = ("delegate", "forward")
 
 
+def is_jeevesagent_critique(body: dict[str, Any]) -> bool:
+    """A review asked by `jeeves.compat.jeevesagent`'s critic: jeevesagent's critique template
+    in the user turn, read as text (no output schema)."""
+    return any('"score": 0.0-1.0' in _text(m) for m in body["messages"] if m["role"] == "user")
+
+
 def respond(body: dict[str, Any]) -> Behaviour:
     messages: list[dict[str, Any]] = body["messages"]
     system = "\n".join(_text(m) for m in messages if m["role"] == "system")
@@ -69,7 +75,7 @@ def respond(body: dict[str, Any]) -> Behaviour:
     results = [_text(m) for m in messages if m["role"] == "tool"]
     call_id = f"call_{len(messages)}"  # unique in a conversation: it grows with every turn
 
-    if "response_format" in body or '"score"' in system:
+    if "response_format" in body or '"score"' in system or is_jeevesagent_critique(body):
         schema = body.get("response_format", {}).get("json_schema", {}).get("name", "Verdict")
         if schema != "Verdict":
             raise ValueError(f"no plausible reply for the output schema {schema!r}")

@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import REPO, subprocess_env
 from tests.examples import load_example, run_example
-from tests.examples.responder import respond
+from tests.examples.responder import is_jeevesagent_critique, respond
 from tests.models.mock_openai import Behaviour, MockOpenAI, Text, serve
 
 PLAN_A, PLAN_B = (load_example("plan_gate.py").plan(pinned=p) for p in (False, True))
@@ -135,8 +135,9 @@ LIVE = {
         shows=(
             "1. status: awaiting_approval",
             "   pending: t-881#1 issue_refund(",
-            "2. approved t-881#1  issue_refund(",
-            "3. status: completed",
+            "2. approved by alice: t-881#1  issue_refund(",
+            "3. jeeves",  # the resume's tree, then its outcome, as `jeeves resume` prints them
+            "stop reason: completed ·",
         ),
     ),
     "replay_and_resume.py": Live(
@@ -215,7 +216,10 @@ def live_env(base_url: str, routes: Mapping[str, str]) -> dict[str, str]:
 
 
 def _schema(body: dict[str, Any]) -> str | None:
-    """The name of the output schema a request asks for, if any."""
+    """The name of the output schema a request asks for, if any (a jeevesagent critique,
+    read as text, counts as the Verdict it becomes)."""
+    if is_jeevesagent_critique(body):
+        return "Verdict"
     return (
         body.get("response_format", {}).get("json_schema", {}).get("name")
         if "response_format" in body
