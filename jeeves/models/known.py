@@ -20,7 +20,6 @@ snapshot refuses is asked of litellm itself before it is refused.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import json
 import sys
@@ -65,6 +64,8 @@ def model_problem(model: str) -> str | None:
     name = model.strip()
     if _routable(name, known) or _litellm_routes(name):
         return None
+    import difflib  # only a refusal needs it: not paid by `import jeeves`
+
     head, slash, rest = name.partition("/")
     if slash:
         close = difflib.get_close_matches(head.lower(), sorted(known.providers), n=1)

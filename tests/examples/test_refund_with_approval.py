@@ -31,7 +31,7 @@ def test_example_suspends_then_is_approved_and_resumed_from_other_processes(tmp_
         "✓ gate t-881#3: issue_refund(order_id='881', amount=42.0) [destructive] · approved by alice" in tree
     )
     assert any(line.startswith("   Done. refunded 42.00 on order 881 (idempotency key jv-") for line in lines)
-    assert "   stop reason: completed · 1 model calls · 31 tokens · $0.0000" in lines
+    assert "   stop reason: completed · 1 model call · 31 tokens · $0.0000" in lines
 
     listed = run("-m", "jeeves", "runs", str(journal), "--status", "completed")
     assert listed.returncode == 0, listed.stderr

@@ -70,6 +70,6 @@ def test_jeeves_run_that_suspends_prints_its_gates_and_how_to_decide_and_resume(
     assert resumed.returncode == 0, resumed.stderr
     assert resumed.stdout.startswith("jeeves\n")  # the run's tree, as `jeeves run` shows it
     assert "Order 881 is refunded: 42.00 back to dana@example.com." in resumed.stdout
-    assert "stop reason: completed · 1 model calls" in resumed.stdout
+    assert "stop reason: completed · 1 model call" in resumed.stdout
     listed = jeeves_cli("runs", str(journal), "--status", "completed")
     assert listed.stdout.splitlines()[1].split()[:2] == ["t-881", "completed"]
