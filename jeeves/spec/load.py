@@ -133,6 +133,8 @@ def format_errors(where: str, errors: Sequence[ErrorDetails], data: Any, *, late
     """One message for the validation errors, each as `key.path: problem`, then `later`
     problems (from building what did validate), one per line: at most `MAX_LISTED` of them,
     then how many more (20,000 unknown keys are one short message, made in milliseconds)."""
+    if len(errors) > MAX_LISTED and not later and all(e["type"] == "extra_forbidden" for e in errors):
+        return _unknown_keys_line(where, errors, data)
     lines: dict[str, None] = {}
     for error in errors[: MAX_LISTED * 4]:  # duplicates collapse; a few spare, not thousands
         path, problem = _describe(error, data)
@@ -148,6 +150,17 @@ def format_errors(where: str, errors: Sequence[ErrorDetails], data: Any, *, late
         f"{where} has {count}:\n"
         + "\n".join(listed + tail)
         + "\nSee docs/specs.md for every key and its default."
+    )
+
+
+def _unknown_keys_line(where: str, errors: Sequence[ErrorDetails], data: Any) -> str:
+    """Many unknown keys and nothing else (a generated or corrupted file): one line naming the
+    first few and how many more."""
+    named = [join_key_path(key_path(e["loc"], data)[0]) for e in errors[:3]]
+    more = f" and {len(errors) - len(named)} more" if len(errors) > len(named) else ""
+    return (
+        f"{where} has {len(errors)} unknown keys ({', '.join(named)}{more}); "
+        f"remove them (docs/specs.md lists every key and its default)."
     )
 
 

@@ -15,7 +15,7 @@ import pytest
 from jeeves.cli import main
 from jeeves.errors import UserError
 from jeeves.spec.critic_version import load_critic_version
-from jeeves.spec.load import MAX_LISTED, load_spec
+from jeeves.spec.load import load_spec
 
 BAD = {
     "deep.toml": ("a = " + "[" * 3000 + "]" * 3000 + "\n").encode(),
@@ -59,6 +59,5 @@ def test_twenty_thousand_unknown_keys_are_reported_briefly_and_fast(tmp_path: Pa
         took = time.perf_counter() - started
         message = str(caught.value)
         assert took < 5, f"{load.__name__} took {took:.1f} s"  # 77 s before; ~0.5 s, mostly tomllib
-        assert message.startswith(f"{path} has 20000 problems:")
-        assert "k0: unknown key" in message and f"and {20_000 - MAX_LISTED} more" in message
-        assert len(message.splitlines()) == MAX_LISTED + 3
+        assert message.startswith(f"{path} has 20000 unknown keys (k0, k1, k2 and 19997 more); remove them")
+        assert len(message.splitlines()) == 1
