@@ -40,8 +40,24 @@ __all__ = [
     "check_mapping",
     "check_number",
     "check_str",
+    "nests_deeper_than",
     "short_repr",
 ]
+
+
+def nests_deeper_than(value: Any, limit: int) -> bool:
+    """Whether objects/arrays (dicts/lists) nest in parsed `value` more than `limit` levels
+    (iterative, so a hostile document cannot exhaust the stack): JSON bodies and TOML files."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
 
 
 def short_repr(value: object, limit: int = 80) -> str:

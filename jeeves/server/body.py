@@ -13,6 +13,7 @@ from typing import Any
 
 from starlette.requests import Request
 
+from jeeves.checks import nests_deeper_than
 from jeeves.errors import UserError
 
 __all__ = ["MAX_JSON_DEPTH", "BadJson", "parse_json", "read_json"]
@@ -23,20 +24,6 @@ MAX_JSON_DEPTH = 64
 
 class BadJson(UserError):
     """The request body is not JSON jeeves accepts (HTTP 400)."""
-
-
-def _too_deep(value: Any, limit: int) -> bool:
-    """Whether `value` nests arrays/objects more than `limit` levels (iterative: no recursion)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
-        if children is None:
-            continue
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
-    return False
 
 
 def parse_json(body: bytes, limit: int = MAX_JSON_DEPTH) -> Any:
@@ -55,7 +42,7 @@ def parse_json(body: bytes, limit: int = MAX_JSON_DEPTH) -> Any:
         raise BadJson(
             f"The request body nests arrays/objects deeper than {limit} levels; send a flatter body."
         ) from None
-    if _too_deep(value, limit):
+    if nests_deeper_than(value, limit):
         raise BadJson(
             f"The request body nests arrays/objects deeper than {limit} levels; send a flatter body."
         )

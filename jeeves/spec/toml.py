@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from jeeves.checks import nests_deeper_than
 from jeeves.errors import UserError
 
 __all__ = ["MAX_DEPTH", "read_toml", "to_toml"]
@@ -59,23 +60,9 @@ def read_toml(path: str | Path, what: str = "spec") -> dict[str, Any]:
         raise UserError(f"{file}: not valid TOML: {exc}. Fix the syntax at that line.") from None
     except RecursionError:
         raise too_deep from None
-    if _deeper_than(data, MAX_DEPTH):
+    if nests_deeper_than(data, MAX_DEPTH):
         raise too_deep
     return data
-
-
-def _deeper_than(value: Any, limit: int) -> bool:
-    """Whether tables/arrays nest in `value` more than `limit` levels (iterative: no recursion)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
-        if children is None:
-            continue
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
-    return False
 
 
 def to_toml(data: Mapping[str, Any]) -> str:
