@@ -23,7 +23,6 @@ that was never found, which is `MissingCredentials` however litellm reports it.
 
 from __future__ import annotations
 
-import functools
 import json
 from typing import Any
 
@@ -80,22 +79,9 @@ def price_usd(model: str, usage: Any) -> float | None:
         return None
 
 
-@functools.cache
-def _usage_says_unpriced() -> bool:
-    """Whether `Usage.cost_usd` takes None ("no known price"); where it cannot, an
-    unpriced call is booked at 0.0 as before."""
-    try:
-        Usage(cost_usd=None)  # type: ignore[arg-type, unused-ignore]
-    except ValueError:  # pydantic's ValidationError
-        return False
-    return True
-
-
 def _usage(usage: Any, model: str) -> Usage:
     """Tokens from litellm's usage object, and their USD price (None: litellm has no price)."""
     cost = None if usage is None else price_usd(model, usage)
-    if cost is None and not _usage_says_unpriced():
-        cost = 0.0
     if usage is None:
         return Usage(model_calls=1, cost_usd=cost)
     tokens = {"input_tokens": usage.prompt_tokens or 0, "output_tokens": usage.completion_tokens or 0}

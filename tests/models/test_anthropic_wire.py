@@ -161,8 +161,7 @@ async def test_a_model_without_a_price_is_unpriced_not_free(
     response = await client.complete(ask(model=UNPRICED))
 
     assert (response.usage.input_tokens, response.usage.output_tokens) == (9, 2)
-    unpriced = jeeves.Usage.model_fields["cost_usd"].annotation != float  # noqa: E721
-    assert response.usage.cost_usd == (None if unpriced else 0.0)
+    assert response.usage.cost_usd is None and response.usage.unpriced == 1  # unknown, never $0
 
 
 async def test_usage_and_cost_add_up_per_role(fake: FakeAnthropic) -> None:
