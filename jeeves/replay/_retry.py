@@ -134,8 +134,7 @@ def retry(
     """`op()`, run again on a transient fault (after `discard()`) until it succeeds or the
     bound passes (`bound_s`, default `db_retry_s()`; then a `JournalError` saying so).
     Blocking: call it from a worker thread."""
-    started: float | None = None
-    delay = _FIRST_DELAY_S
+    backoff = _Backoff(where, bound_s)
     while True:
         try:
             result = op()
@@ -143,16 +142,7 @@ def retry(
             if not is_transient(exc):
                 raise
             discard()
-            if not reached(where):
-                raise
-            now = time.monotonic()
-            started = now if started is None else started
-            bound = db_retry_s() if bound_s is None else bound_s
-            left = bound - (now - started)
-            if left <= 0:
-                raise _unavailable(where, now - started, bound, exc) from exc
-            time.sleep(min(delay, left))
-            delay = min(delay * 2, _MAX_DELAY_S)
+            time.sleep(backoff.pause(exc))
         else:
             mark_reached(where)
             return result
@@ -166,8 +156,7 @@ async def aretry(
     bound_s: float | None = None,
 ) -> T:
     """`retry` for async operations (the run lock's connection)."""
-    started: float | None = None
-    delay = _FIRST_DELAY_S
+    backoff = _Backoff(where, bound_s)
     while True:
         try:
             result = await op()
@@ -176,16 +165,30 @@ async def aretry(
                 raise
             if discard is not None:
                 await discard()
-            if not reached(where):
-                raise
-            now = time.monotonic()
-            started = now if started is None else started
-            bound = db_retry_s() if bound_s is None else bound_s
-            left = bound - (now - started)
-            if left <= 0:
-                raise _unavailable(where, now - started, bound, exc) from exc
-            await anyio.sleep(min(delay, left))
-            delay = min(delay * 2, _MAX_DELAY_S)
+            await anyio.sleep(backoff.pause(exc))
         else:
             mark_reached(where)
             return result
+
+
+class _Backoff:
+    """The one waiting schedule of `retry` and `aretry`: doubling pauses from the first failure,
+    until the bound passes (then the `JournalError`); a database never reached fails at once."""
+
+    def __init__(self, where: str, bound_s: float | None) -> None:
+        self.where, self.bound_s = where, bound_s
+        self.started: float | None = None
+        self.delay = _FIRST_DELAY_S
+
+    def pause(self, exc: Exception) -> float:
+        """How long to wait before the next try after `exc` (raised inside an `except`)."""
+        if not reached(self.where):
+            raise exc
+        now = time.monotonic()
+        self.started = now if self.started is None else self.started
+        bound = db_retry_s() if self.bound_s is None else self.bound_s
+        left = bound - (now - self.started)
+        if left <= 0:
+            raise _unavailable(self.where, now - self.started, bound, exc) from exc
+        pause, self.delay = min(self.delay, left), min(self.delay * 2, _MAX_DELAY_S)
+        return pause
