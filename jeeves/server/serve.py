@@ -33,7 +33,7 @@ from jeeves.server.catalog import ArchitectureLike
 from jeeves.server.followed import DatabaseRuns
 from jeeves.server.runs import RunRegistry
 
-__all__ = ["address", "bind", "demo_architectures", "is_loopback", "serve", "serve_demo"]
+__all__ = ["access", "address", "bind", "demo_architectures", "is_loopback", "serve", "serve_demo"]
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -64,6 +64,22 @@ def bind(host: str, port: int) -> socket.socket:
             ) from exc
         raise UserError(f"Cannot listen on {host}:{port}: {exc.strerror}; check --host and --port.") from exc
     return sock
+
+
+def access(
+    sock: socket.socket, host: str, token: str | None, allowed_hosts: Sequence[str]
+) -> tuple[str | None, bool, list[str]]:
+    """Who may reach a server bound at `sock` (for `host`): its token (one generated when it
+    listens beyond loopback without one), whether it was generated, and the Host names the
+    guard allows (the given ones, plus the name given and the address it resolved to)."""
+    generated = token is None and not is_loopback(sock)
+    if generated:
+        token = secrets.token_urlsafe(24)
+    bound = sock.getsockname()[0]
+    hosts = [*allowed_hosts]
+    if not ipaddress.ip_address(bound).is_unspecified:
+        hosts += [host, bound]
+    return token, generated, hosts
 
 
 def is_loopback(sock: socket.socket) -> bool:
@@ -197,13 +213,7 @@ def serve_demo(
         anyio.run(_check_database, database)
     sock = bind(host, port)
     try:
-        generated = token is None and not is_loopback(sock)
-        if generated:
-            token = secrets.token_urlsafe(24)
-        bound = sock.getsockname()[0]
-        hosts = [*allowed_hosts]
-        if not ipaddress.ip_address(bound).is_unspecified:
-            hosts += [host, bound]  # the name given and the address it resolved to
+        token, generated, hosts = access(sock, host, token, allowed_hosts)
         app = create_app(
             catalog,
             token=token,

@@ -3,9 +3,7 @@ Host/Origin guard and bearer token as `jeeves serve` (jeeves.server.guard, Beare
 
 from __future__ import annotations
 
-import ipaddress
 import os
-import secrets
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,7 +12,7 @@ from starlette.middleware import Middleware
 from jeeves.errors import UserError
 from jeeves.server.app import BearerAuth
 from jeeves.server.guard import RequestGuard, host_names
-from jeeves.server.serve import address, bind, is_loopback, serve
+from jeeves.server.serve import access, address, bind, serve
 
 __all__ = ["parse_address", "serve_http"]
 
@@ -41,14 +39,8 @@ def serve_http(
     token = token or os.environ.get("JEEVES_TOKEN") or None
     sock = bind(host, port)
     try:
-        generated = token is None and not is_loopback(sock)
-        if generated:
-            token = secrets.token_urlsafe(24)
-        bound = sock.getsockname()[0]
-        hosts = [*allowed_hosts]
-        if not ipaddress.ip_address(bound).is_unspecified:
-            hosts += [host, bound]
-        app = server.streamable_http_app(host=bound)
+        token, generated, hosts = access(sock, host, token, allowed_hosts)
+        app = server.streamable_http_app(host=sock.getsockname()[0])
         middleware = [
             Middleware(
                 RequestGuard,
