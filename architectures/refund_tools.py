@@ -22,4 +22,6 @@ def lookup_order(order_id: str) -> str:
 @jeeves.tool(approval="destructive")
 def issue_refund(order_id: str, amount: float) -> str:
     """Refund an order through the payment provider."""
-    return f"refunded {amount:.2f} on order {order_id} (idempotency key {jeeves.tools.idempotency_key()})"
+    return (
+        f"refunded {amount:.2f} on order {order_id} (idempotency key {jeeves.agent.tools.idempotency_key()})"
+    )

@@ -1,5 +1,5 @@
 """Time to recover after a PostgreSQL restart: how long after the database is back the
-journal, the event log and the run lock are working again (`jeeves/replay/_retry.py`).
+journal, the event log and the run lock are working again (`jeeves/journal/retry.py`).
 
     python bench/durable_recovery.py                  # 5 restarts each of 1 s and 5 s down
     python bench/durable_recovery.py --trials 1 --down 1 --out /tmp/r   # a quick look
@@ -32,10 +32,12 @@ from pgcluster import Cluster, find_binaries  # noqa: E402
 
 from jeeves.durable.runlock import run_lock  # noqa: E402
 from jeeves.events import ModelDelta  # noqa: E402
-from jeeves.journal import StepRecord  # noqa: E402
-from jeeves.replay import _retry  # noqa: E402
-from jeeves.replay.eventlog import open_event_log  # noqa: E402
-from jeeves.replay.postgres import PostgresJournal  # noqa: E402
+from jeeves.journal import (
+    StepRecord,
+    _retry,
+)
+from jeeves.journal.eventlog import open_event_log  # noqa: E402
+from jeeves.journal.postgres import PostgresJournal  # noqa: E402
 
 WRITE_EVERY_S = 0.01
 
@@ -166,7 +168,7 @@ def report(result: dict[str, Any]) -> str:
         lines.append(f"| {down} | " + " | ".join(cells) + " |")
     lines += [
         "",
-        "A failed operation is retried after 0.05 s, doubling to 2 s (`jeeves/replay/_retry.py`),",
+        "A failed operation is retried after 0.05 s, doubling to 2 s (`jeeves/journal/retry.py`),",
         "so the wait after the database is back is at most about 2 s, whatever the outage's length.",
     ]
     return "\n".join(lines) + "\n"

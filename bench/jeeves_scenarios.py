@@ -263,7 +263,7 @@ async def features(runs: int) -> dict[str, Any]:
     """(a) streamed, bare and with each feature on: µs per loop."""
     import tempfile
 
-    from jeeves.replay import MemoryJournal, SQLiteJournal
+    from jeeves.journal import MemoryJournal, SQLiteJournal
 
     arch = ARCHS["a"]
     out: dict[str, Any] = {}

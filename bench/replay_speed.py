@@ -26,7 +26,7 @@ def _arg(name: str, default: int) -> int:
 def main(versions: Mapping[str, str]) -> None:
     import replay  # bench/replay.py
 
-    from jeeves.replay import JournalStore, MemoryJournal, SQLiteJournal
+    from jeeves.journal import JournalStore, MemoryJournal, SQLiteJournal
 
     runs = _arg("--runs", 50)
     latency_runs = max(3, runs // 5)

@@ -1,7 +1,7 @@
 """What tracing costs: per span, and per model call of a whole run.
 
 Tracers compared:
-- null: `jeeves.hooks.NullTracer`, the default when telemetry is not configured;
+- null: `jeeves.telemetry.tracer.NullTracer`, the default when telemetry is not configured;
 - otel, no provider: `OTelTracer()` while no OpenTelemetry provider is set (the global
   proxy hands out non-recording spans): a library user who installed nothing;
 - otel, SDK: `OTelTracer` on an SDK TracerProvider whose processor drops every span,
@@ -33,9 +33,9 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider 
 import jeeves  # noqa: E402
 from jeeves import Agent, FunctionModel, tool  # noqa: E402
 from jeeves.events import SessionStarted  # noqa: E402
-from jeeves.hooks import NullSpan, NullTracer, Tracer  # noqa: E402
 from jeeves.messages import Message, ModelRequest  # noqa: E402
 from jeeves.telemetry import OTelTracer  # noqa: E402
+from jeeves.telemetry.tracer import NullSpan, NullTracer, Tracer  # noqa: E402
 from jeeves.testing import Reply, call  # noqa: E402
 
 CALLS = 6

@@ -47,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # so `examples.
 import jeeves
 from jeeves import ActorCritic, Agent, ScriptedModel
 from jeeves.durable import Worker, submit, wait
-from jeeves.replay import list_runs
+from jeeves.journal import list_runs
 
 TARGET = "examples.durable_workers:build"
 LIVE = "JEEVES_DURABLE_EXAMPLE_LIVE"

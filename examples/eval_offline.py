@@ -116,7 +116,7 @@ async def main(live: bool, journal: Path) -> int:
 
 
 if __name__ == "__main__":
-    import jeeves.evals.cli  # rebuilds recorded configurations by their refs
+    import jeeves.cli.eval  # rebuilds recorded configurations by their refs
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--live", action="store_true", help="use real models through litellm")

@@ -30,8 +30,8 @@ import anyio
 import jeeves
 from jeeves import Agent, FunctionModel
 from jeeves.events import SessionStarted
-from jeeves.hooks import NullTracer, SpanHandle
 from jeeves.messages import ModelRequest
+from jeeves.telemetry.tracer import NullTracer, SpanHandle
 from jeeves.testing import Reply, call
 
 TASK = "The web service answers 503. Find out why and fix it."

@@ -44,7 +44,7 @@ def lookup_order(order_id: str) -> str:
 @jeeves.tool(approval="destructive")
 def issue_refund(order_id: str, amount: float) -> str:
     """Refund an order through the payment provider."""
-    key = jeeves.tools.idempotency_key()  # give it to the provider: a retried step is absorbed
+    key = jeeves.agent.tools.idempotency_key()  # give it to the provider: a retried step is absorbed
     return f"refunded {amount:.2f} on order {order_id} (idempotency key {key})"
 
 

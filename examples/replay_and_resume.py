@@ -42,8 +42,8 @@ import jeeves
 from jeeves import ActorCritic, Agent, FunctionModel, ReplayDivergence, Router
 from jeeves.critics import LLMCritic
 from jeeves.events import Event
+from jeeves.journal import list_runs
 from jeeves.messages import ModelRequest
-from jeeves.replay import list_runs
 
 TASK = "Write a Python function add(a, b) that returns the sum of two numbers."
 REF = "examples.replay_and_resume:build"

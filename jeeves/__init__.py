@@ -9,10 +9,13 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from jeeves.agent import Agent
-from jeeves.architecture import Architecture, Output
+from jeeves._base.ids import child_id
+from jeeves._run.architecture import Architecture, Output
+from jeeves._run.context import Context
+from jeeves._run.runner import RunResult, RunStream, replay, resume, run, stream
+from jeeves.agent.agent import Agent
+from jeeves.agent.tools import Tool, tool
 from jeeves.budget import Budget
-from jeeves.context import Context
 from jeeves.errors import (
     AgentError,
     BadResponse,
@@ -32,19 +35,16 @@ from jeeves.errors import (
     UserError,
 )
 from jeeves.events import Event, event_from_json, event_to_json
-from jeeves.ids import child_id
+from jeeves.journal import MemoryJournal  # before runner: `jeeves.replay` is the function below
 from jeeves.messages import Message, ModelRequest, ModelResponse, ToolCall, Usage
 from jeeves.models.base import ModelClient, Route
 from jeeves.models.router import Router
-from jeeves.replay import MemoryJournal  # before runner: `jeeves.replay` is the function below
-from jeeves.runner import RunResult, RunStream, replay, resume, run, stream
-from jeeves.tools import Tool, tool
 
 if TYPE_CHECKING:
     from jeeves.architectures import ActorCritic, BestOfN, Goal, PlanExecute, SelfRefine, Supervisor
     from jeeves.critics import CitationCritic, CodeCritic, LLMCritic, Verdict, Watchdog
+    from jeeves.journal import JSONLJournal, SQLiteJournal
     from jeeves.models.testing import FunctionModel, ScriptedModel
-    from jeeves.replay import JSONLJournal, SQLiteJournal
 
 # Imported on first use, so `import jeeves` pays for the kernel only (tests/test_import_cost.py).
 _LAZY = {
@@ -61,8 +61,8 @@ _LAZY = {
     "LLMCritic": "jeeves.critics",
     "Verdict": "jeeves.critics",
     "Watchdog": "jeeves.critics",
-    "JSONLJournal": "jeeves.replay",
-    "SQLiteJournal": "jeeves.replay",
+    "JSONLJournal": "jeeves.journal",
+    "SQLiteJournal": "jeeves.journal",
 }
 
 

@@ -1,5 +1,5 @@
 import sys
 
-from jeeves.cli import main
+from jeeves.cli.main import main
 
 sys.exit(main())

@@ -38,7 +38,7 @@ from contextlib import contextmanager
 import anyio
 from pydantic import ConfigDict, Field
 
-from jeeves.checks import ConfigModel
+from jeeves._base.validate import ConfigModel
 from jeeves.errors import BudgetExceeded
 from jeeves.messages import Usage, UsageTally
 

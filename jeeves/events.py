@@ -392,7 +392,7 @@ class PlanDecided(BaseEvent):
 
 
 class ApprovalRequested(BaseEvent):
-    """A tool call reached an approval gate (a journaled step of its session); see `jeeves.approvals`."""
+    """A tool call reached an approval gate (a journaled step of its session); see `jeeves.approvals.decide`."""
 
     type: Literal["approval.requested"] = "approval.requested"
     step: int

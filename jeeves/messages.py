@@ -11,8 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from jeeves._trusted import trusted
-from jeeves.redact import mask_credentials, strip_credentials
+from jeeves._base.redact import mask_credentials, strip_credentials
+from jeeves._base.trusted import trusted
 
 __all__ = [
     "Message",
@@ -152,7 +152,7 @@ def format_cost(usage: Usage) -> str:
 
 
 _usage = trusted(Usage)
-"""Usage from a tally's sums (ints and floats already): not validated again (jeeves._trusted)."""
+"""Usage from a tally's sums (ints and floats already): not validated again (jeeves._base.trusted)."""
 
 
 class UsageTally:
@@ -222,7 +222,7 @@ class ModelRequest(BaseModel):
         """What identifies this request for replay: everything that changes the answer.
 
         It is also what the journal stores, so credentials in `params` are left out
-        (`jeeves.redact`): a key never reaches a journal, and rotating it changes nothing.
+        (`jeeves._base.redact`): a key never reaches a journal, and rotating it changes nothing.
         """
         payload = self.model_dump(mode="json", include={"messages", "tools", "output_schema", "params"})
         payload["params"] = strip_credentials(payload["params"])

@@ -20,7 +20,7 @@ import anyio
 
 import jeeves
 from jeeves import Agent
-from jeeves.approvals import Approvals, Decision, PendingGate
+from jeeves.approvals.decide import Approvals, Decision, PendingGate
 from jeeves.messages import ModelRequest
 from jeeves.testing import FunctionModel, Reply, call
 
@@ -37,7 +37,7 @@ def build(root: Path, point: str | None) -> Agent:
     @jeeves.tool(approval="destructive")
     def issue_refund(order_id: str, amount: float) -> str:
         """Refund an order."""
-        key = jeeves.tools.idempotency_key()
+        key = jeeves.agent.tools.idempotency_key()
         with (root / "refund_calls").open("a") as f:
             f.write(key + "\n")
         if point == "after":

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jeeves.replay import MemoryJournal
+from jeeves.journal import MemoryJournal
 
 
 class DictJournal(MemoryJournal):

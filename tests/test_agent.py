@@ -6,13 +6,13 @@ from pydantic import BaseModel
 
 import jeeves
 from jeeves import Agent, FunctionModel, ScriptedModel, tool
-from jeeves.agent import extract_json
+from jeeves.agent.agent import extract_json
+from jeeves.agent.tools import ToolOutcome
 from jeeves.errors import MaxTurnsExceeded, OutputValidationError, UserError, UserTypeError
 from jeeves.events import Event, ToolCompleted
+from jeeves.journal import MemoryJournal
 from jeeves.messages import ModelRequest
-from jeeves.replay import MemoryJournal
 from jeeves.testing import Reply, call
-from jeeves.tools import ToolOutcome
 
 pytestmark = pytest.mark.anyio
 

@@ -1,11 +1,11 @@
-"""The approval policy (`jeeves.gating` / `jeeves.approvals`) and the tool idempotency key."""
+"""The approval policy (`jeeves.approvals.policy` / `jeeves.approvals.decide`) and the tool idempotency key."""
 
 from __future__ import annotations
 
 import pytest
 
 import jeeves
-from jeeves.approvals import Allow, Approvals, Decision, PendingGate, arguments_hash
+from jeeves.approvals.decide import Allow, Approvals, Decision, PendingGate, arguments_hash
 from jeeves.errors import UserError
 
 
@@ -58,4 +58,4 @@ def test_the_arguments_hash_ignores_key_order_and_a_decision_carries_it() -> Non
 
 def test_the_idempotency_key_outside_a_tool_call_is_a_user_error() -> None:
     with pytest.raises(UserError, match="outside a tool call"):
-        jeeves.tools.idempotency_key()
+        jeeves.agent.tools.idempotency_key()

@@ -1,4 +1,4 @@
-"""Branches (`jeeves.branch`): a child session executed apart from its run, then adopted.
+"""Branches (`jeeves._run.branch`): a child session executed apart from its run, then adopted.
 
 A durable worker queues spread children to other workers (tests/durable/test_spread.py
 does it across processes on PostgreSQL). Here the "other worker" is `stream_branch` in
@@ -17,17 +17,17 @@ import pytest
 
 import jeeves
 from jeeves import ActorCritic, Agent, Budget, FunctionModel
-from jeeves.architecture import Architecture
-from jeeves.branch import Placement, placement_of, stream_branch
-from jeeves.context import SPREADER, Context
+from jeeves._run.architecture import Architecture
+from jeeves._run.branch import Placement, placement_of, stream_branch
+from jeeves._run.context import SPREADER, Context
+from jeeves._run.runner import build_router
 from jeeves.critics import LLMCritic
 from jeeves.durable.spread import arch_path, resolve_path
 from jeeves.errors import JournalError, ReplayDivergence, UserError
 from jeeves.events import Event
+from jeeves.journal import MemoryJournal
 from jeeves.messages import ModelRequest
 from jeeves.models.router import Router
-from jeeves.replay import MemoryJournal
-from jeeves.runner import build_router
 from tests.architectures.test_plan_execute import detail, run_stream, slice_script, sliced
 from tests.replay.archs import build_team, passes_tests, team_models
 

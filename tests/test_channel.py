@@ -4,7 +4,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from jeeves.channel import EventChannel
+from jeeves._run.channel import EventChannel
 from jeeves.events import ModelDelta
 
 pytestmark = pytest.mark.anyio

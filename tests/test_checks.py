@@ -23,7 +23,7 @@ from jeeves import (
     Supervisor,
     Tool,
 )
-from jeeves.checks import check_bool, check_int, check_mapping, check_number, check_str
+from jeeves._base.validate import check_bool, check_int, check_mapping, check_number, check_str
 from jeeves.errors import UserError, UserTypeError
 
 TESTS = "def test_x():\n    assert True\n"

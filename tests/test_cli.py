@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from jeeves.cli import _build_parser, main
+from jeeves.cli.main import _build_parser, main
 from tests.conftest import REPO, jeeves_cli, jeeves_serve, subprocess_env
 
 
@@ -165,10 +165,10 @@ def test_serve_with_live_specs_preloads_litellm_in_the_background(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The first live request then finds litellm loaded instead of waiting seconds for it."""
-    from jeeves import cli
+    from jeeves.cli import main as cli
     from jeeves.models import litellm as adapter
 
-    serving = importlib.import_module("jeeves.server.serve")  # the module, not the function it exports
+    serving = importlib.import_module("jeeves.cli.serve")  # the module, not the function it exports
     spec = tmp_path / "one.toml"
     spec.write_text(
         'instructions = "Answer."\n[models]\ndefault = "openai/gpt-4o-mini"\n[demo.script]\ndefault = ["Hi."]\n'

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import jeeves
-from jeeves.demo import TASK, demo_architecture, demo_router
+from jeeves.cli.demo import TASK, demo_architecture, demo_router
 from tests.conftest import jeeves_cli, offline_env
 
 pytestmark = pytest.mark.anyio
@@ -44,7 +44,7 @@ def test_it_ends_with_the_replay_command_and_that_command_replays_it(tmp_path: P
     # After the README's quick start `jeeves` is not on PATH: the user runs .venv/bin/jeeves.
     script = tmp_path / ".venv" / "bin" / "jeeves"
     script.parent.mkdir(parents=True)
-    script.write_text(f"#!{sys.executable}\nimport sys\nfrom jeeves.cli import main\nsys.exit(main())\n")
+    script.write_text(f"#!{sys.executable}\nimport sys\nfrom jeeves.cli.main import main\nsys.exit(main())\n")
     script.chmod(0o755)
     env = {k: v for k, v in offline_env().items() if k != "COLUMNS"} | {"PATH": os.defpath}
     out = subprocess.run(

@@ -8,10 +8,10 @@ import pytest
 
 import jeeves
 from jeeves import ActorCritic, Agent, BestOfN, ScriptedModel, Verdict
+from jeeves._run.steering import watchdog_evaluation
 from jeeves.architectures.plan_execute import plan_evaluation
 from jeeves.critics.plan import CriticReport, VerifyVerdict
 from jeeves.events import WatchdogVerdictEvent
-from jeeves.steering import watchdog_evaluation
 from tests.test_telemetry import Traced, _python, attrs, collector  # noqa: F401 (a fixture)
 
 EVALUATION = "gen_ai.evaluation.result"

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 
 import jeeves
-from jeeves.approvals import Approvals, Decision, pending_gates, record_decision
+from jeeves.approvals.decide import Approvals, Decision, pending_gates, record_decision
+from jeeves.approvals.policy import PendingGate
+from jeeves.cli.exits import ExitCode, exit_code
+from jeeves.cli.gates import describe_gate, gates_command, skip_served, when_expires
 from jeeves.errors import MissingCredentials
-from jeeves.exits import ExitCode, exit_code
-from jeeves.gate_commands import describe_gate, gates_command, skip_served, when_expires
-from jeeves.gating import PendingGate
-from jeeves.replay.api import list_runs
-from jeeves.replay.sqlite import SQLiteJournal
+from jeeves.journal.open import list_runs
+from jeeves.journal.sqlite import SQLiteJournal
 from jeeves.testing import Reply, ScriptedModel, call
 from tests.conftest import REPO
 

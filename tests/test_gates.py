@@ -13,7 +13,7 @@ import pytest
 
 import jeeves
 from jeeves import Agent, MemoryJournal, Supervisor
-from jeeves.approvals import (
+from jeeves.approvals.decide import (
     Approvals,
     Decision,
     GateConflict,
@@ -22,8 +22,8 @@ from jeeves.approvals import (
     record_decision,
 )
 from jeeves.events import ApprovalDecided, ApprovalRequested, Progress
+from jeeves.journal import list_runs
 from jeeves.messages import ModelRequest
-from jeeves.replay import list_runs
 from jeeves.testing import FunctionModel, Reply, call
 from tests.conftest import REPO, subprocess_env
 
@@ -321,7 +321,7 @@ async def test_a_delegation_is_delegated_mode_so_the_default_policy_gates_it() -
 
 
 def test_a_v1_running_record_reads_as_in_progress() -> None:
-    from jeeves.journal import SessionRecord
+    from jeeves.journal.records import SessionRecord
 
     record = SessionRecord.model_validate(
         {"v": 1, "session_id": "r", "role": "a", "architecture": "agent", "status": "running"}

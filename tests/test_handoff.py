@@ -1,11 +1,11 @@
-"""jeeves.handoff: the producer task and wake-ups behind jeeves.stream, on asyncio and trio."""
+"""jeeves._run.handoff: the producer task and wake-ups behind jeeves.stream, on asyncio and trio."""
 
 from __future__ import annotations
 
 import anyio
 import pytest
 
-from jeeves.handoff import Waiter, is_asyncio, running
+from jeeves._run.handoff import Waiter, is_asyncio, running
 
 pytestmark = pytest.mark.anyio
 

@@ -1,4 +1,4 @@
-"""`jeeves runs` and `jeeves replay` (jeeves/history.py), through the CLI entry point."""
+"""`jeeves runs` and `jeeves replay` (jeeves/cli/runs.py), through the CLI entry point."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 import jeeves
-from jeeves.cli import main
+from jeeves.cli.main import main
 from jeeves.errors import ProviderError
 from tests.conftest import subprocess_env
 from tests.replay import archs

@@ -14,7 +14,7 @@ import pytest
 
 import jeeves
 from jeeves import Agent, MemoryJournal
-from jeeves.approvals import (
+from jeeves.approvals.decide import (
     Approvals,
     BadGateId,
     Decision,
@@ -26,8 +26,8 @@ from jeeves.approvals import (
     pending_gates,
     record_decision,
 )
-from jeeves.gating import PolicyMismatch
-from jeeves.journal import fingerprint
+from jeeves.approvals.policy import PolicyMismatch
+from jeeves.journal.records import fingerprint
 from jeeves.messages import ModelRequest
 from jeeves.testing import FunctionModel, Reply, call
 from tests.conftest import REPO, subprocess_env

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
+from jeeves._base.ids import child_id, new_root_id, validate_name, validate_root_id
 from jeeves.errors import UserError
-from jeeves.ids import child_id, new_root_id, validate_name, validate_root_id
 
 
 def test_child_id_is_a_pure_function() -> None:

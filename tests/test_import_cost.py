@@ -27,16 +27,18 @@ LAZY = (
     "trio",
     "asyncio",
     # jeeves' own modules that only some runs need
-    "jeeves.replay.api",
-    "jeeves.replay.source",
-    "jeeves.replay.sqlite",
-    "jeeves.replay.jsonl",
+    "jeeves._run.replay",
+    "jeeves.journal.open",
+    "jeeves._run.source",
+    "jeeves.journal.sqlite",
+    "jeeves.journal.jsonl",
     "jeeves.models.testing",
     "jeeves.models.litellm",
-    "jeeves.approvals",
+    "jeeves.approvals.decide",
     "jeeves.architectures",
     "jeeves.critics",
-    "jeeves.telemetry",
+    "jeeves.telemetry.otel",
+    "jeeves.telemetry.setup",
     "jeeves.server",
     "jeeves.spec",
     "jeeves.durable",
@@ -51,7 +53,7 @@ LAZY = (
 CODE = """
 import json, sys
 import jeeves
-from jeeves.checks import ConfigModel
+from jeeves._base.validate import ConfigModel
 built = [c.__name__ for c in (jeeves.Budget, jeeves.Route, ConfigModel) if c.__pydantic_complete__]
 print(json.dumps({"modules": sorted(sys.modules), "built": built}))
 """
@@ -69,15 +71,15 @@ def test_import_jeeves_loads_none_of_the_lazy_modules_and_builds_no_validator() 
     seen = _fresh_import()
     loaded = set(seen["modules"])
     assert [m for m in LAZY if m in loaded] == []
-    assert "jeeves.runner" in loaded and "pydantic" in loaded  # the check itself reads the right process
+    assert "jeeves._run.runner" in loaded and "pydantic" in loaded  # the check itself reads the right process
     assert seen["built"] == []  # validators are built at first use, not at import
 
 
 def test_the_lazy_names_still_resolve_and_a_late_import_does_not_shadow_jeeves_replay() -> None:
     code = (
-        "import jeeves, jeeves.replay.api, jeeves.replay.sqlite\n"  # what a first run with a journal loads
+        "import jeeves, jeeves._run.replay, jeeves.journal.sqlite\n"  # what a first run with a journal loads
         "from jeeves import FunctionModel, ScriptedModel\n"
-        "from jeeves.replay import open_journal, register_loader\n"
+        "from jeeves.journal import open_journal, register_loader\n"
         "print(ScriptedModel.__module__, FunctionModel.__module__, open_journal.__module__,\n"
         "      register_loader.__module__, jeeves.replay.__module__, callable(jeeves.replay))\n"
     )
@@ -87,8 +89,8 @@ def test_the_lazy_names_still_resolve_and_a_late_import_does_not_shadow_jeeves_r
     assert done.stdout.split() == [
         "jeeves.models.testing",
         "jeeves.models.testing",
-        "jeeves.replay.api",
-        "jeeves.replay.source",
-        "jeeves.runner",  # `jeeves.replay` is still the function, not the subpackage
+        "jeeves.journal.open",
+        "jeeves._run.source",
+        "jeeves._run.runner",  # `jeeves.replay` is still the function, not the subpackage
         "True",
     ]

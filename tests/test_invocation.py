@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import jeeves
-from jeeves.invocation import command_line, program
+from jeeves.cli.invocation import command_line, program
 
 MAIN = str(Path(jeeves.__file__).parent / "__main__.py")
 

@@ -1,4 +1,4 @@
-"""The record shapes and the error codec of jeeves/journal.py: what a journal may hold, and
+"""The record shapes and the error codec of jeeves/journal/records.py: what a journal may hold, and
 that decoding recorded data never builds anything but known jeeves errors."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from jeeves.errors import BudgetExceeded, CriticError, JournalError, ProviderError
-from jeeves.journal import ReplayedError, decode_error, encode_error, request_diff
+from jeeves.journal.records import ReplayedError, decode_error, encode_error, request_diff
 
 
 def test_jeeves_errors_round_trip_with_their_attributes() -> None:

@@ -1,4 +1,4 @@
-"""`jeeves._lifecycle.supervise`: the helper tasks a run gets only when it needs them."""
+"""`jeeves._run.lifecycle.supervise`: the helper tasks a run gets only when it needs them."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ import pytest
 
 import jeeves
 from jeeves import Agent, FunctionModel
-from jeeves.approvals import Approvals
-from jeeves.architecture import Output
-from jeeves.context import Context
+from jeeves._run.architecture import Output
+from jeeves._run.context import Context
+from jeeves.approvals.decide import Approvals
 from jeeves.errors import UserError
+from jeeves.journal import MemoryJournal
 from jeeves.messages import ModelRequest
-from jeeves.replay import MemoryJournal
 
 pytestmark = pytest.mark.anyio
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jeeves.journal import fingerprint
+from jeeves.journal.records import fingerprint
 from jeeves.messages import Message, ModelRequest, ToolSpec, Usage, format_usd
 
 

@@ -1,4 +1,4 @@
-"""jeeves._model_calls: the journal-less model call (one coroutine, the route's first attempt
+"""jeeves._run.model_calls: the journal-less model call (one coroutine, the route's first attempt
 awaited directly) keeps the recorded path's events, retries, cancellation and cleanup."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import pytest
 import jeeves
 from jeeves import Agent, Router
 from jeeves.errors import ProviderError, RateLimited
+from jeeves.journal import MemoryJournal
 from jeeves.messages import ModelRequest, ModelResponse
 from jeeves.models.base import DeltaSink, Route
-from jeeves.replay import MemoryJournal
 
 pytestmark = pytest.mark.anyio
 

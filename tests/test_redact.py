@@ -14,11 +14,18 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import jeeves
 from jeeves import ActorCritic, Agent, FunctionModel, LLMCritic, Route
+from jeeves._base.redact import (
+    REDACTED,
+    is_credential,
+    mask_credentials,
+    scrub,
+    scrub_error,
+    strip_credentials,
+)
 from jeeves.errors import JeevesError, ProviderError, RateLimited, ReplayDivergence
 from jeeves.events import EVENT_ADAPTER, Event, SessionFailed
+from jeeves.journal import MemoryJournal
 from jeeves.messages import ModelRequest
-from jeeves.redact import REDACTED, is_credential, mask_credentials, scrub, scrub_error, strip_credentials
-from jeeves.replay import MemoryJournal
 from jeeves.telemetry import OTelTracer
 from jeeves.testing import Reply
 from tests.models.mock_openai import Fail, serve

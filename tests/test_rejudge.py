@@ -10,12 +10,12 @@ import pytest
 
 import jeeves
 from jeeves import ActorCritic, Agent, LLMCritic, PlanExecute, ScriptedModel, Verdict
-from jeeves.cli import main
+from jeeves.cli.main import main
 from jeeves.critics import FunctionCritic
 from jeeves.critics.plan import DecisionSpec
 from jeeves.errors import UserError
-from jeeves.rejudge import CriticVersion, Evaluator, rejudge
-from jeeves.replay import open_journal
+from jeeves.evals.rejudge import CriticVersion, Evaluator, rejudge
+from jeeves.journal import open_journal
 from jeeves.spec.critic_version import load_critic_version
 from tests.architectures.test_plan_execute import SPEC, Shop, order_record, refund_plan
 
@@ -202,7 +202,7 @@ def test_a_bad_critic_file_is_one_clear_error(tmp_path: Path, capsys: pytest.Cap
 
 async def test_self_refine_rounds_are_judged_against_their_drafts() -> None:
     from jeeves import SelfRefine
-    from jeeves.replay import MemoryJournal
+    from jeeves.journal import MemoryJournal
 
     journal = MemoryJournal()
     model = ScriptedModel(

@@ -17,10 +17,9 @@ import pytest
 
 import jeeves
 from jeeves import Agent, Budget, ScriptedModel
-from jeeves.journal import HEARTBEAT_S, LEASE_S, SessionRecord
+from jeeves.journal import HEARTBEAT_S, LEASE_S, SessionRecord, open_journal
+from jeeves.journal.open import shown_status
 from jeeves.messages import Usage
-from jeeves.replay import open_journal
-from jeeves.replay.api import shown_status
 from jeeves.testing import Reply, call
 from tests.conftest import REPO, subprocess_env
 from tests.resume_budget_child import resume_run

@@ -286,8 +286,8 @@ async def test_usage_books_are_the_same_with_and_without_a_journal() -> None:
     usage map of the result, and every session's `session.completed` usage, match a run that
     keeps both books (a journal)."""
     from jeeves.events import SessionCompleted
+    from jeeves.journal import MemoryJournal
     from jeeves.messages import ModelRequest, ModelResponse, Usage
-    from jeeves.replay import MemoryJournal
 
     def reply(request: ModelRequest) -> ModelResponse:
         critic = request.role_path[-1] == "critic"

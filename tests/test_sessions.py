@@ -1,4 +1,4 @@
-"""jeeves._sessions: a bare session keeps its `session.started` fields, not the event, and
+"""jeeves._run.sessions: a bare session keeps its `session.started` fields, not the event, and
 `ctx.started` builds one equal to the event the stream carried (fields, seq, ts, fields set)."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import pytest
 
 import jeeves
 from jeeves import Output, ScriptedModel
-from jeeves.context import Context
+from jeeves._run.context import Context
 from jeeves.events import SessionStarted
-from jeeves.hooks import NULL_SCOPE, NullTracer
-from jeeves.replay import MemoryJournal
+from jeeves.journal import MemoryJournal
+from jeeves.telemetry.tracer import NULL_SCOPE, NullTracer
 
 pytestmark = pytest.mark.anyio
 

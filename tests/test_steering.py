@@ -9,10 +9,10 @@ import pytest
 
 import jeeves
 from jeeves import Agent, FunctionModel, ScriptedModel
+from jeeves._run.steering import Inbox
 from jeeves.errors import UserError
 from jeeves.events import Event
 from jeeves.messages import ModelRequest
-from jeeves.steering import Inbox
 from jeeves.testing import Reply, call
 from tests.memory_journal import DictJournal
 

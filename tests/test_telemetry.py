@@ -31,10 +31,10 @@ from jeeves import (
     Supervisor,
     tool,
 )
-from jeeves.concurrency import run_all
+from jeeves._run.concurrency import run_all
 from jeeves.errors import BadResponse, ProviderError, UserError
-from jeeves.hooks import NullTracer, default_tracer, set_default_tracer
 from jeeves.telemetry import OTelTracer, configure
+from jeeves.telemetry.tracer import NullTracer, default_tracer, set_default_tracer
 from jeeves.testing import Reply, call
 from tests.conftest import REPO, subprocess_env
 
@@ -654,7 +654,10 @@ async def test_watchdog_verdicts_and_steering_are_events_on_the_agents_span(capt
     assert verdict["jeeves.watchdog.source"] == "signal"
     assert "restart with the same arguments 2 times" in str(verdict["jeeves.watchdog.reason"])
     assert verdict["jeeves.watchdog.session.id"] == "ops"
-    assert (steering["jeeves.steering.cause"], steering["jeeves.steering.source"]) == ("stuck", "goal")
+    assert (steering["jeeves.steering.cause"], steering["jeeves.steering.source"]) == (
+        "stuck",
+        "goal",
+    )
     # The window (tool arguments and results) and the message are content: kept only on capture.
     assert ("jeeves.watchdog.window" in verdict) is capture
     assert ("jeeves.steering.message" in steering) is capture

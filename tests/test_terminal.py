@@ -10,9 +10,9 @@ import pytest
 from rich.console import Console
 
 import jeeves
-from jeeves.approvals import Decision, pending_gates, record_decision
+from jeeves.approvals.decide import Decision, pending_gates, record_decision
+from jeeves.cli.terminal import SessionTree, follow
 from jeeves.events import ApprovalDecided, ApprovalRequested, ModelDelta, SessionStarted, event_from_json
-from jeeves.terminal import SessionTree, follow
 from tests.server.gated import POLICY, team_entry
 from tests.server.nested import nested, nested_router
 
@@ -90,8 +90,8 @@ async def test_a_self_refine_feedback_session_shows_its_score() -> None:
 
 
 def test_watchdog_firings_are_counted_in_words_and_steering_shown_as_text() -> None:
+    from jeeves.cli.terminal import SessionTree
     from jeeves.events import SessionStarted, SteeringInjected, WatchdogVerdictEvent
-    from jeeves.terminal import SessionTree
 
     tree = SessionTree()
     tree.apply(SessionStarted(session_id="g", role="goal", architecture="goal"))
@@ -262,8 +262,8 @@ def test_the_other_offline_specs_read_the_same_without_colour() -> None:
 
 
 def test_plurals_and_an_empty_output_are_said_right() -> None:
+    from jeeves.cli.terminal import output_lines, plural, spend_lines
     from jeeves.messages import Usage
-    from jeeves.terminal import output_lines, plural, spend_lines
 
     assert [plural(n, "call") for n in (0, 1, 2, 1200)] == ["0 calls", "1 call", "2 calls", "1,200 calls"]
     assert output_lines("\n\n") == ["", "no output", ""]

@@ -1,4 +1,4 @@
-"""jeeves._trusted: a model built from trusted values is the one validation would build."""
+"""jeeves._base.trusted: a model built from trusted values is the one validation would build."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pytest
 
 import jeeves
 from jeeves import Agent, ScriptedModel
-from jeeves._trusted import trusted
-from jeeves.architecture import Output
-from jeeves.context import Context
+from jeeves._base.trusted import trusted
+from jeeves._run.architecture import Output
+from jeeves._run.context import Context
 from jeeves.critics import Verdict
 from jeeves.events import ModelCompleted, ModelDelta, SessionCompleted, SessionStarted
 from jeeves.messages import ToolCall, Usage

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 import jeeves
+from jeeves.cli.terminal import spend_lines
 from jeeves.events import BudgetUnpriced, ModelCompleted
 from jeeves.messages import Usage, UsageTally, format_cost
-from jeeves.terminal import spend_lines
 from jeeves.testing import Reply
 
 pytestmark = pytest.mark.anyio

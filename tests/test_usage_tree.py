@@ -1,9 +1,9 @@
-"""jeeves.usage_tree: subtree usage kept as calls are booked equals the sum over the subtree."""
+"""jeeves._run.usage_tree: subtree usage kept as calls are booked equals the sum over the subtree."""
 
 from __future__ import annotations
 
+from jeeves._run.usage_tree import book, lineage
 from jeeves.messages import Usage, UsageTally
-from jeeves.usage_tree import book, lineage
 
 IDS = [
     "run1",

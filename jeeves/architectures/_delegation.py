@@ -29,9 +29,12 @@ from typing import Any, Literal
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
-from jeeves.architecture import Architecture, Output
-from jeeves.concurrency import run_all
-from jeeves.context import Context
+from jeeves._base.ids import child_id
+from jeeves._run.architecture import Architecture, Output
+from jeeves._run.concurrency import run_all
+from jeeves._run.context import Context
+from jeeves.agent.tools import ToolOutcome
+from jeeves.approvals.policy import ApprovalMode
 from jeeves.errors import PROGRAM_ERRORS, BudgetExceeded
 from jeeves.events import (
     DelegationCompleted,
@@ -40,11 +43,8 @@ from jeeves.events import (
     ToolCompleted,
     ToolStarted,
 )
-from jeeves.gating import ApprovalMode
-from jeeves.ids import child_id
-from jeeves.journal import error_type_name
+from jeeves.journal.records import error_type_name
 from jeeves.messages import ToolCall, Usage
-from jeeves.tools import ToolOutcome
 
 __all__ = ["Delegation", "Ledger", "run_turn", "worker_prompt"]
 

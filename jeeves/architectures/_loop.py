@@ -40,15 +40,15 @@ from typing import Generic, Literal, NoReturn, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from jeeves.architecture import Architecture, Caller, Output, join_callers, model_callers
+from jeeves._base.validate import check_int, check_number
+from jeeves._run.architecture import Architecture, Caller, Output, join_callers, model_callers
+from jeeves._run.context import Context
 from jeeves.architectures._templates import Template, check_template, format_history, render
-from jeeves.checks import check_int, check_number
-from jeeves.context import Context
 from jeeves.critics import Critic, CriticSession, Review, Verdict
 from jeeves.critics.verdict import critique_event
 from jeeves.errors import PROGRAM_ERRORS, BudgetExceeded, CriticError, UserError
 from jeeves.events import CriticFailed, Refinement, RoundStarted
-from jeeves.journal import error_type_name
+from jeeves.journal.records import error_type_name
 from jeeves.stop import LoopState, MaxRounds, NoImprovement, StopCondition
 
 __all__ = ["ActorCriticOutput", "CriticLoop", "LoopSettings", "Round", "check_stop", "loop_callers"]

@@ -26,8 +26,11 @@ from __future__ import annotations
 from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any, TypeAlias
 
-from jeeves.agent import Agent
-from jeeves.architecture import Architecture, Caller
+from jeeves._base.ids import validate_name
+from jeeves._base.validate import check_str
+from jeeves._run.architecture import Architecture, Caller
+from jeeves._run.context import Context
+from jeeves.agent.agent import Agent
 from jeeves.architectures._loop import (
     ActorCriticOutput,
     CriticLoop,
@@ -37,8 +40,6 @@ from jeeves.architectures._loop import (
     loop_callers,
 )
 from jeeves.architectures._templates import ACTOR_REFINE_TEMPLATE, CRITIC_TEMPLATE
-from jeeves.checks import check_str
-from jeeves.context import Context
 from jeeves.critics import (
     VERDICT_FORMAT,
     CombinedCritic,
@@ -49,7 +50,6 @@ from jeeves.critics import (
     as_critic,
 )
 from jeeves.errors import UserError
-from jeeves.ids import validate_name
 from jeeves.stop import StopCondition
 
 __all__ = ["ActorCritic", "CriticLike", "build_critic"]
@@ -177,7 +177,7 @@ class ActorCritic:
         )
 
     def model_callers(self, path: tuple[str, ...], routed: tuple[str, ...]) -> list[Caller] | None:
-        """The actor's and the critic's callers (see `jeeves.architecture.model_callers`)."""
+        """The actor's and the critic's callers (see `jeeves._run.architecture.model_callers`)."""
         return loop_callers(self.actor, self.critic, self.settings, path, routed)
 
     def run(self, ctx: Context, task: str) -> Coroutine[Any, Any, ActorCriticOutput]:

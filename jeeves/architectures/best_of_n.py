@@ -38,16 +38,16 @@ from collections.abc import Sequence
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
-from jeeves.architecture import Architecture, Caller, Output, describe_model, join_callers, model_callers
+from jeeves._base.ids import validate_name
+from jeeves._base.validate import check_bool, check_int, check_number, check_str
+from jeeves._run.architecture import Architecture, Caller, Output, describe_model, join_callers, model_callers
+from jeeves._run.context import Context
 from jeeves.architectures._templates import CRITIC_TEMPLATE, check_template, render
 from jeeves.architectures.actor_critic import CriticLike, build_critic
-from jeeves.checks import check_bool, check_int, check_number, check_str
-from jeeves.context import Context
 from jeeves.critics import Critic, CriticSession, Review, Verdict
 from jeeves.errors import PROGRAM_ERRORS, ReplayDivergence, UserError
 from jeeves.events import CandidateSelected
-from jeeves.ids import validate_name
-from jeeves.journal import error_type_name
+from jeeves.journal.records import error_type_name
 
 __all__ = ["BestOfN", "BestOfNOutput", "Candidate"]
 

@@ -33,21 +33,21 @@ from typing import Literal
 
 from pydantic import Field
 
-from jeeves.agent import Agent
-from jeeves.architecture import Caller, Output, join_callers, model_callers
+from jeeves._base.ids import validate_name
+from jeeves._base.validate import check_int, check_number
+from jeeves._run.architecture import Caller, Output, join_callers, model_callers
+from jeeves._run.context import Context
+from jeeves._run.steering import Intervention, ToolStep, Turn
+from jeeves.agent.agent import Agent
+from jeeves.agent.tools import Tool
 from jeeves.architectures._loop import check_stop
 from jeeves.architectures.actor_critic import CriticLike, build_critic
-from jeeves.checks import check_int, check_number
-from jeeves.context import Context
 from jeeves.critics import CriticSession, Review, Verdict
 from jeeves.critics.verdict import critique_event
 from jeeves.critics.watchdog import Watchdog, WatchdogFiring, WatchdogReview, describe_step
 from jeeves.errors import PROGRAM_ERRORS, MaxTurnsExceeded, UserError
 from jeeves.events import SteeringInjected, WatchdogVerdictEvent
-from jeeves.ids import validate_name
-from jeeves.steering import Intervention, ToolStep, Turn
 from jeeves.stop import LoopState, MaxToolCalls, StopCondition
-from jeeves.tools import Tool
 
 __all__ = ["Goal", "GoalOutput"]
 

@@ -38,13 +38,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from jeeves.agent import Agent
-from jeeves.architecture import Architecture, Caller, Output, join_callers, model_callers
+from jeeves._base.ids import child_id, validate_name
+from jeeves._base.validate import check_int, check_number, short_repr
+from jeeves._run.architecture import Architecture, Caller, Output, join_callers, model_callers
+from jeeves._run.concurrency import run_all
+from jeeves._run.context import Context
+from jeeves.agent.agent import Agent
+from jeeves.agent.tools import ApprovalMode, Tool, ToolContext, ToolOutcome
+from jeeves.approvals.policy import DEFAULT_MODE
 from jeeves.architectures.actor_critic import CriticLike, build_critic
 from jeeves.budget import Budget
-from jeeves.checks import check_int, check_number, short_repr
-from jeeves.concurrency import run_all
-from jeeves.context import Context
 from jeeves.critics import CriticSession, Review, Verdict
 from jeeves.critics.plan import (
     CriticReport,
@@ -64,10 +67,7 @@ from jeeves.critics.plan import (
 from jeeves.critics.verdict import EVALUATION_EVENT, evaluation_attributes
 from jeeves.errors import PROGRAM_ERRORS, BudgetExceeded, UserError, UserTypeError
 from jeeves.events import PlanDecided, PlanVerified
-from jeeves.gating import DEFAULT_MODE
-from jeeves.ids import child_id, validate_name
-from jeeves.journal import fingerprint
-from jeeves.tools import ApprovalMode, Tool, ToolContext, ToolOutcome
+from jeeves.journal.records import fingerprint
 
 __all__ = ["AttemptRecord", "EvidenceSource", "PlanExecute", "PlanExecuteOutput", "StepResult"]
 

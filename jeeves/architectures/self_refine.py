@@ -25,7 +25,10 @@ Weaknesses:
 
 from __future__ import annotations
 
-from jeeves.architecture import Architecture, Caller
+from jeeves._base.ids import validate_name
+from jeeves._base.validate import check_str
+from jeeves._run.architecture import Architecture, Caller
+from jeeves._run.context import Context
 from jeeves.architectures._loop import (
     ActorCriticOutput,
     CriticLoop,
@@ -35,11 +38,8 @@ from jeeves.architectures._loop import (
     loop_callers,
 )
 from jeeves.architectures._templates import CRITIC_TEMPLATE, FEEDBACK_INSTRUCTIONS, SELF_REFINE_TEMPLATE
-from jeeves.checks import check_str
-from jeeves.context import Context
 from jeeves.critics import VERDICT_FORMAT, LLMCritic
 from jeeves.errors import UserError
-from jeeves.ids import validate_name
 from jeeves.stop import StopCondition
 
 __all__ = ["SelfRefine", "SelfRefineOutput"]
@@ -119,7 +119,7 @@ class SelfRefine:
         )
 
     def model_callers(self, path: tuple[str, ...], routed: tuple[str, ...]) -> list[Caller] | None:
-        """The agent's and the feedback critic's callers (see `jeeves.architecture.model_callers`)."""
+        """The agent's and the feedback critic's callers (see `jeeves._run.architecture.model_callers`)."""
         return loop_callers(self.agent, self.feedback, self.settings, path, routed)
 
     async def run(self, ctx: Context, task: str) -> SelfRefineOutput:

@@ -29,13 +29,13 @@ from typing import Any
 
 from pydantic import Field
 
-from jeeves.architecture import Architecture, Caller, Output, join_callers, model_callers
+from jeeves._base.ids import validate_name
+from jeeves._base.validate import check_bool, check_int, check_mapping, check_str
+from jeeves._run.architecture import Architecture, Caller, Output, join_callers, model_callers
+from jeeves._run.context import Context
+from jeeves.approvals.policy import APPROVAL_MODES, ApprovalMode
 from jeeves.architectures._delegation import Delegation, Ledger, run_turn, worker_prompt
-from jeeves.checks import check_bool, check_int, check_mapping, check_str
-from jeeves.context import Context
 from jeeves.errors import BudgetExceeded, MaxTurnsExceeded, UserError
-from jeeves.gating import APPROVAL_MODES, ApprovalMode
-from jeeves.ids import validate_name
 from jeeves.messages import Message, ModelRequest, ToolSpec, Usage
 from jeeves.models.base import ModelClient, Route
 
@@ -144,7 +144,7 @@ class Supervisor:
         return (self.route or ctx.route()).model
 
     def model_callers(self, path: tuple[str, ...], routed: tuple[str, ...]) -> list[Caller] | None:
-        """The coordinator and every worker's callers (see `jeeves.architecture.model_callers`)."""
+        """The coordinator and every worker's callers (see `jeeves._run.architecture.model_callers`)."""
         own = [Caller(path, None if self.route is not None else routed)]
         workers = (model_callers(w, (*path, name)) for name, w in self.workers.items())
         return join_callers([own, *workers])

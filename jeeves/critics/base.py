@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
 import anyio.to_thread
 
-from jeeves.architecture import Caller, Output, join_callers, model_callers
-from jeeves.checks import check_mapping, check_number
+from jeeves._base.ids import validate_name
+from jeeves._base.validate import check_mapping, check_number
+from jeeves._run.architecture import Caller, Output, join_callers, model_callers
 from jeeves.critics.verdict import Verdict, combine_verdicts, evaluation_events
 from jeeves.errors import UserError
-from jeeves.ids import validate_name
 
 if TYPE_CHECKING:
-    from jeeves.context import Context
+    from jeeves._run.context import Context
 
 __all__ = ["CombinedCritic", "Critic", "CriticFunction", "CriticSession", "FunctionCritic", "Review"]
 

@@ -25,15 +25,15 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from jeeves.architecture import Caller
-from jeeves.checks import check_number, check_str
+from jeeves._base.ids import validate_name
+from jeeves._base.validate import check_number, check_str
+from jeeves._run.architecture import Caller
 from jeeves.critics.base import Review
 from jeeves.critics.verdict import Verdict, computed_verdict
 from jeeves.errors import UserError
-from jeeves.ids import validate_name
 
 if TYPE_CHECKING:
-    from jeeves.context import Context
+    from jeeves._run.context import Context
 
 __all__ = ["HEDGES", "CitationCritic", "claims_with_citations"]
 
@@ -142,7 +142,7 @@ class CitationCritic:
         self.name = validate_name(name, what="critic")
 
     def model_callers(self, path: tuple[str, ...], routed: tuple[str, ...]) -> list[Caller]:
-        """None: it calls no model (see `jeeves.architecture.model_callers`)."""
+        """None: it calls no model (see `jeeves._run.architecture.model_callers`)."""
         return []
 
     async def review(self, ctx: Context, review: Review) -> Verdict:

@@ -33,18 +33,18 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 import anyio
 from anyio.abc import Process
 
-from jeeves.architecture import Caller
-from jeeves.checks import check_int, check_number
+from jeeves._base.ids import validate_name
+from jeeves._base.validate import check_int, check_number
+from jeeves._run.architecture import Caller
 from jeeves.critics import reaper
 from jeeves.critics.base import Review
 from jeeves.critics.junit import STARTED, PytestReport, read_report
 from jeeves.critics.reaper import MARKER, kill_marked
 from jeeves.critics.verdict import Verdict, computed_verdict
 from jeeves.errors import CriticError, UserError
-from jeeves.ids import validate_name
 
 if TYPE_CHECKING:
-    from jeeves.context import Context
+    from jeeves._run.context import Context
 
 __all__ = ["CodeCritic", "extract_code"]
 
@@ -168,7 +168,7 @@ class CodeCritic:
         self.evidence: Literal["task_tests", "model_tests"] = evidence
 
     def model_callers(self, path: tuple[str, ...], routed: tuple[str, ...]) -> list[Caller]:
-        """None: it calls no model (see `jeeves.architecture.model_callers`)."""
+        """None: it calls no model (see `jeeves._run.architecture.model_callers`)."""
         return []
 
     async def review(self, ctx: Context, review: Review) -> Verdict:

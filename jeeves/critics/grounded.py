@@ -29,19 +29,19 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from jeeves.architecture import Caller
+from jeeves._base.ids import validate_name
+from jeeves._run.architecture import Caller
 from jeeves.critics.base import Review
 from jeeves.critics.citations import HEDGES, claims_with_citations
 from jeeves.critics.verdict import Verdict
 from jeeves.errors import UserError
 from jeeves.events import AuditStats
 from jeeves.findings import Finding
-from jeeves.ids import validate_name
 from jeeves.messages import Message, ModelRequest
 from jeeves.models.base import ModelClient, Route
 
 if TYPE_CHECKING:
-    from jeeves.context import Context
+    from jeeves._run.context import Context
 
 __all__ = [
     "AUDIT_INSTRUCTIONS",

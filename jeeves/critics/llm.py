@@ -12,18 +12,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from jeeves.architecture import Caller
-from jeeves.checks import check_bool, check_mapping, check_str
+from jeeves._base.ids import validate_name
+from jeeves._base.validate import check_bool, check_mapping, check_str
+from jeeves._run.architecture import Caller
 from jeeves.critics.base import Review
 from jeeves.critics.parse import parse_verdict
 from jeeves.critics.verdict import Verdict, verdict_reply_schema
 from jeeves.events import OutputRetrying
-from jeeves.ids import validate_name
 from jeeves.messages import Message, ModelRequest
 from jeeves.models.base import ModelClient, Route
 
 if TYPE_CHECKING:
-    from jeeves.context import Context
+    from jeeves._run.context import Context
 
 __all__ = ["REVIEW_INSTRUCTIONS", "VERDICT_FORMAT", "LLMCritic"]
 
@@ -84,7 +84,7 @@ class LLMCritic:
         return (self.route or ctx.route()).model
 
     def model_callers(self, path: tuple[str, ...], routed: tuple[str, ...]) -> list[Caller]:
-        """The critic session it reviews in (see `jeeves.architecture.model_callers`)."""
+        """The critic session it reviews in (see `jeeves._run.architecture.model_callers`)."""
         return [Caller(path, None if self.route is not None else routed)]
 
     def _request(self, messages: list[Message]) -> ModelRequest:

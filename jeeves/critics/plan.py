@@ -36,8 +36,8 @@ from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from jeeves.agent.tools import APPROVAL_MODES, ApprovalMode
 from jeeves.critics.verdict import Verdict
-from jeeves.tools import APPROVAL_MODES, ApprovalMode
 
 __all__ = [
     "APPROVAL_MODES",

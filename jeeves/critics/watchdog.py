@@ -30,15 +30,15 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from jeeves.architecture import Caller, Output
+from jeeves._run.architecture import Caller, Output
+from jeeves._run.steering import ToolStep
 from jeeves.errors import UserError
-from jeeves.journal import fingerprint
+from jeeves.journal.records import fingerprint
 from jeeves.messages import Message, ModelRequest
 from jeeves.models.base import ModelClient, Route
-from jeeves.steering import ToolStep
 
 if TYPE_CHECKING:
-    from jeeves.context import Context
+    from jeeves._run.context import Context
 
 __all__ = ["WATCHDOG_INSTRUCTIONS", "Watchdog", "WatchdogFiring", "parse_watch_verdict"]
 

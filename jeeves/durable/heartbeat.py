@@ -35,8 +35,8 @@ from collections.abc import Callable
 from typing import Any
 
 from jeeves.errors import UserError
-from jeeves.replay._retry import retry
-from jeeves.replay.postgres import display_url
+from jeeves.journal.postgres import display_url
+from jeeves.journal.retry import retry
 
 __all__ = ["Heartbeat"]
 

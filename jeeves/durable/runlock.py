@@ -19,7 +19,7 @@ A database restart ends the lock's session, and the lock with it, while the run 
 So the holder watches its connection (a duplicate of its socket, readable only when the
 server sends something unasked: the notice of its end, or the socket's error), and when it
 dies, connects again and takes the lock again, retried within the bound of
-`jeeves.replay._retry` (`--db-retry-s`). A lock it cannot take back within that bound
+`jeeves.journal.retry` (`--db-retry-s`). A lock it cannot take back within that bound
 (another worker holds it now) stops the run with a `JournalError`.
 """
 
@@ -33,8 +33,8 @@ from typing import Any
 import anyio
 
 from jeeves.errors import JournalError
-from jeeves.replay._retry import aretry, db_retry_s
-from jeeves.replay.postgres import display_url
+from jeeves.journal.postgres import display_url
+from jeeves.journal.retry import aretry, db_retry_s
 
 __all__ = ["run_lock"]
 

@@ -6,7 +6,7 @@ each becomes a DBOS workflow `jeeves.branch` whose id is the child's session id,
 target's branch queue. The worker that dequeues it builds the target, finds the child in
 it by its path (the attributes and keys that lead from the target's architecture to the
 child, e.g. `["workers", "coder"]`) and executes it as that very session
-(`jeeves.branch.stream_branch`), recording into the run's journal. The parent polls the
+(`jeeves._run.branch.stream_branch`), recording into the run's journal. The parent polls the
 branch's workflow until it ends, then adopts the session from the journal (`Context.run`).
 
 Rules that keep this safe:
@@ -27,13 +27,13 @@ from typing import Any
 
 import anyio
 
-from jeeves.architecture import Architecture
-from jeeves.branch import placement_of
-from jeeves.context import Context
+from jeeves._run.architecture import Architecture
+from jeeves._run.branch import placement_of
+from jeeves._run.context import Context
 from jeeves.durable import engine
 from jeeves.durable.targets import QUEUE_PREFIX
 from jeeves.errors import JournalError, UserError
-from jeeves.journal import TERMINAL
+from jeeves.journal.records import TERMINAL
 
 __all__ = ["Spreader", "arch_path", "branch_queue_name", "resolve_path"]
 
@@ -117,7 +117,7 @@ def resolve_path(root: Architecture, path: Sequence[PathKey]) -> Architecture:
 
 
 class Spreader:
-    """Hands one run's spread children to the workers (`jeeves.context.SPREADER`).
+    """Hands one run's spread children to the workers (`jeeves._run.context.SPREADER`).
 
     Args:
         client: Returns the worker's `dbos.DBOSClient` on the system database (made on first

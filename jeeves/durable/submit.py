@@ -15,13 +15,13 @@ from typing import Any
 
 import anyio.to_thread
 
-from jeeves.checks import check_number
+from jeeves._base.ids import new_root_id, validate_root_id
+from jeeves._base.validate import check_number
 from jeeves.durable import engine
 from jeeves.durable.targets import queue_name, target_name
 from jeeves.durable.worker import database_from_env
 from jeeves.errors import UserError
-from jeeves.ids import new_root_id, validate_root_id
-from jeeves.replay.postgres import display_url
+from jeeves.journal.postgres import display_url
 
 __all__ = ["submit", "wait", "wake"]
 

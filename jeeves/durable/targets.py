@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jeeves.approvals import Approvals
-from jeeves.architecture import Architecture
+from jeeves._run.architecture import Architecture
+from jeeves._run.source import resolve_ref, source_of
+from jeeves.approvals.decide import Approvals
 from jeeves.errors import UserError
 from jeeves.models.router import Router
-from jeeves.replay.source import resolve_ref, source_of
 
 __all__ = ["QUEUE_PREFIX", "Target", "load_targets", "queue_name", "queue_of", "target_name"]
 

@@ -25,27 +25,27 @@ from typing import Any
 import anyio
 import sniffio
 
-from jeeves.approvals import Approvals, PendingGate
-from jeeves.architecture import Architecture
-from jeeves.branch import Placement, stream_branch
-from jeeves.checks import check_int, check_number
-from jeeves.context import SPREADER
+from jeeves._base.validate import check_int, check_number
+from jeeves._run.architecture import Architecture
+from jeeves._run.branch import Placement, stream_branch
+from jeeves._run.context import SPREADER
+from jeeves._run.runner import RunResult, RunStream
+from jeeves._run.runner import stream as stream_architecture
+from jeeves.approvals.decide import Approvals, PendingGate
 from jeeves.durable import engine
 from jeeves.durable.heartbeat import Heartbeat
 from jeeves.durable.runlock import run_lock
 from jeeves.durable.spread import Spreader, branch_queue_name, resolve_path
 from jeeves.durable.targets import Target, load_targets, queue_of
 from jeeves.errors import JournalError, UserError
-from jeeves.journal import SessionRecord, error_type_name
-from jeeves.replay._retry import configure as configure_db_retry
-from jeeves.replay._retry import is_unavailable
-from jeeves.replay.api import close_journal, open_journal
-from jeeves.replay.base import JournalStore
-from jeeves.replay.eventlog import ENDED, open_event_log
-from jeeves.replay.postgres import display_url, is_database_url
-from jeeves.replay.recorder import EventRecorder
-from jeeves.runner import RunResult, RunStream
-from jeeves.runner import stream as stream_architecture
+from jeeves.journal.eventlog import ENDED, open_event_log
+from jeeves.journal.open import close_journal, open_journal
+from jeeves.journal.postgres import display_url, is_database_url
+from jeeves.journal.recorder import EventRecorder
+from jeeves.journal.records import SessionRecord, error_type_name
+from jeeves.journal.retry import configure as configure_db_retry
+from jeeves.journal.retry import is_unavailable
+from jeeves.journal.store import JournalStore
 
 __all__ = ["DATABASE_ENV", "Worker", "database_from_env", "journal_for"]
 

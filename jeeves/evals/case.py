@@ -16,8 +16,8 @@ import time
 
 from pydantic import Field
 
-from jeeves.architecture import Architecture, Output, describe_model
-from jeeves.context import Context
+from jeeves._run.architecture import Architecture, Output, describe_model
+from jeeves._run.context import Context
 from jeeves.critics import CodeCritic, Verdict
 from jeeves.critics.code import extract_code
 from jeeves.evals.calibration import Judged

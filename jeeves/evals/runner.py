@@ -31,20 +31,20 @@ import anyio
 import anyio.abc
 from pydantic import BaseModel, Field
 
-from jeeves.architecture import Architecture, Output
+from jeeves._base.ids import validate_name
+from jeeves._run.architecture import Architecture, Output
+from jeeves._run.context import Context
+from jeeves._run.runner import replay as replay_run
+from jeeves._run.runner import run
+from jeeves._run.source import register_loader
 from jeeves.budget import Budget
-from jeeves.context import Context
 from jeeves.errors import PROGRAM_ERRORS, InvalidCredentials, MissingCredentials, UserError
 from jeeves.evals.case import CaseOutput, EvalCase
 from jeeves.evals.dataset import Case, Dataset
 from jeeves.evals.report import CaseResult, build_report, format_table
-from jeeves.ids import validate_name
-from jeeves.journal import error_type_name
+from jeeves.journal.open import close_journal, open_journal
+from jeeves.journal.records import error_type_name
 from jeeves.models.router import Router
-from jeeves.replay.api import close_journal, open_journal
-from jeeves.replay.source import register_loader
-from jeeves.runner import replay as replay_run
-from jeeves.runner import run
 
 __all__ = ["EvalConfig", "EvalOutput", "EvalRun", "Manifest", "manifest_path", "replay_eval", "run_eval"]
 
@@ -213,7 +213,7 @@ def _load(source: Mapping[str, Any]) -> Architecture:
     ref = next(c["ref"] for c in manifest.configs if c["name"] == name)
     if not _BUILDER:
         raise UserError(
-            "Rebuilding an eval needs jeeves.evals.cli (import it, or use `jeeves eval --replay`)."
+            "Rebuilding an eval needs jeeves.cli.eval (import it, or use `jeeves eval --replay`)."
         )
     return EvalRun(manifest, _BUILDER[0](name, ref), concurrency=1)
 

@@ -7,10 +7,10 @@ from typing import Annotated, Any, Protocol, runtime_checkable
 
 from pydantic import ConfigDict, Field, SkipValidation
 
-from jeeves.checks import ConfigModel
+from jeeves._base.redact import mask_credentials
+from jeeves._base.validate import ConfigModel
 from jeeves.errors import UserError
 from jeeves.messages import ModelRequest, ModelResponse
-from jeeves.redact import mask_credentials
 
 __all__ = ["DEFAULT_TIMEOUT_S", "DeltaSink", "ModelClient", "Route", "client_name"]
 
@@ -59,7 +59,7 @@ class Route(ConfigModel):
     """The litellm model string, e.g. 'openai/gpt-4o-mini' (a display name when `client` is set)."""
     params: dict[str, Any] = Field(default_factory=dict)
     """Provider parameters for every call on this route (temperature, max_tokens, api_key…).
-    Credentials among them reach the provider and nothing else (`jeeves.redact`)."""
+    Credentials among them reach the provider and nothing else (`jeeves._base.redact`)."""
     fallbacks: tuple[str, ...] = ()
     """Models to try, in order, when the primary keeps failing with retryable errors."""
     retries: int = Field(default=2, ge=0, strict=True)

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 
-from jeeves.checks import short_repr
+from jeeves._base.ids import validate_name
+from jeeves._base.validate import short_repr
 from jeeves.errors import UserError, UserTypeError
-from jeeves.ids import validate_name
 from jeeves.models.base import ModelClient, Route
 from jeeves.models.known import model_problem
 

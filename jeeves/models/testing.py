@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
-from jeeves.checks import short_repr
+from jeeves._base.validate import short_repr
 from jeeves.errors import UnconsumedSteps, UnexpectedModelCall, UserError, UserTypeError
 from jeeves.messages import ModelRequest, ModelResponse, ToolCall, Usage
 from jeeves.models.base import DeltaSink

@@ -62,7 +62,7 @@ from ag_ui.core import (
     ToolCallStartEvent,
 )
 
-from jeeves.approvals import PendingGate
+from jeeves.approvals.decide import PendingGate
 from jeeves.events import (
     ApprovalDecided,
     ApprovalRequested,
@@ -77,7 +77,7 @@ from jeeves.events import (
     ToolCompleted,
     ToolStarted,
 )
-from jeeves.journal import error_type_name
+from jeeves.journal.records import error_type_name
 from jeeves.messages import Usage
 from jeeves.server.gates import response_schema
 from jeeves.server.runs import RunRecord

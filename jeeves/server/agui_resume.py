@@ -20,7 +20,7 @@ from typing import Literal
 from ag_ui.core import ResumeEntry
 from pydantic import BaseModel, ConfigDict, Field
 
-from jeeves.approvals import Decision, GateNotFound
+from jeeves.approvals.decide import Decision, GateNotFound
 from jeeves.errors import UserError
 from jeeves.server.decisions import Decisions
 from jeeves.server.gates import root_of_gate

@@ -18,7 +18,7 @@ Routes (all JSON errors are `{"error": message}`):
 - `POST /runs/{id}/messages` `{text, session_id?}` → 202: a human's message for the run's
   agents, applied at the next turn boundary (`RunStream.inject`); 409 once the run ended or
   when the session named cannot take it (jeeves.server.inbox), 404 for a session the run has
-  not started, 413 for a message over 64 KiB, 429 when the run's inbox is full (jeeves.steering).
+  not started, 413 for a message over 64 KiB, 429 when the run's inbox is full (jeeves._run.steering).
 - `GET /runs/{id}/requests/{session_id}` a session's model requests (the viewer's node detail);
   `GET /journal` and `GET /journal/runs/{id}/events|requests/{session_id}` browse the
   journal's recorded runs (jeeves.server.explorer).
@@ -57,14 +57,15 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from jeeves.approvals import Approvals, BadGateId, GateConflict, GateNotFound
-from jeeves.architecture import Architecture
+from jeeves._run.architecture import Architecture
+from jeeves._run.steering import InboxFull, MessageTooLarge
+from jeeves.approvals.decide import Approvals, BadGateId, GateConflict, GateNotFound
 from jeeves.budget import Budget
 from jeeves.errors import UserError
-from jeeves.journal import Journal
-from jeeves.replay.api import close_journal, open_journal
-from jeeves.replay.base import JournalStore
-from jeeves.replay.eventlog import LoggedRun
+from jeeves.journal.eventlog import LoggedRun
+from jeeves.journal.open import close_journal, open_journal
+from jeeves.journal.records import Journal
+from jeeves.journal.store import JournalStore
 from jeeves.server.agui_resume import resume_entries
 from jeeves.server.agui_stream import AguiFormat, task_from_input
 from jeeves.server.body import BadJson, read_json
@@ -79,7 +80,6 @@ from jeeves.server.recorded import JournalBrowser
 from jeeves.server.runs import SERVED, RunNotRunning, RunRecord, RunRegistry, TooManyRuns
 from jeeves.server.sse import BadLastEventId, EventStreamResponse, JeevesFormat, follow_run, last_event_id
 from jeeves.server.viewer import viewer_routes
-from jeeves.steering import InboxFull, MessageTooLarge
 
 __all__ = ["create_app"]
 

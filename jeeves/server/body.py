@@ -13,7 +13,7 @@ from typing import Any
 
 from starlette.requests import Request
 
-from jeeves.checks import nests_deeper_than
+from jeeves._base.validate import nests_deeper_than
 from jeeves.errors import UserError
 
 __all__ = ["MAX_JSON_DEPTH", "BadJson", "parse_json", "read_json"]

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from jeeves.approvals import Approvals
-from jeeves.architecture import Architecture
+from jeeves._run.architecture import Architecture
+from jeeves.approvals.decide import Approvals
 from jeeves.errors import UserError
 from jeeves.models.router import Router
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import anyio
 
-from jeeves.approvals import (
+from jeeves.approvals.decide import (
     Approvals,
     Decision,
     GateNotFound,
@@ -32,8 +32,8 @@ from jeeves.approvals import (
     record_decision,
 )
 from jeeves.budget import Budget
-from jeeves.journal import TERMINAL
-from jeeves.replay.base import JournalStore, in_tree
+from jeeves.journal.records import TERMINAL
+from jeeves.journal.store import JournalStore, in_tree
 from jeeves.server.catalog import Catalog
 from jeeves.server.gates import already_decided
 from jeeves.server.runs import SERVED, RunRecord, RunRegistry

@@ -1,7 +1,7 @@
 """Runs this server did not start: followed live from the event log of a shared database.
 
 `create_app(database=...)` / `jeeves serve --database URL` reads the event log durable
-workers write (`jeeves.replay.eventlog`), so the run list and `GET /runs/{id}/events` show
+workers write (`jeeves.journal.eventlog`), so the run list and `GET /runs/{id}/events` show
 runs executed by any worker on any machine. The stream is the same as for the server's own
 runs: `id:` = seq, `data:` = the event's JSON, `event: end` once the run ended and the
 client has everything; `Last-Event-ID: N` (or `?last_event_id=N`) resumes after seq N.
@@ -36,7 +36,7 @@ from starlette.responses import JSONResponse, Response
 
 from jeeves.errors import JeevesError, JournalError
 from jeeves.events import Event
-from jeeves.replay.eventlog import EventLog, LoggedRun, open_event_log
+from jeeves.journal.eventlog import EventLog, LoggedRun, open_event_log
 from jeeves.server.sse import KEEPALIVE, sse_message
 from jeeves.server.wire import encode_event
 

@@ -27,7 +27,7 @@ from typing import Any, Literal
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
-from jeeves.approvals import Decision, GateConflict, PendingGate, check_decision
+from jeeves.approvals.decide import Decision, GateConflict, PendingGate, check_decision
 
 __all__ = ["DecisionBody", "GateDesk", "root_of_gate"]
 

@@ -5,7 +5,7 @@ says `architecture == "agent"` and that has not completed or failed. A message a
 to another session is refused before it is queued: a session the run has not started
 (404), or one that cannot take it, a critic, a supervisor, a session that ended (409).
 A message with no session goes to whichever agent reaches a turn boundary first. The
-inbox's own caps (jeeves.steering: 413, 429) apply after this check.
+inbox's own caps (jeeves._run.steering: 413, 429) apply after this check.
 """
 
 from __future__ import annotations

@@ -26,13 +26,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from jeeves.architecture import Architecture
+from jeeves._base.redact import mask_credentials
+from jeeves._run.architecture import Architecture
+from jeeves._run.replay import plan_replay
+from jeeves._run.runner import stream
 from jeeves.errors import UserError
-from jeeves.journal import TERMINAL, error_type_name
-from jeeves.redact import mask_credentials
-from jeeves.replay.api import list_runs, open_journal, plan_replay
-from jeeves.replay.base import JournalStore
-from jeeves.runner import stream
+from jeeves.journal.open import list_runs, open_journal
+from jeeves.journal.records import TERMINAL, error_type_name
+from jeeves.journal.store import JournalStore
 
 Rebuild = Callable[[Mapping[str, Any]], Architecture | None]
 """Builds the architecture a recorded source names, or None to leave it to the source's loader."""

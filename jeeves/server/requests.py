@@ -23,10 +23,10 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from jeeves._base.redact import mask_credentials
 from jeeves.events import SessionStarted
-from jeeves.hooks import SpanHandle, Tracer, default_tracer
 from jeeves.messages import ModelRequest
-from jeeves.redact import mask_credentials
+from jeeves.telemetry.tracer import SpanHandle, Tracer, default_tracer
 
 __all__ = ["MAX_LOGGED_CALLS", "RecordingTracer", "RequestLog"]
 

@@ -36,21 +36,21 @@ from typing import Any, Literal, NamedTuple
 import anyio
 from anyio.abc import TaskGroup
 
-from jeeves.approvals import Approvals, Decision, PendingGate
-from jeeves.architecture import Architecture
+from jeeves._base.ids import new_root_id, validate_root_id
+from jeeves._run.architecture import Architecture
+from jeeves._run.runner import RunResult, RunStream, check_injection, stream
+from jeeves._run.source import register_loader
+from jeeves._run.steering import Inbox
+from jeeves.approvals.decide import Approvals, Decision, PendingGate
 from jeeves.budget import Budget
 from jeeves.errors import UserError
 from jeeves.events import ApprovalDecided, ApprovalRequested, Event
-from jeeves.ids import new_root_id, validate_root_id
-from jeeves.journal import Journal, error_type_name
+from jeeves.journal.records import Journal, error_type_name
 from jeeves.models.router import Router
-from jeeves.replay.source import register_loader
-from jeeves.runner import RunResult, RunStream, check_injection, stream
 from jeeves.server.gates import GateDesk
 from jeeves.server.inbox import check_target
 from jeeves.server.requests import RecordingTracer, RequestLog
 from jeeves.server.wire import WireCache
-from jeeves.steering import Inbox
 
 __all__ = ["RunNotRunning", "RunRecord", "RunRegistry", "RunStatus", "TooManyRuns"]
 

@@ -18,8 +18,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar, assert_never
 
-from jeeves.agent import Agent
-from jeeves.architecture import Architecture, Caller
+from jeeves._run.architecture import Architecture, Caller
+from jeeves._run.source import import_object
+from jeeves.agent.agent import Agent
+from jeeves.agent.tools import Tool
 from jeeves.architectures import ActorCritic, Goal, PlanExecute, SelfRefine, Supervisor
 from jeeves.critics import CitationCritic, CodeCritic, Critic, FunctionCritic, LLMCritic, Watchdog
 from jeeves.errors import UserError
@@ -28,7 +30,6 @@ from jeeves.models.base import ModelClient, Route
 from jeeves.models.known import model_problem
 from jeeves.models.router import Router
 from jeeves.models.testing import Reply, ScriptedModel, call
-from jeeves.replay.source import import_object
 from jeeves.spec.load import join_key_path
 from jeeves.spec.mcp import build_servers
 from jeeves.spec.models import (
@@ -52,7 +53,6 @@ from jeeves.spec.models import (
 from jeeves.spec.routes import callers, unmatched_key
 from jeeves.spec.stop import StopSpec, build_stop
 from jeeves.stop import StopCondition
-from jeeves.tools import Tool
 
 __all__ = ["build", "build_critics", "build_problems", "problems_message", "scripted_model"]
 

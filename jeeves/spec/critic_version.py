@@ -39,11 +39,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
+from jeeves._run.source import import_object
+from jeeves.agent.tools import ApprovalMode
 from jeeves.critics import CombinedCritic, Critic
 from jeeves.critics.plan import PlanCheck
 from jeeves.errors import UserError
-from jeeves.rejudge import CriticVersion, Evaluator
-from jeeves.replay.source import import_object
+from jeeves.evals.rejudge import CriticVersion, Evaluator
 from jeeves.spec.build import _importable, build_critics
 from jeeves.spec.load import format_errors
 from jeeves.spec.parts import (
@@ -58,7 +59,6 @@ from jeeves.spec.parts import (
     SpecModel,
 )
 from jeeves.spec.toml import read_toml
-from jeeves.tools import ApprovalMode
 
 __all__ = ["CriticVersionSpec", "RecordedEvaluatorSpec", "load_critic_version"]
 

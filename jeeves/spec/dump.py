@@ -14,7 +14,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from jeeves.agent import Agent
+from jeeves._run.source import import_object
+from jeeves.agent.agent import Agent
+from jeeves.agent.tools import Tool
 from jeeves.architectures import ActorCritic, Goal, PlanExecute, SelfRefine, Supervisor
 from jeeves.architectures._templates import Template
 from jeeves.critics import (
@@ -29,7 +31,6 @@ from jeeves.critics import (
 from jeeves.errors import UserError
 from jeeves.models.base import Route
 from jeeves.models.router import Router
-from jeeves.replay.source import import_object
 from jeeves.spec.load import TOP_LEVEL_TABLES
 from jeeves.spec.models import (
     ActorCriticSpec,
@@ -56,7 +57,6 @@ from jeeves.spec.routes import callers, unmatched_key
 from jeeves.spec.stop import stop_spec
 from jeeves.spec.toml import to_toml
 from jeeves.stop import MaxToolCalls, StopCondition
-from jeeves.tools import Tool
 
 __all__ = ["dump", "dumps", "spec_dict", "spec_of"]
 

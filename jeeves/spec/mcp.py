@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from jeeves.gating import ApprovalMode
+from jeeves.approvals.policy import ApprovalMode
 from jeeves.mcp.client import MCPServer
 from jeeves.spec.parts import Name, SpecModel
 

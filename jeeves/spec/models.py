@@ -19,11 +19,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
+from jeeves.approvals.policy import Approvals
 from jeeves.architectures._templates import ACTOR_REFINE_TEMPLATE, CRITIC_TEMPLATE, SELF_REFINE_TEMPLATE
 from jeeves.architectures._templates import FEEDBACK_INSTRUCTIONS as _FEEDBACK
 from jeeves.architectures.supervisor import DEFAULT_INSTRUCTIONS as _SUPERVISOR
 from jeeves.critics.watchdog import WATCHDOG_INSTRUCTIONS as _WATCHDOG
-from jeeves.gating import Approvals
 from jeeves.spec.mcp import MCPServerSpec
 from jeeves.spec.parts import (
     CRITIC_SPECS,

@@ -22,12 +22,12 @@ from pydantic import (
     model_validator,
 )
 
+from jeeves.agent.tools import ApprovalMode
 from jeeves.budget import Budget
 from jeeves.critics.citations import HEDGES
 from jeeves.critics.llm import REVIEW_INSTRUCTIONS
 from jeeves.critics.plan import DecisionSpec
 from jeeves.models.base import DEFAULT_TIMEOUT_S
-from jeeves.tools import ApprovalMode
 
 __all__ = [
     "CRITIC_SPECS",

@@ -7,7 +7,7 @@ file changed or moved. Routes and the demo script are left out: a strict replay 
 model, and route params are configuration that may hold credentials; only the model
 strings of `--model ROLE=MODEL` flags are kept (`"models"`), for `jeeves resume`. Credentials in the
 `params` the table keeps (an agent's, a critic's, a pinned model's) are left out too
-(`jeeves.redact`); they are not part of any fingerprint, so the replay is unchanged.
+(`jeeves._base.redact`); they are not part of any fingerprint, so the replay is unchanged.
 `path` only makes import paths beside the spec (a tools module) importable again.
 """
 
@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from jeeves.architecture import Architecture
+from jeeves._base.redact import strip_credentials
+from jeeves._run.architecture import Architecture
+from jeeves._run.source import register_loader
 from jeeves.errors import UserError
-from jeeves.redact import strip_credentials
-from jeeves.replay.source import register_loader
 from jeeves.spec.build import build
 from jeeves.spec.dump import spec_dict
 from jeeves.spec.load import TOP_LEVEL_TABLES, parse_spec

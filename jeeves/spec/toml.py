@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from jeeves.checks import nests_deeper_than
+from jeeves._base.validate import nests_deeper_than
 from jeeves.errors import UserError
 
 __all__ = ["MAX_DEPTH", "read_toml", "to_toml"]

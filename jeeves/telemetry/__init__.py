@@ -12,7 +12,7 @@ invoke_agent supervisor                   INTERNAL  one span per session
             └── chat openai/gpt-4o
 ```
 
-`OTelTracer` implements `jeeves.hooks.Tracer` with opentelemetry-api alone; `configure`
+`OTelTracer` implements `jeeves.telemetry.tracer.Tracer` with opentelemetry-api alone; `configure`
 sets up the SDK (imported only there) and makes the tracer the default for every run.
 While no tracer provider is configured (none given, none set globally), each hook is the
 NullTracer's: no span objects, no attributes computed; a provider set later is picked
@@ -29,7 +29,23 @@ Invariants:
   and other credentials in route params never reach a span.
 """
 
-from jeeves.telemetry._setup import configure
-from jeeves.telemetry._tracer import OTelTracer
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from jeeves.telemetry.otel import OTelTracer
+    from jeeves.telemetry.setup import configure
+
+# The kernel imports only the tracer protocol (`jeeves.telemetry.tracer`); OpenTelemetry loads
+# when a user asks for it.
+_LAZY = {"OTelTracer": "jeeves.telemetry.otel", "configure": "jeeves.telemetry.setup"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'jeeves.telemetry' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
 
 __all__ = ["OTelTracer", "configure"]

@@ -351,7 +351,7 @@ async def test_each_refusal_kind_is_refused_before_anything_runs_and_a_replan_fi
 
 
 async def test_a_gated_step_suspends_the_run_and_resumes_after_approval_running_the_tool_once() -> None:
-    from jeeves.approvals import Approvals, Decision, record_decision
+    from jeeves.approvals.decide import Approvals, Decision, record_decision
 
     shop, journal = Shop(), DictJournal()
     planner = {"planner": [refund_plan(pinned=True)]}
@@ -383,7 +383,7 @@ async def test_a_gated_step_suspends_the_run_and_resumes_after_approval_running_
 
 
 async def test_a_denied_step_fails_the_attempt_and_goes_back_to_the_planner() -> None:
-    from jeeves.approvals import Approvals, Decision, PendingGate
+    from jeeves.approvals.decide import Approvals, Decision, PendingGate
 
     async def deny(gate: PendingGate) -> Decision:
         return Decision(decision="deny", by="dana", note="over the limit", arguments_hash=gate.arguments_hash)
@@ -614,7 +614,7 @@ async def test_a_resumed_sliced_run_serves_its_allotment_and_the_stopped_step() 
 
 
 async def test_a_gated_step_under_a_slice_suspends_and_resumes_with_its_allotment_served() -> None:
-    from jeeves.approvals import Approvals, Decision, record_decision
+    from jeeves.approvals.decide import Approvals, Decision, record_decision
 
     shop, journal = Shop(), DictJournal()
     planner = {"planner": [refund_plan(pinned=True)]}
@@ -661,7 +661,7 @@ async def test_evidence_is_required_by_the_tool_and_must_resolve_in_the_journale
     """The planner cannot waive a tool's evidence requirement, a made-up reference is refused
     with its own kind, and the manifest is a journaled step: a replay and `rejudge` re-derive
     the same verdicts without calling the retriever."""
-    from jeeves.rejudge import CriticVersion, rejudge
+    from jeeves.evals.rejudge import CriticVersion, rejudge
 
     window = "kg:refund_window:rw_881#snapshot_kg_2026_05_09_T0930"
     retrieved: list[str] = []

@@ -6,7 +6,7 @@ from typing import Any
 
 import jeeves
 from jeeves.critics import Critic, CriticSession, Review, Verdict
-from jeeves.journal import JournalMode
+from jeeves.journal.records import JournalMode
 from jeeves.models.testing import ScriptedModel
 
 

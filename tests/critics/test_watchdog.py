@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from jeeves._run.steering import ToolStep
 from jeeves.critics.watchdog import Watchdog, describe_step, parse_watch_verdict
-from jeeves.steering import ToolStep
 
 
 @pytest.mark.parametrize(

@@ -30,7 +30,7 @@ class Step:
     command: str
     """As the page writes it (without its comment)."""
     code: int = 0
-    """The exit code (`jeeves.exits.ExitCode`)."""
+    """The exit code (`jeeves.cli.exits.ExitCode`)."""
     lines: tuple[str, ...] = ()
     """Text the output (stdout and stderr) must hold."""
     live: str | None = None

@@ -18,11 +18,10 @@ from jeeves import FunctionModel
 from jeeves.durable.heartbeat import Heartbeat
 from jeeves.durable.runlock import run_lock
 from jeeves.errors import JournalError
-from jeeves.journal import StepRecord
+from jeeves.journal.eventlog import open_event_log
+from jeeves.journal.postgres import PostgresJournal
+from jeeves.journal.records import StepRecord, _retry
 from jeeves.messages import ModelRequest
-from jeeves.replay import _retry
-from jeeves.replay.eventlog import open_event_log
-from jeeves.replay.postgres import PostgresJournal
 from tests.postgres import Cluster
 
 pytestmark = [pytest.mark.postgres]

@@ -9,7 +9,7 @@ import psycopg
 import pytest
 
 from jeeves.errors import JournalError, UserError
-from jeeves.replay import _retry
+from jeeves.journal.records import _retry
 
 
 @pytest.fixture(autouse=True)

@@ -17,7 +17,7 @@ import pytest
 import jeeves
 from jeeves.durable import submit, wait
 from jeeves.durable.engine import BRANCH_WORKFLOW
-from jeeves.replay.eventlog import open_event_log
+from jeeves.journal.eventlog import open_event_log
 from tests.conftest import jeeves_cli
 from tests.durable import archs
 from tests.durable.conftest import CountingServer, WorkerProcess

@@ -7,9 +7,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from jeeves.cli import main
+from jeeves.cli.eval import build_config
+from jeeves.cli.main import main
 from jeeves.evals import chart_data, load_dataset, render_html
-from jeeves.evals.cli import build_config
 from jeeves.evals.report import build_report, format_table
 from jeeves.evals.runner import Manifest, replay_eval, run_eval
 

@@ -11,7 +11,7 @@ import pytest
 
 import jeeves
 from jeeves import Agent, MemoryJournal
-from jeeves.approvals import Approvals, Decision, PendingGate, record_decision
+from jeeves.approvals.decide import Approvals, Decision, PendingGate, record_decision
 from jeeves.mcp import annotation_mode
 from jeeves.mcp.client import resolve_mode
 from jeeves.testing import Reply, ScriptedModel, call

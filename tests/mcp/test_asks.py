@@ -7,7 +7,7 @@ import pytest
 
 import jeeves
 from jeeves import Agent, MemoryJournal
-from jeeves.approvals import Approvals, Decision, PendingGate, record_decision
+from jeeves.approvals.decide import Approvals, Decision, PendingGate, record_decision
 from jeeves.testing import Reply, ScriptedModel, call
 from tests.mcp.conftest import everything_server
 

@@ -12,7 +12,7 @@ import pytest
 
 import jeeves
 from jeeves import ActorCritic, Agent, MemoryJournal, Verdict
-from jeeves.approvals import Approvals, Decision, PendingGate
+from jeeves.approvals.decide import Approvals, Decision, PendingGate
 from jeeves.critics import FunctionCritic
 from jeeves.mcp import MCPServer
 from jeeves.testing import Reply, ScriptedModel, call

@@ -16,7 +16,7 @@ import pytest
 
 import jeeves
 from jeeves import Agent
-from jeeves.approvals import Approvals
+from jeeves.approvals.decide import Approvals
 from jeeves.mcp import MCPServer
 from jeeves.testing import Reply, ScriptedModel, call
 from tests.mcp.conftest import LOOPBACK, everything_server, node_server

@@ -9,7 +9,7 @@ import pytest
 
 import jeeves
 from jeeves import Agent, MemoryJournal
-from jeeves.approvals import Approvals, Decision, record_decision
+from jeeves.approvals.decide import Approvals, Decision, record_decision
 from jeeves.errors import ReplayDivergence
 from jeeves.testing import Reply, ScriptedModel, call
 from tests.mcp.conftest import faulty_server, filesystem_server

@@ -13,8 +13,8 @@ from typing import Any
 import anyio
 import pytest
 
+from jeeves.journal import list_runs
 from jeeves.mcp.serve import run_id
-from jeeves.replay import list_runs
 from tests.conftest import REPO, subprocess_env
 from tests.mcp.conftest import MODULES
 

@@ -20,9 +20,9 @@ from mcp import Client, StdioServerParameters
 
 import jeeves
 from jeeves import Agent
+from jeeves.journal import list_runs
 from jeeves.mcp import MCPServer
 from jeeves.mcp.serve import run_id
-from jeeves.replay import list_runs
 from jeeves.testing import Reply, ScriptedModel, call
 from tests.conftest import REPO, jeeves_cli, subprocess_env
 

@@ -15,7 +15,7 @@ import anyio.lowlevel
 import pytest
 
 import jeeves
-from jeeves.agent import Agent
+from jeeves.agent.agent import Agent
 from jeeves.errors import (
     BadResponse,
     InvalidCredentials,

@@ -11,7 +11,7 @@ import json
 import anyio
 
 from jeeves import ActorCritic, Agent, FunctionModel, Output, Supervisor, tool
-from jeeves.context import Context
+from jeeves._run.context import Context
 from jeeves.critics import LLMCritic
 from jeeves.messages import ModelRequest
 from jeeves.testing import Reply, call

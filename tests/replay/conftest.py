@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from jeeves.replay import JournalStore, JSONLJournal, MemoryJournal, PostgresJournal, SQLiteJournal
+from jeeves.journal import JournalStore, JSONLJournal, MemoryJournal, PostgresJournal, SQLiteJournal
 
 
 class Stores:

@@ -1,4 +1,4 @@
-"""open_journal, list_runs, and the checks around a run's journal (jeeves.replay.api)."""
+"""open_journal, list_runs, and the checks around a run's journal (jeeves._run.replay)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import pytest
 
 import jeeves
 from jeeves import Output, ScriptedModel
-from jeeves.context import Context
+from jeeves._run.context import Context
+from jeeves._run.replay import attach
 from jeeves.errors import JournalError, ProviderError, UserError
-from jeeves.replay import JSONLJournal, MemoryJournal, SQLiteJournal, list_runs, open_journal
-from jeeves.replay.api import attach
+from jeeves.journal import JSONLJournal, MemoryJournal, SQLiteJournal, list_runs, open_journal
 from tests.replay import archs
 from tests.replay.test_base import step
 

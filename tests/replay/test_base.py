@@ -8,9 +8,8 @@ from typing import Any
 import pytest
 
 from jeeves.errors import JournalError, UserError
-from jeeves.journal import SCHEMA_VERSION, SessionRecord, StepRecord
-from jeeves.replay import JournalStore
-from jeeves.replay.base import decode_record, decode_text, encode_record
+from jeeves.journal import SCHEMA_VERSION, JournalStore, SessionRecord, StepRecord
+from jeeves.journal.store import decode_record, decode_text, encode_record
 from tests.replay.conftest import Stores
 
 pytestmark = pytest.mark.anyio

@@ -15,10 +15,9 @@ from typing import Any
 import pytest
 
 import jeeves
-from jeeves.cli import main
+from jeeves.cli.main import main
 from jeeves.errors import JournalError, ReplayDivergence
-from jeeves.journal import SessionRecord, StepRecord
-from jeeves.replay import JournalStore, JournalWarning, list_runs
+from jeeves.journal import JournalStore, JournalWarning, SessionRecord, StepRecord, list_runs
 from tests.conftest import REPO, offline_env
 from tests.replay import archs
 from tests.replay.conftest import KINDS_ON_DISK, Stores, rewrite_postgres, stores_of

@@ -9,7 +9,7 @@ import pytest
 
 from jeeves.errors import UserError
 from jeeves.events import ModelDelta
-from jeeves.replay.eventlog import EventLog, open_event_log
+from jeeves.journal.eventlog import EventLog, open_event_log
 
 pytestmark = pytest.mark.anyio
 

@@ -11,9 +11,8 @@ import pytest
 
 import jeeves
 from jeeves.errors import JournalError, UserError
-from jeeves.journal import StepRecord
-from jeeves.replay import JournalWarning, JSONLJournal, jsonl
-from jeeves.replay.base import encode_record
+from jeeves.journal import JournalWarning, JSONLJournal, StepRecord, jsonl
+from jeeves.journal.store import encode_record
 from tests.replay import archs
 from tests.replay.test_base import session, step
 

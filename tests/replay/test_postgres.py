@@ -10,8 +10,8 @@ import pytest
 
 import jeeves
 from jeeves.errors import JournalError, UserError
-from jeeves.replay import PostgresJournal, list_runs, open_journal
-from jeeves.replay.postgres import display_url
+from jeeves.journal import PostgresJournal, list_runs, open_journal
+from jeeves.journal.postgres import display_url
 from tests.conftest import REPO, jeeves_cli, subprocess_env
 from tests.replay import archs
 from tests.replay.test_base import session, step
@@ -54,8 +54,8 @@ async def test_many_writers_at_once_lose_nothing_and_the_last_write_wins(postgre
 def test_processes_starting_together_on_an_empty_database_all_create_the_journal(postgres_url: str) -> None:
     code = (
         "import sys, anyio\n"
-        "from jeeves.replay import PostgresJournal\n"
-        "from jeeves.journal import SessionRecord\n"
+        "from jeeves.journal.records import PostgresJournal\n"
+        "from jeeves.journal.records import SessionRecord\n"
         "async def main():\n"
         "    async with PostgresJournal(sys.argv[1]) as j:\n"
         "        await j.put_session(SessionRecord(session_id=sys.argv[2], role='agent', architecture='agent'))\n"

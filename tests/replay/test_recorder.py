@@ -14,8 +14,8 @@ import pytest
 import jeeves
 from jeeves import ActorCritic, Agent, ScriptedModel
 from jeeves.events import Event, ModelDelta
-from jeeves.replay.eventlog import open_event_log, same_event
-from jeeves.replay.recorder import EventRecorder
+from jeeves.journal.eventlog import open_event_log, same_event
+from jeeves.journal.recorder import EventRecorder
 
 pytestmark = pytest.mark.anyio
 

@@ -11,12 +11,11 @@ import pytest
 
 import jeeves
 from jeeves import ActorCritic, Agent, Budget, FunctionModel, LLMCritic, Route, ScriptedModel
-from jeeves.architecture import Architecture
+from jeeves._run.architecture import Architecture
 from jeeves.errors import CriticError, ProviderError, ReplayDivergence
 from jeeves.events import Event
-from jeeves.journal import fingerprint
+from jeeves.journal import JournalStore, MemoryJournal, fingerprint
 from jeeves.messages import ModelRequest
-from jeeves.replay import JournalStore, MemoryJournal
 from jeeves.testing import Reply
 from tests.replay import archs
 from tests.replay.conftest import Stores, postgres_rows

@@ -12,12 +12,18 @@ from pydantic import TypeAdapter
 
 import jeeves
 from jeeves import _runstate
+from jeeves._run.replay import _Served
 from jeeves.errors import JournalError
 from jeeves.events import EVENT_ADAPTER, Event
-from jeeves.journal import TERMINAL, SessionRecord, StepRecord, served_events
-from jeeves.replay import MemoryJournal, SQLiteJournal
-from jeeves.replay.api import _Served
-from jeeves.replay.base import decode_record, decode_text
+from jeeves.journal.records import (
+    TERMINAL,
+    MemoryJournal,
+    SessionRecord,
+    SQLiteJournal,
+    StepRecord,
+    served_events,
+)
+from jeeves.journal.store import decode_record, decode_text
 from tests.replay import archs
 
 pytestmark = pytest.mark.anyio
@@ -175,7 +181,7 @@ async def test_a_served_tool_step_computes_no_fingerprint_for_its_tool(
 ) -> None:
     journal = MemoryJournal()
     await jeeves.run(archs.build_team(), TASK, models=archs.team_models(), journal=journal, session_id="r1")
-    from jeeves import agent
+    from jeeves.agent import agent
 
     asked: list[Any] = []
 

@@ -10,8 +10,14 @@ import pytest
 
 import jeeves
 from jeeves.errors import JournalError, ReplayDivergence
-from jeeves.journal import SessionRecord, StepRecord
-from jeeves.replay import JournalStore, MemoryJournal, RunSnapshot, SQLiteJournal
+from jeeves.journal.records import (
+    JournalStore,
+    MemoryJournal,
+    RunSnapshot,
+    SessionRecord,
+    SQLiteJournal,
+    StepRecord,
+)
 from tests.replay import archs
 from tests.replay.conftest import Stores
 

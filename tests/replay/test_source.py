@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from jeeves import Agent
+from jeeves._run.source import _LOADERS, load_architecture, source_of
 from jeeves.errors import UserError
-from jeeves.replay import register_loader, resolve_ref
-from jeeves.replay.source import _LOADERS, load_architecture, source_of
+from jeeves.journal import register_loader, resolve_ref
 from tests.replay import archs
 
 AGENT = archs.build_agent()

@@ -10,7 +10,7 @@ import pytest
 
 import jeeves
 from jeeves.errors import JournalError, UserError
-from jeeves.replay import SQLiteJournal, list_runs
+from jeeves.journal import SQLiteJournal, list_runs
 from tests.replay import archs
 from tests.replay.test_base import session, step
 

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from jeeves import Agent, Router, Supervisor, tool
-from jeeves.approvals import Approvals
+from jeeves.approvals.decide import Approvals
 from jeeves.messages import ModelRequest
 from jeeves.testing import FunctionModel, Reply, call
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from jeeves.server.serve import serve_demo
+from jeeves.cli.serve import serve_demo
 from tests.server.gated import POLICY, refund_entry, team_entry
 
 if __name__ == "__main__":

@@ -15,13 +15,13 @@ import httpx
 import pytest
 
 from jeeves import Agent, Router, ScriptedModel
+from jeeves._base.redact import REDACTED
 from jeeves.events import SessionStarted
-from jeeves.hooks import NullSpan, SpanHandle
 from jeeves.messages import Message, ModelRequest, ToolSpec
-from jeeves.redact import REDACTED
 from jeeves.server import create_app
 from jeeves.server.recorded import view_target
 from jeeves.server.requests import RecordingTracer, RequestLog
+from jeeves.telemetry.tracer import NullSpan, SpanHandle
 from tests.server import explorer_runs
 from tests.server.conftest import asgi_client
 
@@ -217,7 +217,7 @@ def test_jeeves_view_serves_the_recorded_run_and_prints_its_address(recorded: Pa
 
 
 def test_jeeves_view_of_a_run_the_journal_lacks_is_one_error_line(recorded: Path) -> None:
-    from jeeves.cli import main
+    from jeeves.cli.main import main
 
     assert main(["view", str(recorded), "rec-9", "--no-browser"]) == 2
     assert main(["view", str(recorded.with_name("none.db"))]) == 2  # view browses: the file must exist

@@ -13,7 +13,7 @@ import pytest
 
 from jeeves.errors import UserError
 from jeeves.events import ModelDelta, SessionCompleted
-from jeeves.replay.eventlog import open_event_log
+from jeeves.journal.eventlog import open_event_log
 from jeeves.server import create_app
 from tests.server.conftest import Sse, asgi_client, live_server, messages, parse_sse
 

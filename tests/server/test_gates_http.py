@@ -9,7 +9,7 @@ import httpx
 import pytest
 from starlette.applications import Starlette
 
-from jeeves.approvals import Approvals
+from jeeves.approvals.decide import Approvals
 from jeeves.server import create_app
 from jeeves.server.runs import RunRecord
 from tests.server.conftest import asgi_client

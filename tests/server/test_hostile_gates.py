@@ -51,7 +51,7 @@ async def test_a_second_decision_right_after_the_first_is_a_409() -> None:
 
 
 async def test_the_hash_a_gate_shows_binds_its_id_and_tool_not_only_the_arguments() -> None:
-    from jeeves.approvals import arguments_hash, gate_hash
+    from jeeves.approvals.decide import arguments_hash, gate_hash
 
     app = create_app({"refund": refund_entry}, approvals=POLICY)
     async with asgi_client(app) as client:

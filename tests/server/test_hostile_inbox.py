@@ -8,8 +8,7 @@ import pytest
 from starlette.applications import Starlette
 
 from jeeves import Agent, Context, Output, Router, ScriptedModel
-from jeeves.server import create_app
-from jeeves.steering import (
+from jeeves._run.steering import (
     MAX_MESSAGE_BYTES,
     MAX_PENDING,
     MAX_PENDING_BYTES,
@@ -17,6 +16,7 @@ from jeeves.steering import (
     InboxFull,
     MessageTooLarge,
 )
+from jeeves.server import create_app
 from tests.server.conftest import Blocked, asgi_client
 
 pytestmark = pytest.mark.anyio

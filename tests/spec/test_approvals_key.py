@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from jeeves.approvals import Allow, Approvals
+from jeeves.approvals.decide import Allow, Approvals
 from jeeves.errors import UserError
 from jeeves.spec import load_spec, parse_spec
 from tests.conftest import REPO, jeeves_cli, offline_env

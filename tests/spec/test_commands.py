@@ -13,9 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from jeeves.cli.run import describe_spec, parse_model_flags, spec_catalog
 from jeeves.errors import UserError
 from jeeves.spec import build, load_spec
-from jeeves.spec.commands import describe_spec, parse_model_flags, spec_catalog
 from tests.conftest import REPO, jeeves_cli, jeeves_serve, offline_env
 
 CODEGEN = "architectures/codegen.toml"

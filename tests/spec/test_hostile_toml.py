@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from jeeves.cli import main
+from jeeves.cli.main import main
 from jeeves.errors import UserError
 from jeeves.spec.critic_version import load_critic_version
 from jeeves.spec.load import load_spec

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import jeeves
+from jeeves._run.source import load_architecture
 from jeeves.errors import UserError
-from jeeves.replay.source import load_architecture
 from jeeves.spec import build, load_spec, load_spec_source, spec_source
 from tests.conftest import REPO
 

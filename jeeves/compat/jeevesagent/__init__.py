@@ -25,6 +25,7 @@ result.output, result.interrupted, result.interruption_reason
 table in docs/coming-from-jeevesagent.md.
 """
 
+from jeeves.agent.tools import Tool, tool
 from jeeves.compat.jeevesagent._testing import ScriptedModel, ScriptedTurn, ToolCall
 from jeeves.compat.jeevesagent.actor_critic import (
     DEFAULT_CRITIQUE_TEMPLATE,
@@ -38,7 +39,6 @@ from jeeves.compat.jeevesagent.agent import Bindable as Architecture
 from jeeves.compat.jeevesagent.events import EVENT_NAMES, Event
 from jeeves.compat.jeevesagent.self_refine import SelfRefine
 from jeeves.compat.jeevesagent.supervisor import Supervisor
-from jeeves.tools import Tool, tool
 
 __all__ = [
     "DEFAULT_CRITIQUE_TEMPLATE",

@@ -15,8 +15,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from jeeves.architecture import Caller
-from jeeves.context import Context
+from jeeves._run.architecture import Caller
+from jeeves._run.context import Context
 from jeeves.critics import Review, Verdict
 from jeeves.critics.verdict import Obtained
 from jeeves.errors import MaxTurnsExceeded

@@ -43,17 +43,17 @@ import string
 from collections.abc import Sequence
 from typing import Any
 
-from jeeves.agent import Agent as JeevesAgent
-from jeeves.architecture import Architecture
+from jeeves._run.architecture import Architecture
+from jeeves._run.context import Context
+from jeeves.agent.agent import Agent as JeevesAgent
 from jeeves.architectures._loop import CriticLoop
 from jeeves.architectures._templates import PromptFields, PromptRenderer
 from jeeves.architectures.actor_critic import ActorCritic as _ActorCritic
 from jeeves.compat.jeevesagent._convert import as_architecture
 from jeeves.compat.jeevesagent._critique import CriticOutput, JeevesagentCritic, parse_critique
 from jeeves.compat.jeevesagent._interrupt import MAX_TURNS, CompatActorCriticOutput, child_of
-from jeeves.context import Context
 from jeeves.errors import MaxTurnsExceeded, UserError
-from jeeves.journal import error_type_name
+from jeeves.journal.records import error_type_name
 
 __all__ = [
     "DEFAULT_CRITIQUE_TEMPLATE",

@@ -19,20 +19,20 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
-from jeeves.agent import Agent as JeevesAgent
-from jeeves.architecture import Architecture, Output
+from jeeves._base.validate import check_int, check_str
+from jeeves._run.architecture import Architecture, Output
+from jeeves._run.context import Context
+from jeeves._run.runner import RunResult as JeevesRunResult
+from jeeves._run.runner import stream as jeeves_stream
+from jeeves.agent.agent import Agent as JeevesAgent
+from jeeves.agent.tools import Tool
 from jeeves.budget import Budget
-from jeeves.checks import check_int, check_str
 from jeeves.compat.jeevesagent._interrupt import MAX_TURNS, interruption
 from jeeves.compat.jeevesagent.events import Event, Translator
-from jeeves.context import Context
 from jeeves.errors import MaxTurnsExceeded, UserError
 from jeeves.events import Event as JeevesEvent
 from jeeves.messages import Usage
 from jeeves.models.base import ModelClient, Route
-from jeeves.runner import RunResult as JeevesRunResult
-from jeeves.runner import stream as jeeves_stream
-from jeeves.tools import Tool
 
 __all__ = ["DEFAULT_MAX_TURNS", "Agent", "Bindable", "ReAct", "RunResult"]
 

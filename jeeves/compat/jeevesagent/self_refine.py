@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from jeeves.architecture import Architecture, Caller
-from jeeves.checks import check_int, check_str
+from jeeves._base.validate import check_int, check_str
+from jeeves._run.architecture import Architecture, Caller
+from jeeves._run.context import Context
 from jeeves.compat.jeevesagent._interrupt import MAX_TURNS, CompatOutput
-from jeeves.context import Context
 from jeeves.errors import MaxTurnsExceeded
 from jeeves.events import Critique, Refinement, RoundStarted
 from jeeves.messages import Message, ModelRequest

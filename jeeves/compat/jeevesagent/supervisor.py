@@ -20,17 +20,17 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from jeeves.agent import Agent as JeevesAgent
-from jeeves.architecture import Architecture, Output
+from jeeves._base.ids import validate_name
+from jeeves._run.architecture import Architecture, Output
+from jeeves._run.context import Context
+from jeeves.agent.agent import Agent as JeevesAgent
+from jeeves.agent.tools import ToolOutcome
 from jeeves.architectures._delegation import Delegation, Ledger, run_turn, worker_prompt
 from jeeves.architectures.supervisor import Supervisor as _Supervisor
 from jeeves.compat.jeevesagent._convert import as_architecture
 from jeeves.compat.jeevesagent._interrupt import MAX_TURNS, CompatOutput
-from jeeves.context import Context
 from jeeves.errors import UserError
-from jeeves.ids import validate_name
 from jeeves.messages import Message, ToolCall, ToolSpec
-from jeeves.tools import ToolOutcome
 
 if TYPE_CHECKING:
     from jeeves.compat.jeevesagent.agent import Agent

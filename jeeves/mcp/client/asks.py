@@ -29,12 +29,12 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from jeeves.architecture import Output
-from jeeves.gating import ApprovalMode
+from jeeves._run.architecture import Output
+from jeeves.approvals.policy import ApprovalMode
 from jeeves.messages import Message, ModelRequest
 
 if TYPE_CHECKING:
-    from jeeves.context import Context
+    from jeeves._run.context import Context
     from jeeves.mcp.client.connection import Connection
 
 __all__ = ["InFlight", "elicitation_callback", "sampling_callback"]

@@ -24,7 +24,7 @@ import fnmatch
 from collections.abc import Mapping
 from typing import Any
 
-from jeeves.gating import ApprovalMode
+from jeeves.approvals.policy import ApprovalMode
 
 __all__ = ["annotation_mode", "resolve_mode"]
 

@@ -26,20 +26,20 @@ import anyio
 from anyio.abc import TaskGroup
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from jeeves.checks import check_str, short_repr
+from jeeves._base.ids import validate_name
+from jeeves._base.validate import check_str, short_repr
+from jeeves.agent.tools import Tool, ToolContext, ToolOutcome, Toolset
+from jeeves.approvals.policy import APPROVAL_MODES, ApprovalMode
 from jeeves.errors import ReplayDivergence, UserError
-from jeeves.gating import APPROVAL_MODES, ApprovalMode
-from jeeves.ids import validate_name
 from jeeves.mcp.client.asks import InFlight
 from jeeves.mcp.client.connection import Connection, MCPServerError
 from jeeves.mcp.client.modes import resolve_mode
 from jeeves.mcp.client.render import render_result, truncate
 from jeeves.mcp.client.wire import open_client
 from jeeves.messages import ToolSpec
-from jeeves.tools import Tool, ToolContext, ToolOutcome, Toolset
 
 if TYPE_CHECKING:
-    from jeeves.context import Context
+    from jeeves._run.context import Context
 
 __all__ = ["ListedTool", "MCPServer", "MCPTool"]
 

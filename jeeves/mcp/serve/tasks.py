@@ -35,11 +35,11 @@ from mcp.types import RequestParams
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ConfigDict, Field
 
-from jeeves.approvals import Decision, PendingGate, pending_gates, record_decision
+from jeeves.approvals.decide import Decision, PendingGate, pending_gates, record_decision
 from jeeves.durable.targets import Target
-from jeeves.journal import SessionRecord
+from jeeves.journal.open import open_journal, shown_status
+from jeeves.journal.records import SessionRecord
 from jeeves.mcp.serve.tools import ServedRun, run_id, run_served
-from jeeves.replay.api import open_journal, shown_status
 
 __all__ = ["EXTENSION", "REVISION", "ServedTasks"]
 

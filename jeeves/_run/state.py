@@ -1,0 +1,265 @@
+"""What every session of one run shares (`RunState`), and how a run without an approver
+stops at its gates (`Suspension`).
+
+Part of the context (`jeeves._run.context`); architectures never see this module.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Generic, NamedTuple, TypeVar
+
+import anyio
+from pydantic import TypeAdapter
+
+from jeeves._run.channel import EventChannel
+from jeeves._run.steering import Inbox
+from jeeves._run.usage_tree import book
+from jeeves.approvals.policy import Approvals, Approver, PendingGate
+from jeeves.budget import BudgetMeter
+from jeeves.errors import UserError
+from jeeves.journal.records import Journal, JournalMode
+from jeeves.messages import Usage, UsageTally
+from jeeves.models.router import Router
+from jeeves.telemetry.tracer import NullTracer, SpanHandle, Tracer
+
+__all__ = ["RunState", "StepResult", "Suspension", "lease_owner", "type_adapter"]
+
+T = TypeVar("T")
+
+
+class StepResult(NamedTuple, Generic[T]):
+    value: T
+    replayed: bool
+
+
+_OWNER: dict[int, str] = {}
+
+
+def lease_owner() -> str:
+    """This process, as a lease names it: `host:pid` (looked up once per process)."""
+    pid = os.getpid()
+    owner = _OWNER.get(pid)
+    if owner is None:
+        import socket  # on first lease only: `import jeeves` does not load it (bench (d))
+
+        owner = _OWNER[pid] = f"{socket.gethostname()}:{pid}"
+    return owner
+
+
+class Suspension:
+    """Stops a run with no approver cleanly when it reaches undecided gates.
+
+    The rule (siblings finish, they are not cancelled mid-step): a gate with no approver
+    records itself as pending and parks. Every other branch goes on until it, too, parks at
+    a gate, or ends, or waits on a parked branch (a parent waiting for its children). When
+    nothing is in flight (no step between its start and its record, no journal write) and
+    every task is blocked, the runner cancels the tree: what it cancels is only waiting, so
+    nothing completed is lost or repeated, and every gate the branches reach is in
+    `pending`.
+    """
+
+    __slots__ = ("_changed", "_requested", "in_flight", "pending", "watched")
+
+    def __init__(self) -> None:
+        self.pending: dict[str, PendingGate] = {}
+        self.in_flight = 0
+        self.watched = False
+        """Whether the runner watches for suspension (a run with an approval policy)."""
+        self._requested: anyio.Event | None = None
+        self._changed: anyio.Event | None = None
+
+    @property
+    def requested(self) -> anyio.Event:
+        """Set when a gate parks: the run is asked to suspend (built on first use)."""
+        if self._requested is None:
+            self._requested = anyio.Event()
+        return self._requested
+
+    @property
+    def suspending(self) -> bool:
+        return self._requested is not None and self._requested.is_set()
+
+    def enter(self) -> None:
+        self.in_flight += 1
+
+    def leave(self) -> None:
+        self.in_flight -= 1
+        if self._changed is not None:
+            self._changed.set()
+
+    async def park(self, gate: PendingGate | None = None) -> None:
+        """Wait here until the runner cancels the tree (never returns)."""
+        if not self.watched:
+            where = f" at gate {gate.gate_id} ({gate.tool!r})" if gate is not None else ""
+            raise UserError(
+                f"The run reached an undecided gate{where} but has no approval policy, so nothing "
+                f"suspends it; pass approvals=Approvals(...) to jeeves.run, or an approver=."
+            )
+        if gate is not None:
+            self.pending[gate.gate_id] = gate
+            self.requested.set()
+        await anyio.sleep_forever()
+
+    async def settled(self) -> None:
+        """Return once the run was asked to suspend and nothing is left in flight."""
+        await self.requested.wait()
+        while True:
+            while self.in_flight:
+                self._changed = anyio.Event()
+                await self._changed.wait()
+            await anyio.wait_all_tasks_blocked()
+            if not self.in_flight:
+                return
+
+    def gates(self) -> list[PendingGate]:
+        return sorted(self.pending.values(), key=lambda g: (g.session_id, g.step))
+
+
+_ADAPTERS: dict[Any, TypeAdapter[Any]] = {}
+MAX_ADAPTERS = 512
+"""How many result types `type_adapter` keeps; past that, the oldest is dropped (a program
+that makes types at run time does not grow the cache without bound)."""
+
+
+def type_adapter(tp: Any) -> TypeAdapter[Any]:
+    """The pydantic adapter of result type `tp`, built at its first use in this process and
+    kept: a run's steps ask for the same few types in every run, and building one costs
+    far more than a step served from a journal. Thread-safe enough: two threads missing at
+    once each build an equal adapter, and either is kept."""
+    adapter = _ADAPTERS.get(tp)
+    if adapter is None:
+        adapter = TypeAdapter(tp)
+        if len(_ADAPTERS) >= MAX_ADAPTERS:
+            try:
+                del _ADAPTERS[next(iter(_ADAPTERS))]
+            except (StopIteration, KeyError, RuntimeError):
+                pass  # another thread changed the cache meanwhile
+        _ADAPTERS[tp] = adapter
+    return adapter
+
+
+@dataclass
+class RunState:
+    """What every session of one run shares."""
+
+    router: Router
+    channel: EventChannel = field(default_factory=EventChannel)
+    meter: BudgetMeter = field(default_factory=BudgetMeter)
+    tracer: Tracer = field(default_factory=NullTracer)
+    journal: Journal | None = None
+    mode: JournalMode = "record"
+    usage: dict[str, UsageTally] = field(default_factory=dict)
+    """Per session: every model call's usage, replayed ones included (what events report)."""
+    live_usage: dict[str, UsageTally] = field(default_factory=dict)
+    """Per session: live calls only (what this run spent); kept only with a journal (without
+    one every call is live: read `_live_books()`)."""
+    role_paths: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    tool_calls: dict[str, list[str]] = field(default_factory=dict)
+    """Per session: the names of the tools it called, in order (replayed calls included)."""
+    inbox: Inbox = field(default_factory=Inbox)
+    """A human's messages waiting for an agent's turn boundary (`RunStream.inject`)."""
+    spans: dict[str, SpanHandle] = field(default_factory=dict)
+    """The open session span of each running session, for span events."""
+    source: dict[str, Any] | None = None
+    """How to rebuild the root architecture; stored in the root's session record."""
+    approvals: Approvals | None = None
+    """The run's approval policy; None: nothing is gated."""
+    approver: Approver | None = None
+    """The live approver; None: the run suspends at an undecided gate."""
+    suspension: Suspension = field(default_factory=Suspension)
+    completed_steps: int = 0
+    """Steps the run has completed: live in this process, or recorded by an earlier attempt
+    and served on resume (progress envelopes report it)."""
+    plan_progress: tuple[int, int, str | None] | None = None
+    """(total, completed, current step) of the verified plan being executed, when an
+    architecture knows one (`Context.report_plan`); None: no plan."""
+    progress_interval_s: float | None = None
+    """Emit `progress` events at most this often (seconds); None: keep the envelope for the
+    journal only, and emit no events (the default: a replay's events stay the recorded ones)."""
+    last_progress: float = field(default_factory=time.monotonic)
+    progress: dict[str, Any] | None = None
+    """The last progress envelope, as JSON (the heartbeat writes it into the root's record)."""
+    owner: str = field(default_factory=lease_owner)
+    lease_renewed_at: float | None = None
+    created_at: float | None = None
+    expires_at: float | None = None
+    """The session TTL's end (wall clock), kept in the root's record across resumes."""
+    _root_lock: anyio.Lock | None = None
+    _tree: dict[str, UsageTally] = field(default_factory=dict)
+    _live_tree: dict[str, UsageTally] = field(default_factory=dict)
+    """Per session: its usage plus everything below it, kept as calls are booked (see usage_tree)."""
+
+    @property
+    def root_lock(self) -> anyio.Lock:
+        """Serialises writes of the root's session record (the context's and the heartbeat's);
+        built at the first write (a run without a journal never takes it)."""
+        if self._root_lock is None:
+            self._root_lock = anyio.Lock()
+        return self._root_lock
+
+    def adapter(self, tp: Any) -> TypeAdapter[Any]:
+        """The JSON adapter of a step's result type (`type_adapter`: built once per process)."""
+        return type_adapter(tp)
+
+    def add_usage(
+        self, session_id: str, usage: Usage, *, live: bool, meter: BudgetMeter | None = None
+    ) -> None:
+        """Book one model call's usage; live calls also count against the session's budget
+        (`meter`, the run's by default, which a slice forwards to).
+
+        A call a resume serves was spent by an earlier attempt of this run, so it counts
+        against the budget too (`charge`): what is left is the original budget minus what the
+        journal shows was used, across any number of resumes, and a kill cannot refill it. A
+        strict replay spends nothing, so its served calls count only against slices (see
+        `BudgetMeter.charge_served`). Neither goes into the live books (`RunResult.usage`:
+        what this process spent).
+
+        Without a journal nothing is replayed, so the live books are the same as the
+        others and are not kept twice (`_live_books`)."""
+        book(self.usage, self._tree, session_id, usage)
+        meter = meter or self.meter
+        if live:
+            if self.journal is not None:
+                book(self.live_usage, self._live_tree, session_id, usage)
+            meter.charge(usage)
+        elif self.mode == "replay":
+            meter.charge_served(usage)
+        else:
+            meter.charge(usage)
+
+    def _live_books(self) -> tuple[dict[str, UsageTally], dict[str, UsageTally]]:
+        """The live usage per session and per subtree (the only books without a journal)."""
+        if self.journal is None:
+            return self.usage, self._tree
+        return self.live_usage, self._live_tree
+
+    def tree_usage(self, session_id: str, *, live: bool = False) -> Usage:
+        """Usage of a session and everything below it (kept as calls are booked: O(1))."""
+        tally = (self._live_books()[1] if live else self._tree).get(session_id)
+        return tally.snapshot() if tally is not None else Usage()
+
+    def tree_tool_calls(self, session_id: str) -> list[str]:
+        """The tools called by a session and everything below it (each session's in order)."""
+        prefix = session_id + "__"
+        return [
+            name
+            for sid, names in self.tool_calls.items()
+            if sid == session_id or sid.startswith(prefix)
+            for name in names
+        ]
+
+    def usage_by_role(self, *, whole_path: bool = False) -> dict[str, Usage]:
+        """Live usage summed per role (the role of the session that made the calls), or,
+        with `whole_path`, per role path (`lead.writer.critic`)."""
+        out: dict[str, UsageTally] = {}
+        for sid, tally in self._live_books()[0].items():
+            path = self.role_paths.get(sid, ("?",))
+            out.setdefault(".".join(path) if whole_path else path[-1], UsageTally()).add(tally)
+        return {role: tally.snapshot() for role, tally in out.items()}
+
+    def usage_by_session(self) -> dict[str, Usage]:
+        """Live usage per session id."""
+        return {sid: tally.snapshot() for sid, tally in self._live_books()[0].items()}

@@ -1,0 +1,62 @@
+"""Approval gates, from the outside: the run's policy (`Approvals`, pure data the kernel
+reads) and deciding gates held in a journal (`record_decision`, `pending_gates`).
+
+A run given `approvals=Approvals(...)` gates the tool calls its policy says to ask about;
+see docs/approvals.md.
+"""
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from jeeves.approvals.policy import (
+    APPROVAL_MODES,
+    Allow,
+    ApprovalMode,
+    Approvals,
+    Approver,
+    BadGateId,
+    Decision,
+    PendingGate,
+    arguments_hash,
+    decided_event,
+    gate_hash,
+    gate_id,
+    parse_gate_id,
+)
+
+if TYPE_CHECKING:
+    from jeeves.approvals.decide import GateConflict, GateNotFound, pending_gates, record_decision
+
+# Deciding in a journal loads on first use: the kernel reads only the policy.
+_LAZY = {
+    name: "jeeves.approvals.decide"
+    for name in ["GateConflict", "GateNotFound", "pending_gates", "record_decision"]
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'jeeves.approvals' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+__all__ = [
+    "APPROVAL_MODES",
+    "Allow",
+    "ApprovalMode",
+    "Approvals",
+    "Approver",
+    "BadGateId",
+    "Decision",
+    "GateConflict",
+    "GateNotFound",
+    "PendingGate",
+    "arguments_hash",
+    "decided_event",
+    "gate_hash",
+    "gate_id",
+    "parse_gate_id",
+    "pending_gates",
+    "record_decision",
+]

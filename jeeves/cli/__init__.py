@@ -1,0 +1,3 @@
+"""The `jeeves` command: every subcommand lives in this package (`main` parses and dispatches)."""
+
+__all__: list[str] = []

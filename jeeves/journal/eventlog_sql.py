@@ -1,0 +1,210 @@
+"""The event log in SQL: SQLite (one machine, several processes) and PostgreSQL (many).
+
+Both sit on a journal store of the same database (`SQLiteJournal`, `PostgresJournal`) and
+run every statement through it: its one connection, its lock, its worker thread (the event
+loop never waits on the database), its checks (a file that is not a journal is refused,
+a newer journal schema too) and its errors (`JournalError` naming the database, the URL
+without its password). Two tables beside the journal's:
+
+- `jeeves_events (root, seq, event)`: one row per event, the event's JSON as the SSE
+  endpoint sends it; the primary key `(root, seq)` makes a re-sent batch a no-op.
+- `jeeves_event_runs (root, architecture, task, status, last_seq, updated)`: one row per
+  run, what `GET /runs` lists and how a follower knows the run ended.
+
+A batch is one transaction: its events and the run's `last_seq` move together, so a
+reader that sees `last_seq = N` finds every event up to N.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from jeeves.events import Event, event_from_json, event_to_json
+from jeeves.journal.eventlog import ENDED, LoggedRun
+from jeeves.journal.postgres import PostgresJournal
+from jeeves.journal.sqlite import SQLiteJournal
+
+__all__ = ["PostgresEventLog", "SQLiteEventLog"]
+
+_TABLES = (
+    "CREATE TABLE IF NOT EXISTS jeeves_events ("
+    " root TEXT NOT NULL, seq {int} NOT NULL, event TEXT NOT NULL, PRIMARY KEY (root, seq))",
+    "CREATE TABLE IF NOT EXISTS jeeves_event_runs ("
+    " root TEXT PRIMARY KEY, architecture TEXT NOT NULL, task TEXT NOT NULL, status TEXT NOT NULL,"
+    " last_seq {int} NOT NULL, updated {real} NOT NULL)",
+)
+_RUN_COLUMNS = "root, architecture, task, status, last_seq, updated"
+
+
+class _SqlEventLog:
+    """The statements, written once with `?` placeholders; subclasses say how to connect,
+    how a transaction starts, and their dialect."""
+
+    _param = "?"
+    _types = {"int": "INTEGER", "real": "REAL"}
+    _journal: SQLiteJournal | PostgresJournal
+
+    def __init__(self) -> None:
+        self._ready = False
+
+    def _sql(self, sql: str) -> str:
+        return sql.replace("?", self._param)
+
+    def _transaction(self, conn: Any) -> contextlib.AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def _create(self, conn: Any) -> None:
+        with self._transaction(conn):
+            for statement in _TABLES:
+                conn.execute(statement.format(**self._types))
+
+    def _conn(self, conn: Any) -> Any:
+        if not self._ready:
+            self._create(conn)
+            self._ready = True
+        return conn
+
+    # -- writing -------------------------------------------------------------------------
+    def _start(self, conn: Any, root: str, architecture: str, task: str) -> int:
+        conn = self._conn(conn)
+        with self._transaction(conn):
+            row = conn.execute(
+                self._sql("SELECT COALESCE(MAX(seq), 0) FROM jeeves_events WHERE root = ?"), (root,)
+            ).fetchone()
+            last = int(row[0]) if row else 0
+            conn.execute(
+                self._sql(
+                    f"INSERT INTO jeeves_event_runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, 'running', ?, ?) "
+                    "ON CONFLICT (root) DO UPDATE SET status = 'running', last_seq = excluded.last_seq, "
+                    "updated = excluded.updated"
+                ),
+                (root, architecture, task, last, time.time()),
+            )
+        return last
+
+    def _append(self, conn: Any, root: str, rows: list[tuple[str, int, str]]) -> None:
+        conn = self._conn(conn)
+        with self._transaction(conn):
+            conn.cursor().executemany(
+                self._sql(
+                    "INSERT INTO jeeves_events (root, seq, event) VALUES (?, ?, ?) "
+                    "ON CONFLICT (root, seq) DO NOTHING"
+                ),
+                rows,
+            )
+            conn.execute(
+                self._sql(
+                    "UPDATE jeeves_event_runs SET last_seq = CASE WHEN last_seq > ? THEN last_seq ELSE ? END, "
+                    "updated = ? WHERE root = ?"
+                ),
+                (rows[-1][1], rows[-1][1], time.time(), root),
+            )
+
+    def _set_status(self, conn: Any, root: str, status: str) -> None:
+        self._conn(conn).execute(
+            self._sql("UPDATE jeeves_event_runs SET status = ?, updated = ? WHERE root = ?"),
+            (status, time.time(), root),
+        )
+
+    async def start(self, root: str, *, architecture: str, task: str) -> int:
+        return await self._journal._call(self._start, root, architecture, task)
+
+    async def append(self, root: str, events: Sequence[Event]) -> None:
+        if events:
+            rows = [(root, event.seq, event_to_json(event)) for event in events]
+            await self._journal._call(self._append, root, rows)
+
+    async def set_status(self, root: str, status: str) -> None:
+        await self._journal._call(self._set_status, root, status)
+
+    # -- reading -------------------------------------------------------------------------
+    def _rows(self, conn: Any, sql: str, *args: object) -> list[Any]:
+        return list(self._conn(conn).execute(self._sql(sql), args).fetchall())
+
+    async def after(self, root: str, seq: int, limit: int = 500) -> list[Event]:
+        rows = await self._journal._call(
+            self._rows,
+            "SELECT event FROM jeeves_events WHERE root = ? AND seq > ? ORDER BY seq LIMIT ?",
+            root,
+            seq,
+            limit,
+        )
+        return [event_from_json(str(text)) for (text,) in rows]
+
+    async def run(self, root: str) -> LoggedRun | None:
+        rows = await self._journal._call(
+            self._rows, f"SELECT {_RUN_COLUMNS} FROM jeeves_event_runs WHERE root = ?", root
+        )
+        return _logged(rows[0]) if rows else None
+
+    async def runs(self, limit: int = 200) -> list[LoggedRun]:
+        rows = await self._journal._call(
+            self._rows, f"SELECT {_RUN_COLUMNS} FROM jeeves_event_runs ORDER BY updated DESC LIMIT ?", limit
+        )
+        return [_logged(row) for row in rows]
+
+    async def recorded_status(self, root: str) -> str | None:
+        """How the journal says run `root` ended (its root session's status), or None while
+        it has not (or holds no such run)."""
+        record = await self._journal.get_session(root)
+        if record is None or record.status not in ENDED:
+            return None
+        return str(record.status)
+
+    async def aclose(self) -> None:
+        await self._journal.aclose()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self._journal.path)!r})"
+
+
+def _logged(row: Sequence[Any]) -> LoggedRun:
+    root, architecture, task, status, last_seq, updated = row
+    return LoggedRun(str(root), str(architecture), str(task), str(status), int(last_seq), float(updated))
+
+
+class SQLiteEventLog(_SqlEventLog):
+    """The event log in a SQLite journal file (WAL: followers read beside the writer)."""
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, create: bool = True, retry_s: float | None = None
+    ) -> None:
+        super().__init__()
+        self._journal = SQLiteJournal(path, create=create, retry_s=retry_s)
+
+    @contextlib.contextmanager
+    def _transaction(self, conn: Any) -> Iterator[Any]:
+        conn.execute("BEGIN IMMEDIATE")  # take the write lock now: busy_timeout waits for it
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+
+_LOCK_KEY = 0x6A65657666  # serialises the event tables' creation across processes
+
+
+class PostgresEventLog(_SqlEventLog):
+    """The event log in a PostgreSQL journal database (any number of writers and readers)."""
+
+    _param = "%s"
+    _types = {"int": "BIGINT", "real": "DOUBLE PRECISION"}
+
+    def __init__(self, url: str, *, create: bool = True, retry_s: float | None = None) -> None:
+        super().__init__()
+        self._journal = PostgresJournal(url, create=create, retry_s=retry_s)
+
+    def _transaction(self, conn: Any) -> contextlib.AbstractContextManager[Any]:
+        return conn.transaction()  # type: ignore[no-any-return]
+
+    def _create(self, conn: Any) -> None:
+        with conn.transaction():  # CREATE TABLE IF NOT EXISTS races itself: take a lock first
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+            for statement in _TABLES:
+                conn.execute(statement.format(**self._types))

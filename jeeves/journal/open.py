@@ -1,0 +1,133 @@
+"""Opening journals by path and listing the runs they hold.
+
+`open_journal(target)` picks the store from the target's form (a `postgresql://` URL, a
+`.jsonl` path, any other path: SQLite); `list_runs` reads a journal's root sessions as
+`jeeves runs` shows them.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any, TypeVar, overload
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from jeeves.errors import JournalError, UserError
+from jeeves.journal.records import DAMAGED, LEASE_S, Journal, SessionRecord, first_error
+from jeeves.journal.store import JournalStore
+from jeeves.messages import Usage
+
+__all__ = ["JournalLike", "RunSummary", "close_journal", "list_runs", "open_journal", "shown_status"]
+
+J = TypeVar("J", bound=Journal)
+JournalLike = Journal | str | os.PathLike[str]
+
+
+@overload
+def open_journal(target: str | os.PathLike[str], *, create: bool = True) -> JournalStore: ...
+@overload
+def open_journal(target: J, *, create: bool = True) -> J: ...
+def open_journal(target: Any, *, create: bool = True) -> Any:
+    """A journal for `target`: a `postgresql://` (or `postgres://`) URL opens a PostgresJournal,
+    a path ending in `.jsonl` a JSONLJournal, any other path a SQLiteJournal (the default file
+    store); a journal object is returned as it is.
+
+    `create=False` refuses a missing file (a database without a journal). The caller closes
+    what it opened (`aclose()`).
+    """
+    from jeeves.journal.jsonl import (
+        JSONLJournal,  # the file stores load on first use: import jeeves stays light
+    )
+    from jeeves.journal.postgres import PostgresJournal, is_database_url
+    from jeeves.journal.sqlite import SQLiteJournal
+
+    if is_database_url(target):
+        return PostgresJournal(target, create=create)
+    if isinstance(target, str | os.PathLike):
+        path = Path(target)
+        return (
+            JSONLJournal(path, create=create)
+            if path.suffix == ".jsonl"
+            else SQLiteJournal(path, create=create)
+        )
+    if all(
+        callable(getattr(target, m, None)) for m in ("get_step", "put_step", "get_session", "put_session")
+    ):
+        return target
+    raise UserError(
+        f"journal={target!r} is neither a path nor a journal; pass 'runs.db', 'run.jsonl', "
+        f"'postgresql://user@host/db' or a jeeves.MemoryJournal()."
+    )
+
+
+async def close_journal(journal: Journal) -> None:
+    """Close a journal that `open_journal` opened (journals without `aclose` need nothing)."""
+    if isinstance(journal, JournalStore):
+        await journal.aclose()
+
+
+class RunSummary(BaseModel):
+    """One recorded run (a root session), as `jeeves runs` lists it."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    session_id: str
+    architecture: str
+    status: str
+    """in_progress (its process holds a live lease), paused (in progress, but its lease lapsed:
+    the process died; resume it), awaiting_gate, completed, failed, expired, rejected, cancelled."""
+    stop_reason: str | None = None
+    rounds: int | None = None
+    usage: Usage = Field(default_factory=Usage)
+    """Tokens and USD of the whole tree, as recorded when the root last changed status."""
+    task: str = ""
+    output: str | None = None
+    progress: dict[str, Any] | None = None
+    """The last progress envelope its heartbeat recorded (step, completed steps, budget left, gate)."""
+
+
+def shown_status(record: SessionRecord, now: float) -> str:
+    """The record's status, with an in-progress run whose lease lapsed shown as `paused`."""
+    if record.status == "in_progress" and (
+        record.lease_renewed_at is None or now - record.lease_renewed_at > LEASE_S
+    ):
+        return "paused"
+    return record.status
+
+
+async def list_runs(
+    journal: JournalStore | str | os.PathLike[str], *, now: float | None = None
+) -> list[RunSummary]:
+    """The root sessions a journal holds, in the order they were first recorded. `now`
+    (wall-clock seconds) decides which leases lapsed; default: the current time."""
+    store = open_journal(journal, create=False)
+    try:
+        records = await store.sessions()
+    finally:
+        if store is not journal:
+            await store.aclose()
+    at = time.time() if now is None else now
+    return [_summary(store, r, at) for r in records if r.parent_id is None]
+
+
+def _summary(store: JournalStore, record: SessionRecord, now: float) -> RunSummary:
+    try:
+        usage = Usage.model_validate(record.usage)
+    except ValidationError as exc:
+        raise JournalError(
+            f"{getattr(store, 'path', store)} (session {record.session_id!r}): the recorded usage does not "
+            f"validate ({first_error(exc)}). {DAMAGED}"
+        ) from exc
+    return RunSummary(
+        session_id=record.session_id,
+        architecture=record.architecture,
+        status=shown_status(record, now),
+        stop_reason=record.stop_reason,
+        rounds=record.rounds,
+        usage=usage,
+        task=record.task,
+        output=record.output,
+        progress=record.progress,
+    )

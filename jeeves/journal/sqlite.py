@@ -1,0 +1,275 @@
+"""SQLiteJournal: many runs in one file, written in WAL mode, queried off the event loop.
+
+Every call runs in a worker thread (`anyio.to_thread`) on one connection guarded by a
+lock, so a slow disk never stalls the loop. Each record is committed on its own before
+the step returns; in WAL mode with `synchronous=NORMAL` that survives the process being
+killed (a power cut may lose the last steps, never corrupt the file). Several processes
+may write to one file: WAL lets readers run beside a writer and `busy_timeout` waits for
+the write lock.
+
+Rows hold the record as JSON text next to the columns they are looked up by. The file
+says which schema it was written with (table `jeeves_journal`), and a newer schema is
+refused. Steps of recently used sessions are cached (write-through), so a replay reads
+each session once instead of once per step; a strict replay reads its whole run at once
+(`read_run`: one query per table, on the primary keys).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sqlite3
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio.to_thread
+
+from jeeves.errors import JournalError, UserError
+from jeeves.journal.records import DAMAGED, SCHEMA_VERSION, SessionRecord, StepRecord, excerpt
+from jeeves.journal.retry import mark_reached, retry
+from jeeves.journal.snapshot import RunSnapshot
+from jeeves.journal.store import StoreBase, decode_text, encode_record
+
+__all__ = ["SQLiteJournal"]
+
+T = TypeVar("T")
+R = TypeVar("R", StepRecord, SessionRecord)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jeeves_journal (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sessions (
+    session_id TEXT PRIMARY KEY, parent_id TEXT, record TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS steps (
+    session_id TEXT NOT NULL, idx INTEGER NOT NULL, record TEXT NOT NULL,
+    PRIMARY KEY (session_id, idx));
+"""
+
+
+class SQLiteJournal(StoreBase):
+    """A journal in a SQLite file (one file, any number of runs).
+
+    Args:
+        path: The database file; created (with its folder) on first use.
+        create: False to refuse a missing file (replaying and listing use this).
+        cached_sessions: How many sessions' steps to keep in memory for reading.
+        retry_s: How long a locked file is waited for before a call fails (default: the
+            process's `--db-retry-s`; `jeeves.journal.retry`).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        create: bool = True,
+        cached_sessions: int = 64,
+        retry_s: float | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self._create = create
+        self._retry_s = retry_s
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._cache: OrderedDict[str, dict[int, str]] = OrderedDict()
+        self._cache_size = max(1, cached_sessions)
+
+    # -- the connection ------------------------------------------------------------------
+    async def _call(self, fn: Callable[..., T], *args: object) -> T:
+        return await anyio.to_thread.run_sync(functools.partial(self._locked, fn, *args))
+
+    def _locked(self, fn: Callable[..., T], *args: object) -> T:
+        with self._lock:
+            conn = self._conn if self._conn is not None else self._connect()
+            mark_reached(str(self.path))  # opened: a locked file is waited for (`jeeves.journal.retry`)
+            try:
+                return retry(functools.partial(fn, conn, *args), where=str(self.path), bound_s=self._retry_s)
+            except sqlite3.DatabaseError as exc:
+                raise JournalError(f"{self.path}: {exc}; the journal file is damaged or locked.") from exc
+
+    def _connect(self) -> sqlite3.Connection:
+        if not self.path.exists():
+            if not self._create:
+                raise UserError(f"There is no journal at {str(self.path)!r}; check the path.")
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise JournalError(f"{self.path}: cannot open the journal ({exc}).") from exc
+        try:
+            self._prepare(conn)
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+        return conn
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        try:
+            conn.execute("PRAGMA busy_timeout = 5000")
+            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if tables and "jeeves_journal" not in tables:
+                raise JournalError(
+                    f"{self.path} is a SQLite database but not a jeeves journal (tables: {sorted(tables)!r}); "
+                    f"give jeeves a file of its own."
+                )
+            _use_wal(conn)
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.executescript(_SCHEMA)
+            conn.execute(
+                "INSERT OR IGNORE INTO jeeves_journal (key, value) VALUES ('schema_version', ?)",
+                (str(SCHEMA_VERSION),),
+            )
+            (stored,) = conn.execute(
+                "SELECT value FROM jeeves_journal WHERE key = 'schema_version'"
+            ).fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise JournalError(f"{self.path} is not a jeeves journal or is damaged ({exc}).") from exc
+        if not str(stored).isdigit() or int(stored) > SCHEMA_VERSION:
+            raise JournalError(
+                f"{self.path} was written by a newer jeeves (journal schema v{stored}; this jeeves reads up "
+                f"to v{SCHEMA_VERSION}). Upgrade jeeves to read this journal."
+            )
+
+    # -- steps -------------------------------------------------------------------------
+    def _session_steps(self, conn: sqlite3.Connection, session_id: str) -> dict[int, str]:
+        steps = self._cache.get(session_id)
+        if steps is None:
+            rows = conn.execute("SELECT idx, record FROM steps WHERE session_id = ?", (session_id,))
+            steps = self._cache[session_id] = {int(idx): str(text) for idx, text in rows}
+            if len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(session_id)
+        return steps
+
+    def _put_step(self, conn: sqlite3.Connection, record: StepRecord, text: str) -> None:
+        conn.execute(
+            "INSERT INTO steps (session_id, idx, record) VALUES (?, ?, ?) "
+            "ON CONFLICT (session_id, idx) DO UPDATE SET record = excluded.record",
+            (record.session_id, record.index, text),
+        )
+        cached = self._cache.get(record.session_id)
+        if cached is not None:
+            cached[record.index] = text
+
+    async def get_step(self, session_id: str, index: int) -> StepRecord | None:
+        cached = self._cache.get(session_id)
+        steps = cached if cached is not None else await self._call(self._session_steps, session_id)
+        text = steps.get(index)
+        return None if text is None else self._step(session_id, index, text)
+
+    def _step(self, session_id: str, index: int, text: str) -> StepRecord:
+        what = f"session {session_id!r} step {index}"
+        record = self._decode(text, what, StepRecord)
+        if (record.session_id, record.index) != (session_id, index):  # a row copied or edited by hand
+            raise JournalError(
+                f"{self.path} ({what}): the row holds step {record.index} of {excerpt(record.session_id)}. {DAMAGED}"
+            )
+        return record
+
+    async def put_step(self, record: StepRecord) -> None:
+        await self._call(self._put_step, record, encode_record(record))
+
+    async def step_indices(self, session_id: str) -> list[int]:
+        cached = self._cache.get(session_id)
+        if cached is not None:  # written through, so as current as the table for this object
+            return sorted(cached)
+        rows = await self._call(
+            self._rows, "SELECT idx FROM steps WHERE session_id = ? ORDER BY idx", session_id
+        )
+        return [int(idx) for (idx,) in rows]
+
+    # -- sessions ------------------------------------------------------------------------
+    def _rows(self, conn: sqlite3.Connection, sql: str, *args: object) -> list[Any]:
+        return conn.execute(sql, args).fetchall()
+
+    async def get_session(self, session_id: str) -> SessionRecord | None:
+        rows = await self._call(self._rows, "SELECT record FROM sessions WHERE session_id = ?", session_id)
+        if not rows:
+            return None
+        return self._decode(str(rows[0][0]), f"session {session_id!r}", SessionRecord)
+
+    async def put_session(self, record: SessionRecord) -> None:
+        await self._call(
+            self._rows,
+            "INSERT INTO sessions (session_id, parent_id, record) VALUES (?, ?, ?) "
+            "ON CONFLICT (session_id) DO UPDATE SET record = excluded.record",
+            record.session_id,
+            record.parent_id,
+            encode_record(record),
+        )
+
+    async def sessions(self, root: str | None = None) -> list[SessionRecord]:
+        if root is None:
+            rows = await self._call(self._rows, "SELECT session_id, record FROM sessions ORDER BY rowid")
+        else:
+            sql = (
+                "SELECT session_id, record FROM sessions WHERE session_id = ? "
+                "OR substr(session_id, 1, ?) = ? ORDER BY rowid"
+            )
+            rows = await self._call(self._rows, sql, root, len(root) + 2, root + "__")
+        return [self._decode(str(text), f"session {sid!r}", SessionRecord) for sid, text in rows]
+
+    # -- a whole run ---------------------------------------------------------------------
+    def _read_run(self, conn: sqlite3.Connection, root: str) -> tuple[list[Any], list[Any]]:
+        # `root` and the ids in [root__, root_`): exactly those starting `root__` (the column's
+        # collation is binary), so both statements search the primary key's index.
+        where = "WHERE session_id = ? OR (session_id >= ? AND session_id < ?)"
+        args = (root, root + "__", root + "_`")
+        conn.execute("BEGIN")  # one read transaction: both tables as of one moment
+        try:
+            sessions = conn.execute(f"SELECT session_id, record FROM sessions {where} ORDER BY rowid", args)
+            steps = conn.execute(f"SELECT session_id, idx, record FROM steps {where}", args)
+            return sessions.fetchall(), steps.fetchall()
+        finally:
+            conn.execute("COMMIT")
+
+    async def read_run(self, root: str) -> RunSnapshot:
+        """Root session `root` and its subtree, every session and step, read in one round trip
+        (one query per table) and decoded on first use."""
+        session_rows, step_rows = await self._call(self._read_run, root)
+        return RunSnapshot.from_rows(
+            session_rows,
+            step_rows,
+            decode_session=lambda sid, text: self._decode(text, f"session {sid!r}", SessionRecord),
+            decode_step=self._step,
+        )
+
+    def _decode(self, text: str, what: str, cls: type[R]) -> R:
+        return decode_text(text, f"{self.path} ({what})", cls)
+
+    # -- closing -------------------------------------------------------------------------
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+            self._cache.clear()
+
+    async def aclose(self) -> None:
+        await anyio.to_thread.run_sync(self.close)
+
+    def __repr__(self) -> str:
+        return f"SQLiteJournal({str(self.path)!r})"
+
+
+def _use_wal(conn: sqlite3.Connection, *, attempts: int = 100) -> None:
+    """Put the file in WAL mode (once: the mode is stored in the file). Switching needs the
+    file to itself, and SQLite can refuse the switch as "locked" without waiting while other
+    connections (a worker's other runs, a server following them) open a new journal at the
+    same time: so look first, and retry a refused switch for up to about 10 s. Runs in a
+    worker thread, never on the event loop."""
+    for attempt in range(attempts):
+        try:
+            (mode,) = conn.execute("PRAGMA journal_mode").fetchone()
+            if str(mode).lower() == "wal":
+                return
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == attempts - 1:
+                raise
+            time.sleep(0.1)
