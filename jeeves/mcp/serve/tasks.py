@@ -15,7 +15,9 @@ side itself, to the text of the specification, on the SDK's extension hooks (an
   cancelled one `cancelled`;
 - `tasks/update` answers the gates (`accept` with `approve: true` approves, anything else
   denies), records the decisions in the journal and resumes the run: a gated tool runs once;
-- `tasks/cancel` cancels a run this server drives (cooperative, as the specification says).
+- `tasks/cancel` cancels a run this server drives (cooperative, as the specification says);
+- a client listening for task ids (`subscriptions/listen`) is sent each status change as
+  `notifications/tasks` (`jeeves.mcp.serve.notify`).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from pydantic import ConfigDict, Field
 from jeeves.approvals import Decision, PendingGate, pending_gates, record_decision
 from jeeves.durable.targets import Target
 from jeeves.journal import SessionRecord
+from jeeves.mcp.serve.notify import TaskListen, TaskWatchers
 from jeeves.mcp.serve.tools import ServedRun, run_id, run_served
 from jeeves.replay.api import open_journal, shown_status
 
@@ -139,6 +142,7 @@ class ServedTasks:
         self.scopes: dict[str, anyio.CancelScope] = {}
         self.started: dict[str, anyio.Event] = {}
         self.errors: dict[str, str] = {}
+        self.watchers = TaskWatchers()
 
     @asynccontextmanager
     async def lifespan(self, server: Any) -> AsyncIterator[dict[str, Any]]:
@@ -155,6 +159,26 @@ class ServedTasks:
         """The SDK extension object to pass to `MCPServer(extensions=[...])`."""
         return _TasksExtension(self)
 
+    def serve_listen(self, server: Any, bus: Any) -> None:
+        """Serve `subscriptions/listen` on `server` (an SDK `MCPServer` built with `bus`) with
+        task ids too. The SDK registers its own handler for the core kinds; this one replaces it
+        (`add_request_handler` replaces) and hands the core kinds back to it."""
+        from mcp.types import SubscriptionsListenRequestParams
+
+        handler = TaskListen(bus, self)
+        server._lowlevel_server.add_request_handler(  # the one entry point the SDK offers
+            "subscriptions/listen", SubscriptionsListenRequestParams, handler
+        )
+
+    def require(self, ctx: Any) -> None:
+        """The missing-capability error unless the client declared the extension."""
+        _require(ctx)
+
+    async def known(self, sid: str) -> bool:
+        """Whether `sid` names a served run (a task `tasks/get` answers for)."""
+        record = await self.record(sid)
+        return record is not None and record.parent_id is None
+
     # -- runs ---------------------------------------------------------------------------
 
     def start(self, tool: str, task: str, sid: str) -> None:
@@ -165,6 +189,7 @@ class ServedTasks:
         self.started[sid] = anyio.Event()
         self.errors.pop(sid, None)
         self.group.start_soon(self._drive, tool, task, sid)
+        self.watchers.changed(sid)
 
     async def _drive(self, tool: str, task: str, sid: str) -> None:
         started = self.started[sid]
@@ -182,6 +207,7 @@ class ServedTasks:
             self.scopes.pop(sid, None)
             self.started.pop(sid, None)
             started.set()
+            self.watchers.changed(sid)  # ended, or waits at a gate
 
     async def record(self, sid: str) -> SessionRecord | None:
         store = open_journal(self.journal)
@@ -270,6 +296,8 @@ class ServedTasks:
             await record_decision(self.journal, gate.gate_id, decision_of(gate, responses[gate.gate_id], by))
         if answered and len(answered) == len(gates):
             self.resume(sid, record)
+        if answered:
+            self.watchers.changed(sid)
 
     async def cancel(self, sid: str) -> None:
         if await self.record(sid) is None:

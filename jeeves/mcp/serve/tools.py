@@ -70,12 +70,21 @@ def build_server(targets: Mapping[str, Target], *, journal: str | None) -> Any:
 
     served = {tool_name(t.name): t for t in targets.values()}
     options: dict[str, Any] = {}
+    tasks = None
     if journal is not None:  # a task must survive the server: only runs with a journal are tasks
+        from mcp.server.subscriptions import InMemorySubscriptionBus
+
         from jeeves.mcp.serve.tasks import ServedTasks
 
         tasks = ServedTasks(served, journal)
-        options = {"extensions": [tasks.extension()], "lifespan": tasks.lifespan}
+        options = {
+            "extensions": [tasks.extension()],
+            "lifespan": tasks.lifespan,
+            "subscriptions": InMemorySubscriptionBus(),
+        }
     server = MCPServer("jeeves", instructions="Each tool runs one jeeves architecture on a task.", **options)
+    if tasks is not None:
+        tasks.serve_listen(server, options["subscriptions"])
     for target in targets.values():
         name = tool_name(target.name)
         arch, _router = target.build()
