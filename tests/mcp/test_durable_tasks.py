@@ -24,7 +24,7 @@ from tests.mcp.test_tasks import _http, poll, rpc
 
 pytest.importorskip("dbos", reason="durable workers need DBOS: pip install -e '.[dev,dbos]'")
 
-pytestmark = [pytest.mark.postgres, pytest.mark.anyio]
+pytestmark = pytest.mark.anyio
 
 CLERK, SHOUTER = "tests.mcp.served:clerk", "tests.mcp.served:shouter"
 FAST = ("--heartbeat", "0.2", "--takeover-after", "4", "--poll", "0.1")
@@ -36,9 +36,9 @@ def anyio_backend() -> str:
 
 
 @contextmanager
-def worker(database: str) -> Iterator[subprocess.Popen[str]]:
+def worker(database: str, *extra: str) -> Iterator[subprocess.Popen[str]]:
     """`jeeves worker` serving both test targets, gating destructive tools; once it is ready."""
-    command = [sys.executable, "-m", "jeeves", "worker", CLERK, SHOUTER, "--database", database]
+    command = [sys.executable, "-m", "jeeves", "worker", CLERK, SHOUTER, "--database", database, *extra]
     process = subprocess.Popen(
         [*command, "--ask", "destructive", *FAST],
         cwd=REPO,
@@ -62,10 +62,11 @@ def worker(database: str) -> Iterator[subprocess.Popen[str]]:
         process.communicate(timeout=30)
 
 
-def serve(database: str) -> list[str]:
-    return [sys.executable, "-m", "jeeves", "mcp", "serve", CLERK, SHOUTER, "--database", database]
+def serve(database: str, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "jeeves", "mcp", "serve", CLERK, SHOUTER, "--database", database, *extra]
 
 
+@pytest.mark.postgres
 async def test_a_queued_task_survives_sigkill_of_the_server_and_its_gated_tool_runs_once_on_the_worker(
     postgres_url: str, tmp_path: Path
 ) -> None:
@@ -100,6 +101,7 @@ async def test_a_queued_task_survives_sigkill_of_the_server_and_its_gated_tool_r
         assert await anyio.Path(ran).read_text() == f"{runner.pid}\n"  # once, and by the worker
 
 
+@pytest.mark.postgres
 async def test_a_plain_call_is_run_by_a_worker_and_answered_with_its_result(postgres_url: str) -> None:
     with worker(postgres_url), _http(serve(postgres_url)) as (url, _server):
         async with Client(url) as client:
@@ -110,8 +112,22 @@ async def test_a_plain_call_is_run_by_a_worker_and_answered_with_its_result(post
     assert result["structuredContent"]["status"] == "completed"
 
 
+@pytest.mark.postgres
 async def test_a_call_no_worker_serves_is_an_error_saying_to_start_one(postgres_url: str) -> None:
     with _http(serve(postgres_url)) as (url, _server):
         async with Client(url, extensions=[advertise(EXTENSION)]) as client:
             with pytest.raises(MCPError, match="no worker on .* serves target 'tests.mcp.served:shouter'"):
                 await rpc(client, "tools/call", name="tests_mcp_served_shouter", arguments={"task": "hi"})
+
+
+async def test_on_a_sqlite_database_a_task_runs_on_a_worker_recording_into_the_journal_both_are_given(
+    tmp_path: Path,
+) -> None:
+    database, journal = f"sqlite:///{tmp_path / 'dbos.sqlite'}", str(tmp_path / "runs.db")
+    with worker(database, "--journal", journal), _http(serve(database, "--journal", journal)) as (url, _):
+        async with Client(url, extensions=[advertise(EXTENSION)]) as client:
+            created = await rpc(
+                client, "tools/call", name="tests_mcp_served_shouter", arguments={"task": "yo"}
+            )
+            done = await poll(client, created["taskId"], {"completed", "failed", "cancelled"})
+    assert done["result"]["structuredContent"]["output"] == "shouted: YO"
