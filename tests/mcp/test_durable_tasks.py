@@ -20,6 +20,7 @@ from mcp.shared.exceptions import MCPError
 
 from jeeves.mcp.serve.tasks import EXTENSION
 from tests.conftest import REPO, subprocess_env
+from tests.mcp.test_task_notifications import TasksWithNotifications, frames_until, listen
 from tests.mcp.test_tasks import _http, poll, rpc
 
 pytest.importorskip("dbos", reason="durable workers need DBOS: pip install -e '.[dev,dbos]'")
@@ -120,14 +121,25 @@ async def test_a_call_no_worker_serves_is_an_error_saying_to_start_one(postgres_
                 await rpc(client, "tools/call", name="tests_mcp_served_shouter", arguments={"task": "hi"})
 
 
-async def test_on_a_sqlite_database_a_task_runs_on_a_worker_recording_into_the_journal_both_are_given(
+async def test_on_a_sqlite_database_a_worker_runs_the_task_and_a_listening_client_is_told_it_completed(
     tmp_path: Path,
 ) -> None:
     database, journal = f"sqlite:///{tmp_path / 'dbos.sqlite'}", str(tmp_path / "runs.db")
-    with worker(database, "--journal", journal), _http(serve(database, "--journal", journal)) as (url, _):
-        async with Client(url, extensions=[advertise(EXTENSION)]) as client:
-            created = await rpc(
-                client, "tools/call", name="tests_mcp_served_shouter", arguments={"task": "yo"}
-            )
-            done = await poll(client, created["taskId"], {"completed", "failed", "cancelled"})
-    assert done["result"]["structuredContent"]["output"] == "shouted: YO"
+    tasks = TasksWithNotifications()
+    with tasks.send, tasks.frames, worker(database, "--journal", journal) as runner:
+        with _http(serve(database, "--journal", journal)) as (url, _):
+            async with Client(url, extensions=[tasks]) as client:
+                arguments = {"task": str(tmp_path / "ran.txt"), "session_id": "s-1"}
+                created = await rpc(client, "tools/call", name="tests_mcp_served_clerk", arguments=arguments)
+                assert created["taskId"] == "s-1"
+                async with anyio.create_task_group() as group:
+                    group.start_soon(listen, client, ["s-1"], {})
+                    # changes a worker makes reach the listener: the gate, then the result
+                    waiting = await frames_until(tasks.frames, "input_required")
+                    [key] = waiting[-1]["inputRequests"]
+                    answer = {"action": "accept", "content": {"approve": True}}
+                    await rpc(client, "tasks/update", taskId="s-1", inputResponses={key: answer})
+                    done = await frames_until(tasks.frames, "completed")
+                    group.cancel_scope.cancel()
+    assert done[-1]["result"]["structuredContent"]["output"] == f"clerk: recorded in {tmp_path / 'ran.txt'}"
+    assert (tmp_path / "ran.txt").read_text() == f"{runner.pid}\n"

@@ -182,9 +182,13 @@ class ServedTasks:
         _require(ctx)
 
     async def known(self, sid: str) -> bool:
-        """Whether `sid` names a served run (a task `tasks/get` answers for)."""
-        record = await self.record(sid)
-        return record is not None and record.parent_id is None
+        """Whether `sid` names a served run (a task `tasks/get` answers for; with durable
+        workers, one still on the queue too)."""
+        try:
+            await self.view(sid)
+        except MCPError:
+            return False
+        return True
 
     # -- runs ---------------------------------------------------------------------------
 
