@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
@@ -38,6 +38,9 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ServerEvent, event_matches, event_to_notification
 from mcp.types import SubscriptionFilter, SubscriptionsListenRequestParams
 from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from jeeves.mcp.serve.tasks import ServedTasks
 
 __all__ = ["METHOD", "TASK_IDS", "TaskListen", "TaskNotification", "TaskWatchers"]
 
@@ -102,7 +105,7 @@ def _fingerprint(task: dict[str, Any]) -> str:
 class TaskListen(ListenHandler):
     """`subscriptions/listen` with the tasks extension's `taskIds` (see the module docstring)."""
 
-    def __init__(self, bus: SubscriptionBus, tasks: Any, *, max_buffered_events: int = 1024) -> None:
+    def __init__(self, bus: SubscriptionBus, tasks: ServedTasks, *, max_buffered_events: int = 1024) -> None:
         super().__init__(bus, max_buffered_events=max_buffered_events)
         self.bus = bus
         self.tasks = tasks
