@@ -160,7 +160,12 @@ class Goal:
         self.agent = Agent(
             agent.instructions + GOAL_INSTRUCTIONS.format(goal=self.goal),
             role=agent.role,
-            tools=[*agent.tools, Tool(_claim_complete, name=CLAIM), Tool(_abort, name=ABORT)],
+            tools=[
+                *agent.tools,
+                *agent.toolsets,
+                Tool(_claim_complete, name=CLAIM),
+                Tool(_abort, name=ABORT),
+            ],
             max_turns=agent.max_turns,
             model=agent.route,
             params=agent.params,

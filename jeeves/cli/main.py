@@ -250,6 +250,13 @@ def _add_mcp_commands(commands: Any) -> None:
         help="answer to this Host name too (HTTP)",
     )
     serve.add_argument("--offline", action="store_true", help="answer from each spec's [demo] script")
+    serve.add_argument(
+        "--database",
+        metavar="URL",
+        default=None,
+        help="queue each run for the durable workers on this database (postgresql://... or sqlite:///...) "
+        "instead of running it here; tasks outlive this server",
+    )
 
 
 def _add_spec_commands(commands: Any) -> None:
@@ -532,6 +539,7 @@ def _mcp(args: argparse.Namespace) -> int:
         token=args.token,
         allowed_hosts=args.allow_host,
         offline=bool(args.offline),
+        database=args.database,
     )
 
 

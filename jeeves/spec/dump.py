@@ -10,8 +10,10 @@ Subclasses of the jeeves classes are refused too: their behaviour is not in the 
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 from jeeves._run.source import import_object
@@ -32,6 +34,7 @@ from jeeves.errors import UserError
 from jeeves.models.base import Route
 from jeeves.models.router import Router
 from jeeves.spec.load import TOP_LEVEL_TABLES
+from jeeves.spec.mcp import MCPServerSpec
 from jeeves.spec.models import (
     ActorCriticSpec,
     AgentSpec,
@@ -74,7 +77,13 @@ def dump(arch: object, *, router: Router | None = None, demo: DemoSpec | None = 
         for key, route in (router.routes if router else {}).items()
         if routed is None or unmatched_key(key, routed, "routes") is None
     }
-    return spec_dict(Spec(architecture=spec_of(arch), models=models, demo=demo))
+    servers: dict[str, MCPServerSpec] = {}
+    token = _SERVERS.set(servers)
+    try:
+        architecture = spec_of(arch)
+    finally:
+        _SERVERS.reset(token)
+    return spec_dict(Spec(architecture=architecture, models=models, demo=demo, mcp=list(servers.values())))
 
 
 def dumps(arch: object, *, router: Router | None = None, demo: DemoSpec | None = None) -> str:
@@ -170,6 +179,48 @@ def _pin(route: Route | None, what: str) -> RouteSpec | None:
     return None if route is None else _route(route, what)
 
 
+_SERVERS: ContextVar[dict[str, MCPServerSpec] | None] = ContextVar("jeeves_dump_mcp", default=None)
+"""The `[[mcp]]` tables of the dump in progress, by name (the agents name them in `mcp_servers`)."""
+
+
+def _mcp_server(toolset: object) -> str:
+    """An agent's MCP server as an `[[mcp]]` table of the dump; its name for `mcp_servers`."""
+    from jeeves.mcp.client import MCPServer
+
+    if type(toolset) is not MCPServer:
+        raise UserError(
+            f"Cannot dump toolset {toolset!r} to a spec: only a jeeves.mcp.MCPServer has a spec form."
+        )
+    if toolset.startup_timeout_s != 60.0:
+        raise UserError(
+            f"Cannot dump MCP server {toolset.name!r}: startup_timeout_s={toolset.startup_timeout_s:g} has no "
+            f"[[mcp]] key; leave the default or keep it in code."
+        )
+    table = MCPServerSpec(
+        name=toolset.name,
+        command=[toolset.command, *toolset.args] if toolset.transport == "stdio" else [],
+        url=toolset.url,
+        env=dict(toolset.env or {}),
+        cwd=os.path.abspath(toolset.cwd)
+        if toolset.cwd
+        else "",  # a spec resolves a relative one beside itself
+        headers=toolset.headers,
+        mode=toolset.mode,
+        modes=toolset.modes,
+        unannotated=toolset.unannotated,
+        timeout_s=toolset.timeout_s,
+        max_result_chars=toolset.max_result_chars,
+        resources=toolset.resources,
+    )
+    found = _SERVERS.get()
+    if found is not None:
+        if found.setdefault(table.name, table) != table:
+            raise UserError(
+                f"Cannot dump two different MCP servers named {table.name!r}; give one another name=."
+            )
+    return table.name
+
+
 def _agent(agent: Agent) -> AgentSpec:
     default_description = agent.instructions.split("\n", 1)[0][:200]
     return AgentSpec(
@@ -177,6 +228,7 @@ def _agent(agent: Agent) -> AgentSpec:
         instructions=agent.instructions,
         role=agent.role,
         tools=[_ref(t, "tool") for t in agent.tools],
+        mcp_servers=[_mcp_server(t) for t in agent.toolsets],
         output_type=_ref(agent.output_type, "output type") if agent.output_type is not None else None,
         max_turns=agent.max_turns,
         model=_pin(agent.route, f"the model of agent {agent.role!r}"),

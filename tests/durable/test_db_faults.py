@@ -18,9 +18,10 @@ from jeeves import FunctionModel
 from jeeves.durable.heartbeat import Heartbeat
 from jeeves.durable.runlock import run_lock
 from jeeves.errors import JournalError
+from jeeves.journal import retry as _retry
 from jeeves.journal.eventlog import open_event_log
 from jeeves.journal.postgres import PostgresJournal
-from jeeves.journal.records import StepRecord, _retry
+from jeeves.journal.records import StepRecord
 from jeeves.messages import ModelRequest
 from tests.postgres import Cluster
 

@@ -9,7 +9,7 @@ import psycopg
 import pytest
 
 from jeeves.errors import JournalError, UserError
-from jeeves.journal.records import _retry
+from jeeves.journal import retry as _retry
 
 
 @pytest.fixture(autouse=True)

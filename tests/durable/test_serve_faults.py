@@ -15,9 +15,10 @@ import psycopg
 import pytest
 
 from jeeves.events import ModelDelta, SessionCompleted
+from jeeves.journal import retry as _retry
 from jeeves.journal.eventlog import open_event_log
 from jeeves.journal.postgres import PostgresJournal
-from jeeves.journal.records import SessionRecord, _retry
+from jeeves.journal.records import SessionRecord
 from jeeves.server import create_app
 from tests.postgres import Cluster
 from tests.server.conftest import Sse, asgi_client, live_server, parse_sse

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import anyio
 
 import jeeves
@@ -45,3 +47,29 @@ def record_call(path: str) -> str:
     with open(path, "a") as file:
         file.write("ran\n")
     return f"recorded in {path}"
+
+
+@jeeves.tool(approval="destructive")
+def record_pid(path: str) -> str:
+    """Append the id of the process running this tool to the file at `path` (the durable tests
+    check the run's tool ran once, and on a worker)."""
+    with open(path, "a") as file:
+        file.write(f"{os.getpid()}\n")
+    return f"recorded in {path}"
+
+
+def _clerk(request: ModelRequest) -> Reply | str:
+    results = [m.content for m in request.messages if m.role == "tool"]
+    if not results:
+        return Reply(tool_calls=[call("record_pid", {"path": request.messages[1].content or ""})])
+    return f"clerk: {results[-1]}"
+
+
+def clerk() -> Agent:
+    """An agent that records which process ran its one (destructive: gated) tool."""
+    return Agent(
+        "Record the process.",
+        tools=[record_pid],
+        model=FunctionModel(_clerk),
+        description="records its process",
+    )

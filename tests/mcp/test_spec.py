@@ -64,3 +64,46 @@ def test_jeeves_run_runs_the_example_spec_offline_against_the_real_server() -> N
     events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     completed = [e for e in events if e["type"] == "tool.completed"]
     assert completed and json.loads(completed[0]["result"])["timezone"] == "Asia/Tokyo"
+
+
+def always(task: str, output: str) -> bool:
+    """A success critic a dump can name by import path."""
+    return True
+
+
+def test_an_agents_mcp_servers_dump_to_mcp_tables_that_build_back_the_same_servers() -> None:
+    from jeeves import Agent, Goal
+    from jeeves.spec import dump, dumps
+
+    clock = MCPServer.stdio(
+        sys.executable, "-m", "mcp_server_time", name="clock", modes={"convert_*": "read_only"}
+    )
+    web = MCPServer.http("http://127.0.0.1:9/mcp", name="web", headers={"X-Team": "a"}, timeout_s=5)
+    goal = Goal(Agent("Tell the time.", tools=[clock, web]), goal="the time is known", success=always)
+    table = dump(Agent("Tell the time.", tools=[clock, web]))
+    assert table["mcp_servers"] == ["clock", "web"]
+    assert table["mcp"] == [
+        {
+            "name": "clock",
+            "command": [sys.executable, "-m", "mcp_server_time"],
+            "modes": {"convert_*": "read_only"},
+        },
+        {"name": "web", "url": "http://127.0.0.1:9/mcp", "headers": {"X-Team": "a"}, "timeout_s": 5.0},
+    ]
+    rebuilt, _ = build(parse_spec(table))
+    assert isinstance(rebuilt, Agent)
+    assert [s.identity for s in rebuilt.toolsets] == [clock.identity, web.identity]
+    assert dump(rebuilt) == table
+    assert dump(goal)["agent"]["mcp_servers"] == ["clock", "web"] and len(dump(goal)["mcp"]) == 2
+    assert "[[mcp]]" in dumps(goal)
+
+
+def test_a_dump_refuses_two_different_servers_of_one_name() -> None:
+    from jeeves import Agent, PlanExecute
+    from jeeves.spec import dump
+
+    first = MCPServer.stdio("uvx", "mcp-server-time", name="time")
+    other = MCPServer.stdio("uvx", "mcp-server-git", name="time")
+    arch = PlanExecute(Agent("a", tools=[first]), workers={"w": Agent("b", tools=[other])})
+    with pytest.raises(UserError, match="two different MCP servers named 'time'"):
+        dump(arch)

@@ -15,7 +15,12 @@ side itself, to the text of the specification, on the SDK's extension hooks (an
   cancelled one `cancelled`;
 - `tasks/update` answers the gates (`accept` with `approve: true` approves, anything else
   denies), records the decisions in the journal and resumes the run: a gated tool runs once;
-- `tasks/cancel` cancels a run this server drives (cooperative, as the specification says).
+- `tasks/cancel` cancels a run this server drives (cooperative, as the specification says);
+- with `--database`, runs are queued for durable workers instead of run here
+  (`jeeves.mcp.serve.durable`): the state is read from the journal they record into, and
+  from DBOS for a run no worker has started;
+- a client listening for task ids (`subscriptions/listen`) is sent each status change as
+  `notifications/tasks` (`jeeves.mcp.serve.notify`).
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ from jeeves.approvals.decide import Decision, PendingGate, pending_gates, record
 from jeeves.durable.targets import Target
 from jeeves.journal.open import open_journal, shown_status
 from jeeves.journal.records import SessionRecord
+from jeeves.mcp.serve.durable import WAITING, DurableQueue
+from jeeves.mcp.serve.notify import TaskListen, TaskWatchers
 from jeeves.mcp.serve.tools import ServedRun, run_id, run_served
 
 __all__ = ["EXTENSION", "REVISION", "ServedTasks"]
@@ -132,13 +139,17 @@ def decision_of(gate: PendingGate, response: Any, by: str) -> Decision:
 class ServedTasks:
     """The tasks extension over the served targets (tool name -> target) and their journal."""
 
-    def __init__(self, targets: Mapping[str, Target], journal: str) -> None:
+    def __init__(
+        self, targets: Mapping[str, Target], journal: str, durable: DurableQueue | None = None
+    ) -> None:
         self.targets = dict(targets)
         self.journal = journal
+        self.durable = durable
         self.group: TaskGroup | None = None
         self.scopes: dict[str, anyio.CancelScope] = {}
         self.started: dict[str, anyio.Event] = {}
         self.errors: dict[str, str] = {}
+        self.watchers = TaskWatchers()
 
     @asynccontextmanager
     async def lifespan(self, server: Any) -> AsyncIterator[dict[str, Any]]:
@@ -155,7 +166,40 @@ class ServedTasks:
         """The SDK extension object to pass to `MCPServer(extensions=[...])`."""
         return _TasksExtension(self)
 
+    def serve_listen(self, server: Any, bus: Any) -> None:
+        """Serve `subscriptions/listen` on `server` (an SDK `MCPServer` built with `bus`) with
+        task ids too. The SDK registers its own handler for the core kinds; this one replaces it
+        (`add_request_handler` replaces) and hands the core kinds back to it."""
+        from mcp.types import SubscriptionsListenRequestParams
+
+        handler = TaskListen(bus, self)
+        server._lowlevel_server.add_request_handler(  # the one entry point the SDK offers
+            "subscriptions/listen", SubscriptionsListenRequestParams, handler
+        )
+
+    def require(self, ctx: Any) -> None:
+        """The missing-capability error unless the client declared the extension."""
+        _require(ctx)
+
+    async def known(self, sid: str) -> bool:
+        """Whether `sid` names a served run (a task `tasks/get` answers for; with durable
+        workers, one still on the queue too)."""
+        try:
+            await self.view(sid)
+        except MCPError:
+            return False
+        return True
+
     # -- runs ---------------------------------------------------------------------------
+
+    async def begin(self, tool: str, task: str, sid: str) -> None:
+        """Start run `sid`: queue it for the workers, or drive it here and wait until the
+        journal holds it (a CreateTaskResult is sent only once `tasks/get` resolves)."""
+        if self.durable is not None:
+            await self.durable.submit(tool, task, sid)  # the DBOS row exists on return
+            return
+        self.start(tool, task, sid)
+        await self.created(sid)
 
     def start(self, tool: str, task: str, sid: str) -> None:
         """Drive run `sid` in the background unless this server drives it already."""
@@ -165,6 +209,7 @@ class ServedTasks:
         self.started[sid] = anyio.Event()
         self.errors.pop(sid, None)
         self.group.start_soon(self._drive, tool, task, sid)
+        self.watchers.changed(sid)
 
     async def _drive(self, tool: str, task: str, sid: str) -> None:
         started = self.started[sid]
@@ -182,6 +227,7 @@ class ServedTasks:
             self.scopes.pop(sid, None)
             self.started.pop(sid, None)
             started.set()
+            self.watchers.changed(sid)  # ended, or waits at a gate
 
     async def record(self, sid: str) -> SessionRecord | None:
         store = open_journal(self.journal)
@@ -214,6 +260,8 @@ class ServedTasks:
     async def view(self, sid: str) -> dict[str, Any]:
         """The `DetailedTask` of run `sid`, from the journal (resuming a run whose process died)."""
         record = await self.record(sid)
+        if record is None and self.durable is not None:
+            return await self._queued(sid)
         if record is None or record.parent_id is not None:
             raise MCPError(code=INVALID_PARAMS, message=f"Failed to retrieve task: no jeeves run {sid!r}")
         task: dict[str, Any] = {
@@ -254,9 +302,35 @@ class ServedTasks:
         self.resume(sid, record)  # paused (its process died) or decided gates: go on
         return {"status": "working", "statusMessage": f"jeeves run {sid} is resuming"}
 
+    async def _queued(self, sid: str) -> dict[str, Any]:
+        """A submitted run no worker has recorded yet, from its DBOS state."""
+        assert self.durable is not None
+        queued = await self.durable.queued(sid)
+        if queued is None:
+            raise MCPError(code=INVALID_PARAMS, message=f"Failed to retrieve task: no jeeves run {sid!r}")
+        now = _iso(None)
+        task = {
+            "taskId": sid,
+            "createdAt": now,
+            "lastUpdatedAt": now,
+            "ttlMs": None,
+            "pollIntervalMs": POLL_MS,
+        }
+        if queued.status == "CANCELLED":
+            return task | {"status": "cancelled", "statusMessage": "cancelled before a worker started it"}
+        if queued.status in WAITING:
+            return task | {"status": "working", "statusMessage": f"jeeves run {sid} waits for a worker"}
+        message = f"jeeves run {sid} ended {queued.status} before it started: {queued.error or ''}"
+        return task | {
+            "status": "failed",
+            "statusMessage": message,
+            "error": {"code": -32603, "message": message},
+        }
+
     def resume(self, sid: str, record: SessionRecord) -> None:
+        """Go on with a run nobody drives: here, or (durable) by the worker DBOS gives it to."""
         tool = self.tool_of(record)
-        if tool is not None:
+        if tool is not None and self.durable is None:
             self.start(tool, record.task, sid)
 
     async def update(self, sid: str, responses: Mapping[str, Any], by: str) -> None:
@@ -269,9 +343,18 @@ class ServedTasks:
         for gate in answered:
             await record_decision(self.journal, gate.gate_id, decision_of(gate, responses[gate.gate_id], by))
         if answered and len(answered) == len(gates):
+            if self.durable is not None:
+                await self.durable.wake(sid)  # the worker holding the run goes on
             self.resume(sid, record)
+        if answered:
+            self.watchers.changed(sid)
 
     async def cancel(self, sid: str) -> None:
+        if self.durable is not None:
+            await self.view(sid)  # an unknown id is an error
+            await self.durable.cancel(sid)
+            self.watchers.changed(sid)
+            return
         if await self.record(sid) is None:
             raise MCPError(code=INVALID_PARAMS, message=f"Failed to cancel task: no jeeves run {sid!r}")
         scope = self.scopes.get(sid)
@@ -319,7 +402,6 @@ class _TasksExtension(Extension):
         sid = sid if isinstance(sid, str) and sid else run_id(params.name, task)
         record = await self.tasks.record(sid)
         if record is None:
-            self.tasks.start(params.name, task, sid)
-            await self.tasks.created(sid)
+            await self.tasks.begin(params.name, task, sid)
         view = await self.tasks.view(sid)
         return {"resultType": "task"} | {k: v for k, v in view.items() if k in _TASK_FIELDS}

@@ -20,12 +20,15 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 import jeeves
 from jeeves.durable.targets import Target
+
+if TYPE_CHECKING:
+    from jeeves.mcp.serve.durable import DurableQueue
 
 __all__ = ["ServedRun", "build_server", "run_id", "run_served", "tool_name"]
 
@@ -63,25 +66,39 @@ def _description(target: Target, arch: Any) -> str:
     )
 
 
-def build_server(targets: Mapping[str, Target], *, journal: str | None) -> Any:
-    """An SDK `MCPServer` with one tool per target."""
+def build_server(
+    targets: Mapping[str, Target], *, journal: str | None, durable: DurableQueue | None = None
+) -> Any:
+    """An SDK `MCPServer` with one tool per target; with `durable` (a
+    `jeeves.mcp.serve.durable.DurableQueue`) its runs are queued for the durable workers."""
     from mcp.server.mcpserver import Context, MCPServer
     from mcp.types import ToolAnnotations
 
     served = {tool_name(t.name): t for t in targets.values()}
     options: dict[str, Any] = {}
+    tasks = None
     if journal is not None:  # a task must survive the server: only runs with a journal are tasks
+        from mcp.server.subscriptions import InMemorySubscriptionBus
+
         from jeeves.mcp.serve.tasks import ServedTasks
 
-        tasks = ServedTasks(served, journal)
-        options = {"extensions": [tasks.extension()], "lifespan": tasks.lifespan}
+        tasks = ServedTasks(served, journal, durable)
+        options = {
+            "extensions": [tasks.extension()],
+            "lifespan": tasks.lifespan,
+            "subscriptions": InMemorySubscriptionBus(),
+        }
     server = MCPServer("jeeves", instructions="Each tool runs one jeeves architecture on a task.", **options)
+    if tasks is not None:
+        tasks.serve_listen(server, options["subscriptions"])
     for target in targets.values():
         name = tool_name(target.name)
         arch, _router = target.build()
 
         def make(target: Target, name: str) -> Any:
             async def run_architecture(task: str, ctx: Context, session_id: str | None = None) -> ServedRun:
+                if durable is not None:
+                    return await durable.run(name, task, session_id or run_id(name, task))
                 return await _run(target, name, task, session_id, ctx, journal)
 
             # The SDK reads the signature's types; `Context` is imported here, not at module level.
