@@ -31,7 +31,7 @@ STEPS_PER_SESSION = durable_model.CALLS_PER_RUN
 async def _templates() -> list[Any]:
     """The step records of one real run (zero-latency model, memory journal)."""
     import jeeves
-    from jeeves.journal import MemoryJournal
+    from jeeves.journal.memory import MemoryJournal
 
     store = MemoryJournal()
     await jeeves.run(durable_model.actor_critic(), "Write add(a, b)", journal=store, session_id="tpl-1")
@@ -101,7 +101,9 @@ async def _loops(openers: dict[str, Any], loops: int) -> dict[str, dict[str, flo
 
 
 async def _measure(postgres_url: str, sqlite_path: Path, steps: int, loops: int) -> dict[str, Any]:
-    from jeeves.journal import MemoryJournal, PostgresJournal, SQLiteJournal
+    from jeeves.journal.memory import MemoryJournal
+    from jeeves.journal.postgres import PostgresJournal
+    from jeeves.journal.sqlite import SQLiteJournal
 
     templates = await _templates()
     sessions = max(1, steps // STEPS_PER_SESSION)

@@ -32,10 +32,10 @@ from pgcluster import Cluster, find_binaries  # noqa: E402
 
 from jeeves.durable.runlock import run_lock  # noqa: E402
 from jeeves.events import ModelDelta  # noqa: E402
-from jeeves.journal import StepRecord  # noqa: E402
 from jeeves.journal import retry as _retry  # noqa: E402
 from jeeves.journal.eventlog import open_event_log  # noqa: E402
 from jeeves.journal.postgres import PostgresJournal  # noqa: E402
+from jeeves.journal.records import StepRecord  # noqa: E402
 
 WRITE_EVERY_S = 0.01
 

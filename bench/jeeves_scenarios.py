@@ -263,7 +263,8 @@ async def features(runs: int) -> dict[str, Any]:
     """(a) streamed, bare and with each feature on: µs per loop."""
     import tempfile
 
-    from jeeves.journal import MemoryJournal, SQLiteJournal
+    from jeeves.journal.memory import MemoryJournal
+    from jeeves.journal.sqlite import SQLiteJournal
 
     arch = ARCHS["a"]
     out: dict[str, Any] = {}

@@ -24,7 +24,10 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 import jeeves  # noqa: E402
-from jeeves.journal import JournalStore, JSONLJournal, MemoryJournal, SQLiteJournal  # noqa: E402
+from jeeves.journal.jsonl import JSONLJournal  # noqa: E402
+from jeeves.journal.memory import MemoryJournal  # noqa: E402
+from jeeves.journal.sqlite import SQLiteJournal  # noqa: E402
+from jeeves.journal.store import JournalStore  # noqa: E402
 from jeeves.messages import ModelRequest, ModelResponse  # noqa: E402
 from jeeves.models.base import DeltaSink, ModelClient  # noqa: E402
 from tests.replay.archs import build_team, team_models  # noqa: E402

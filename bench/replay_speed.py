@@ -26,7 +26,9 @@ def _arg(name: str, default: int) -> int:
 def main(versions: Mapping[str, str]) -> None:
     import replay  # bench/replay.py
 
-    from jeeves.journal import JournalStore, MemoryJournal, SQLiteJournal
+    from jeeves.journal.memory import MemoryJournal
+    from jeeves.journal.sqlite import SQLiteJournal
+    from jeeves.journal.store import JournalStore
 
     runs = _arg("--runs", 50)
     latency_runs = max(3, runs // 5)

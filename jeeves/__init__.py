@@ -41,6 +41,7 @@ from jeeves.models.base import ModelClient, Route
 from jeeves.models.router import Router
 
 if TYPE_CHECKING:
+    from jeeves._run.source import register_loader
     from jeeves.architectures import ActorCritic, BestOfN, Goal, PlanExecute, SelfRefine, Supervisor
     from jeeves.critics import CitationCritic, CodeCritic, LLMCritic, Verdict, Watchdog
     from jeeves.journal import JSONLJournal, SQLiteJournal
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
 
 # Imported on first use, so `import jeeves` pays for the kernel only (tests/test_import_cost.py).
 _LAZY = {
+    "register_loader": "jeeves._run.source",
     "FunctionModel": "jeeves.models.testing",
     "ScriptedModel": "jeeves.models.testing",
     "ActorCritic": "jeeves.architectures",
@@ -132,6 +134,7 @@ __all__ = [
     "child_id",
     "event_from_json",
     "event_to_json",
+    "register_loader",
     "replay",
     "resume",
     "run",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jeeves.journal import MemoryJournal
+from jeeves.journal.memory import MemoryJournal
 
 
 class DictJournal(MemoryJournal):

@@ -10,7 +10,7 @@ from jeeves.agent.agent import extract_json
 from jeeves.agent.tools import ToolOutcome
 from jeeves.errors import MaxTurnsExceeded, OutputValidationError, UserError, UserTypeError
 from jeeves.events import Event, ToolCompleted
-from jeeves.journal import MemoryJournal
+from jeeves.journal.memory import MemoryJournal
 from jeeves.messages import ModelRequest
 from jeeves.testing import Reply, call
 

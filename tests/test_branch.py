@@ -25,7 +25,7 @@ from jeeves.critics import LLMCritic
 from jeeves.durable.spread import arch_path, resolve_path
 from jeeves.errors import JournalError, ReplayDivergence, UserError
 from jeeves.events import Event
-from jeeves.journal import MemoryJournal
+from jeeves.journal.memory import MemoryJournal
 from jeeves.messages import ModelRequest
 from jeeves.models.router import Router
 from tests.architectures.test_plan_execute import detail, run_stream, slice_script, sliced

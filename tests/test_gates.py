@@ -22,7 +22,7 @@ from jeeves.approvals.decide import (
     record_decision,
 )
 from jeeves.events import ApprovalDecided, ApprovalRequested, Progress
-from jeeves.journal import list_runs
+from jeeves.journal.open import list_runs
 from jeeves.messages import ModelRequest
 from jeeves.testing import FunctionModel, Reply, call
 from tests.conftest import REPO, subprocess_env

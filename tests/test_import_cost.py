@@ -79,7 +79,7 @@ def test_the_lazy_names_still_resolve_and_a_late_import_does_not_shadow_jeeves_r
     code = (
         "import jeeves, jeeves._run.replay, jeeves.journal.sqlite\n"  # what a first run with a journal loads
         "from jeeves import FunctionModel, ScriptedModel\n"
-        "from jeeves.journal import open_journal, register_loader\n"
+        "from jeeves import register_loader\nfrom jeeves.journal import open_journal\n"
         "print(ScriptedModel.__module__, FunctionModel.__module__, open_journal.__module__,\n"
         "      register_loader.__module__, jeeves.replay.__module__, callable(jeeves.replay))\n"
     )

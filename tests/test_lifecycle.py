@@ -11,7 +11,7 @@ from jeeves._run.architecture import Output
 from jeeves._run.context import Context
 from jeeves.approvals.decide import Approvals
 from jeeves.errors import UserError
-from jeeves.journal import MemoryJournal
+from jeeves.journal.memory import MemoryJournal
 from jeeves.messages import ModelRequest
 
 pytestmark = pytest.mark.anyio

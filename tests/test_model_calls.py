@@ -12,7 +12,7 @@ import pytest
 import jeeves
 from jeeves import Agent, Router
 from jeeves.errors import ProviderError, RateLimited
-from jeeves.journal import MemoryJournal
+from jeeves.journal.memory import MemoryJournal
 from jeeves.messages import ModelRequest, ModelResponse
 from jeeves.models.base import DeltaSink, Route
 

@@ -24,7 +24,7 @@ from jeeves._base.redact import (
 )
 from jeeves.errors import JeevesError, ProviderError, RateLimited, ReplayDivergence
 from jeeves.events import EVENT_ADAPTER, Event, SessionFailed
-from jeeves.journal import MemoryJournal
+from jeeves.journal.memory import MemoryJournal
 from jeeves.messages import ModelRequest
 from jeeves.telemetry import OTelTracer
 from jeeves.testing import Reply

@@ -15,7 +15,7 @@ from jeeves.critics import FunctionCritic
 from jeeves.critics.plan import DecisionSpec
 from jeeves.errors import UserError
 from jeeves.evals.rejudge import CriticVersion, Evaluator, rejudge
-from jeeves.journal import open_journal
+from jeeves.journal.open import open_journal
 from jeeves.spec.critic_version import load_critic_version
 from tests.architectures.test_plan_execute import SPEC, Shop, order_record, refund_plan
 
@@ -202,7 +202,7 @@ def test_a_bad_critic_file_is_one_clear_error(tmp_path: Path, capsys: pytest.Cap
 
 async def test_self_refine_rounds_are_judged_against_their_drafts() -> None:
     from jeeves import SelfRefine
-    from jeeves.journal import MemoryJournal
+    from jeeves.journal.memory import MemoryJournal
 
     journal = MemoryJournal()
     model = ScriptedModel(

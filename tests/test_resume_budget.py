@@ -17,8 +17,8 @@ import pytest
 
 import jeeves
 from jeeves import Agent, Budget, ScriptedModel
-from jeeves.journal import HEARTBEAT_S, LEASE_S, SessionRecord, open_journal
-from jeeves.journal.open import shown_status
+from jeeves.journal.open import open_journal, shown_status
+from jeeves.journal.records import HEARTBEAT_S, LEASE_S, SessionRecord
 from jeeves.messages import Usage
 from jeeves.testing import Reply, call
 from tests.conftest import REPO, subprocess_env

@@ -286,7 +286,7 @@ async def test_usage_books_are_the_same_with_and_without_a_journal() -> None:
     usage map of the result, and every session's `session.completed` usage, match a run that
     keeps both books (a journal)."""
     from jeeves.events import SessionCompleted
-    from jeeves.journal import MemoryJournal
+    from jeeves.journal.memory import MemoryJournal
     from jeeves.messages import ModelRequest, ModelResponse, Usage
 
     def reply(request: ModelRequest) -> ModelResponse:

@@ -11,7 +11,7 @@ import jeeves
 from jeeves import Output, ScriptedModel
 from jeeves._run.context import Context
 from jeeves.events import SessionStarted
-from jeeves.journal import MemoryJournal
+from jeeves.journal.memory import MemoryJournal
 from jeeves.telemetry.tracer import NULL_SCOPE, NullTracer
 
 pytestmark = pytest.mark.anyio

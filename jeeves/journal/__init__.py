@@ -43,7 +43,6 @@ from jeeves.journal.records import (
 from jeeves.journal.store import JournalStore, JournalWarning
 
 if TYPE_CHECKING:
-    from jeeves._run.source import register_loader, resolve_ref
     from jeeves.journal.jsonl import JSONLJournal
     from jeeves.journal.open import RunSummary, list_runs, open_journal
     from jeeves.journal.postgres import PostgresJournal
@@ -59,8 +58,6 @@ _LAZY = {
     "RunSummary": "jeeves.journal.open",
     "list_runs": "jeeves.journal.open",
     "open_journal": "jeeves.journal.open",
-    "register_loader": "jeeves._run.source",
-    "resolve_ref": "jeeves._run.source",
     "JSONLJournal": "jeeves.journal.jsonl",
     "PostgresJournal": "jeeves.journal.postgres",
     "SQLiteJournal": "jeeves.journal.sqlite",
@@ -108,6 +105,4 @@ __all__ = [
     "list_runs",
     "open_event_log",
     "open_journal",
-    "register_loader",
-    "resolve_ref",
 ]

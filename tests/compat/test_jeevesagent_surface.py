@@ -17,7 +17,7 @@ from jeevesagent.architecture.actor_critic import _parse_critique as their_parse
 import jeeves.compat.jeevesagent as compat
 from jeeves.compat.jeevesagent import EVENT_NAMES, parse_critique
 from jeeves.compat.jeevesagent.actor_critic import _parse_critique
-from jeeves.journal import MemoryJournal
+from jeeves.journal.memory import MemoryJournal
 from tests.compat._differential import DOC, Side
 from tests.compat._scenarios import refined_then_approved, review
 

@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
-from jeeves.journal import list_runs
+from jeeves.journal.open import list_runs
 from jeeves.mcp.serve import run_id
 from tests.conftest import REPO, subprocess_env
 from tests.mcp.conftest import MODULES

@@ -20,7 +20,7 @@ from mcp import Client, StdioServerParameters
 
 import jeeves
 from jeeves import Agent
-from jeeves.journal import list_runs
+from jeeves.journal.open import list_runs
 from jeeves.mcp import MCPServer
 from jeeves.mcp.serve import run_id
 from jeeves.testing import Reply, ScriptedModel, call

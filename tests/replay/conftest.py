@@ -7,7 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from jeeves.journal import JournalStore, JSONLJournal, MemoryJournal, PostgresJournal, SQLiteJournal
+from jeeves.journal.jsonl import JSONLJournal
+from jeeves.journal.memory import MemoryJournal
+from jeeves.journal.postgres import PostgresJournal
+from jeeves.journal.sqlite import SQLiteJournal
+from jeeves.journal.store import JournalStore
 
 
 class Stores:

@@ -11,7 +11,10 @@ from jeeves import Output, ScriptedModel
 from jeeves._run.context import Context
 from jeeves._run.replay import attach
 from jeeves.errors import JournalError, ProviderError, UserError
-from jeeves.journal import JSONLJournal, MemoryJournal, SQLiteJournal, list_runs, open_journal
+from jeeves.journal.jsonl import JSONLJournal
+from jeeves.journal.memory import MemoryJournal
+from jeeves.journal.open import list_runs, open_journal
+from jeeves.journal.sqlite import SQLiteJournal
 from tests.replay import archs
 from tests.replay.test_base import step
 

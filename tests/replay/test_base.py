@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from jeeves.errors import JournalError, UserError
-from jeeves.journal import SCHEMA_VERSION, JournalStore, SessionRecord, StepRecord
-from jeeves.journal.store import decode_record, decode_text, encode_record
+from jeeves.journal.records import SCHEMA_VERSION, SessionRecord, StepRecord
+from jeeves.journal.store import JournalStore, decode_record, decode_text, encode_record
 from tests.replay.conftest import Stores
 
 pytestmark = pytest.mark.anyio

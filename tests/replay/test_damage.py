@@ -17,7 +17,9 @@ import pytest
 import jeeves
 from jeeves.cli.main import main
 from jeeves.errors import JournalError, ReplayDivergence
-from jeeves.journal import JournalStore, JournalWarning, SessionRecord, StepRecord, list_runs
+from jeeves.journal.open import list_runs
+from jeeves.journal.records import SessionRecord, StepRecord
+from jeeves.journal.store import JournalStore, JournalWarning
 from tests.conftest import REPO, offline_env
 from tests.replay import archs
 from tests.replay.conftest import KINDS_ON_DISK, Stores, rewrite_postgres, stores_of

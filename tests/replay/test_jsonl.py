@@ -11,8 +11,10 @@ import pytest
 
 import jeeves
 from jeeves.errors import JournalError, UserError
-from jeeves.journal import JournalWarning, JSONLJournal, StepRecord, jsonl
-from jeeves.journal.store import encode_record
+from jeeves.journal import jsonl
+from jeeves.journal.jsonl import JSONLJournal
+from jeeves.journal.records import StepRecord
+from jeeves.journal.store import JournalWarning, encode_record
 from tests.replay import archs
 from tests.replay.test_base import session, step
 

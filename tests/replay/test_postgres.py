@@ -10,8 +10,8 @@ import pytest
 
 import jeeves
 from jeeves.errors import JournalError, UserError
-from jeeves.journal import PostgresJournal, list_runs, open_journal
-from jeeves.journal.postgres import display_url
+from jeeves.journal.open import list_runs, open_journal
+from jeeves.journal.postgres import PostgresJournal, display_url
 from tests.conftest import REPO, jeeves_cli, subprocess_env
 from tests.replay import archs
 from tests.replay.test_base import session, step
@@ -54,7 +54,7 @@ async def test_many_writers_at_once_lose_nothing_and_the_last_write_wins(postgre
 def test_processes_starting_together_on_an_empty_database_all_create_the_journal(postgres_url: str) -> None:
     code = (
         "import sys, anyio\n"
-        "from jeeves.journal.records import PostgresJournal\n"
+        "from jeeves.journal import PostgresJournal\n"
         "from jeeves.journal.records import SessionRecord\n"
         "async def main():\n"
         "    async with PostgresJournal(sys.argv[1]) as j:\n"
@@ -182,7 +182,7 @@ def test_jeeves_runs_and_replay_take_a_database_url(postgres_url: str) -> None:
 
 def test_import_jeeves_imports_neither_psycopg_nor_dbos() -> None:
     code = (
-        "import sys, jeeves, jeeves.replay\n"
+        "import sys, jeeves, jeeves.journal\n"
         "bad = [m for m in sys.modules if m.split('.')[0] in ('psycopg', 'dbos', 'sqlalchemy')]\n"
         "assert not bad, bad\n"
     )

@@ -14,7 +14,9 @@ from jeeves import ActorCritic, Agent, Budget, FunctionModel, LLMCritic, Route, 
 from jeeves._run.architecture import Architecture
 from jeeves.errors import CriticError, ProviderError, ReplayDivergence
 from jeeves.events import Event
-from jeeves.journal import JournalStore, MemoryJournal, fingerprint
+from jeeves.journal.memory import MemoryJournal
+from jeeves.journal.records import fingerprint
+from jeeves.journal.store import JournalStore
 from jeeves.messages import ModelRequest
 from jeeves.testing import Reply
 from tests.replay import archs

@@ -11,18 +11,13 @@ import pytest
 from pydantic import TypeAdapter
 
 import jeeves
-from jeeves import _runstate
+from jeeves._run import state as _runstate
 from jeeves._run.replay import _Served
 from jeeves.errors import JournalError
 from jeeves.events import EVENT_ADAPTER, Event
-from jeeves.journal.records import (
-    TERMINAL,
-    MemoryJournal,
-    SessionRecord,
-    SQLiteJournal,
-    StepRecord,
-    served_events,
-)
+from jeeves.journal.memory import MemoryJournal
+from jeeves.journal.records import TERMINAL, SessionRecord, StepRecord, served_events
+from jeeves.journal.sqlite import SQLiteJournal
 from jeeves.journal.store import decode_record, decode_text
 from tests.replay import archs
 

@@ -10,14 +10,11 @@ import pytest
 
 import jeeves
 from jeeves.errors import JournalError, ReplayDivergence
-from jeeves.journal.records import (
-    JournalStore,
-    MemoryJournal,
-    RunSnapshot,
-    SessionRecord,
-    SQLiteJournal,
-    StepRecord,
-)
+from jeeves.journal.memory import MemoryJournal
+from jeeves.journal.records import SessionRecord, StepRecord
+from jeeves.journal.snapshot import RunSnapshot
+from jeeves.journal.sqlite import SQLiteJournal
+from jeeves.journal.store import JournalStore
 from tests.replay import archs
 from tests.replay.conftest import Stores
 

@@ -10,7 +10,8 @@ import pytest
 
 import jeeves
 from jeeves.errors import JournalError, UserError
-from jeeves.journal import SQLiteJournal, list_runs
+from jeeves.journal.open import list_runs
+from jeeves.journal.sqlite import SQLiteJournal
 from tests.replay import archs
 from tests.replay.test_base import session, step
 
