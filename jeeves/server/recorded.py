@@ -29,6 +29,7 @@ from typing import Any
 from jeeves.architecture import Architecture
 from jeeves.errors import UserError
 from jeeves.journal import TERMINAL, error_type_name
+from jeeves.journal_delta import whole_request
 from jeeves.redact import mask_credentials
 from jeeves.replay.api import list_runs, open_journal, plan_replay
 from jeeves.replay.base import JournalStore
@@ -137,10 +138,13 @@ class JournalBrowser:
         store = self._open()
         try:
             calls: list[dict[str, Any]] = []
+            whole: dict[int, Any] = {}  # each model step's request, rebuilt from what it added
             for index in await store.step_indices(session_id):
                 record = await store.get_step(session_id, index)
                 if record is None or record.kind != "model":
                     continue
+                where = f"{self.name} (session {session_id!r} step {index})"
+                whole[index] = whole_request(mask_credentials(record.request), whole, where)
                 result = record.result if isinstance(record.result, dict) else {}
                 response = result.get("response") if isinstance(result.get("response"), dict) else {}
                 calls.append(
@@ -148,7 +152,7 @@ class JournalBrowser:
                         "call": len(calls),
                         "step": index,
                         "model": (response or {}).get("model", ""),
-                        "request": mask_credentials(record.request),
+                        "request": whole[index],
                         "ok": record.error is None,
                     }
                 )
