@@ -69,17 +69,18 @@ def _open(kind: str, scratch: Path, pg_url: str | None, tag: str) -> Any:
     return None
 
 
-async def _one(kind: str, journal: Any, turns: int, run_id: str) -> float:
-    """µs per model call of one run of `turns` model calls."""
+async def _one(kind: str, journal: Any, turns: int, run_id: str) -> dict[str, float]:
+    """µs per model call of one run of `turns` model calls: wall time, and this process's CPU
+    time (its threads included: SQLite writes in a worker thread; PostgreSQL's server not)."""
     import jeeves
 
     arch, model = _agent_and_model(turns)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     result = await jeeves.run(arch, "Look it up.", model=model, journal=journal, session_id=run_id)
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     if result.text != "done" or len(model.requests) != turns:
         raise RuntimeError(f"{kind} at {turns} turns made {len(model.requests)} calls: {result.text!r}")
-    return elapsed / turns * 1e6
+    return {"wall": elapsed / turns * 1e6, "cpu": cpu / turns * 1e6}
 
 
 async def _measure(kinds: list[str], scratch: Path, pg_url: str | None, tag: str) -> dict[str, Any]:
@@ -178,7 +179,7 @@ def _driver(args: argparse.Namespace) -> None:
     trees = dict(pair.split("=", 1) for pair in args.trees)
     cluster, _ = _postgres() if not args.no_postgres else (None, {})
     kinds = [k for k in JOURNALS if k != "postgres" or cluster is not None]
-    samples: dict[str, dict[str, dict[str, list[float]]]] = {name: {} for name in trees}
+    samples: dict[str, dict[str, dict[str, dict[str, list[float]]]]] = {name: {} for name in trees}
     profiles: dict[str, str] = {}
     try:
         with tempfile.TemporaryDirectory() as scratch:
@@ -188,7 +189,9 @@ def _driver(args: argparse.Namespace) -> None:
                     got = _run_child(Path(tree), kinds, Path(scratch), urls[name], f"{name}{round_}", False)
                     for kind, by_turns in got.items():
                         for turns, us in by_turns.items():
-                            samples[name].setdefault(kind, {}).setdefault(turns, []).append(us)
+                            for metric, value in us.items():
+                                at = samples[name].setdefault(metric, {}).setdefault(kind, {})
+                                at.setdefault(turns, []).append(value)
             if args.profile:
                 last = list(trees)[-1]
                 profiles = _run_child(Path(trees[last]), kinds, Path(scratch), urls[last], "prof", True)
@@ -196,16 +199,22 @@ def _driver(args: argparse.Namespace) -> None:
         if cluster is not None:
             cluster.stop()
     best = {
-        name: {kind: {t: min(v) for t, v in by.items()} for kind, by in kinds_.items()}
-        for name, kinds_ in samples.items()
+        metric: {
+            name: {kind: {t: min(v) for t, v in by.items()} for kind, by in samples[name][metric].items()}
+            for name in trees
+        }
+        for metric in ("wall", "cpu")
     }
     report = {"trees": trees, "runs": args.runs, "samples": samples, "best": best, "profiles": profiles}
-    lines = _table(list(trees), best)
+    lines = []
+    for metric in ("wall", "cpu"):
+        lines += ["", f"{metric} time, best of {args.runs} runs, µs per model call:", ""]
+        lines += _table(list(trees), best[metric])
     print("\n".join(lines))
     if args.out:
         out = Path(args.out)
         out.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
-        body = [f"Best of {args.runs} runs, µs per model call.", "", *lines]
+        body = [*lines]
         for kind, text in profiles.items():
             body += ["", f"### cProfile, {kind}, 200 turns ({list(trees)[-1]})", "", "```", text, "```"]
         out.with_suffix(".table.md").write_text("\n".join(body) + "\n")
