@@ -26,6 +26,18 @@ __all__ = [
     "format_usd",
 ]
 
+mutations = 0
+"""How many times a field of a `Message` or `ToolSpec` was assigned to, process-wide. A
+journaled model step stores what its request adds to the session's previous one when that
+one's messages are (the same objects) at its front; an assignment since then means a message
+may have been edited in place, and the request is stored and hashed whole
+(`jeeves.journal.delta`). Building messages assigns nothing."""
+
+
+def _count_mutation() -> None:
+    global mutations
+    mutations += 1
+
 
 class ToolCall(BaseModel):
     """A tool call the model asked for."""
@@ -54,6 +66,10 @@ class Message(BaseModel):
     name: str | None = None
     """On a tool message: the tool's name."""
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        _count_mutation()
+        super().__setattr__(name, value)
+
     @classmethod
     def system(cls, content: str) -> Message:
         return cls(role="system", content=content)
@@ -71,6 +87,10 @@ class ToolSpec(BaseModel):
     name: str
     description: str = ""
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        _count_mutation()
+        super().__setattr__(name, value)
 
 
 class Usage(BaseModel):

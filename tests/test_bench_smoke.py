@@ -139,3 +139,30 @@ def test_critic_eval_bench_measures_the_examples_critic_on_two_problems(tmp_path
     assert (data["problems"], data["canonical_pass_oracle"]) == (2, 2)
     assert data["critic"]["n"] == data["candidates"] == 6
     assert "| false-approve rate (wrong code approved) |" in (tmp_path / "CRITIC_EVAL.md").read_text()
+
+
+def test_journal_turns_bench_writes_its_side_by_side_tables(tmp_path: Path) -> None:
+    out = tmp_path / "JOURNAL_TURNS"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "bench/journal_turns.py",
+            f"this={REPO}",
+            "--runs",
+            "1",
+            "--no-postgres",
+            "--out",
+            str(out),
+        ],
+        cwd=REPO,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(out.with_suffix(".json").read_text())
+    for metric in ("wall", "cpu"):
+        assert set(report["best"][metric]["this"]) == {"bare", "memory", "sqlite"}
+        assert all(v > 0 for row in report["best"][metric]["this"].values() for v in row.values())
+    assert "| memory |" in out.with_suffix(".table.md").read_text()

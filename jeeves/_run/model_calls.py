@@ -13,6 +13,7 @@ from jeeves._base.trusted import trusted
 from jeeves._run.steps import StepsCore
 from jeeves.errors import ModelError
 from jeeves.events import BudgetUnpriced, Event, ModelCompleted, ModelDelta, ModelRetrying
+from jeeves.journal.delta import RequestChain, StepKey
 from jeeves.messages import ModelRequest, ModelResponse
 from jeeves.models.base import DeltaSink, ModelClient, Route
 from jeeves.models.fallback import RetryNotice, after_first_attempt, complete_with_fallbacks
@@ -119,7 +120,7 @@ class ModelCalls(StepsCore):
             return _ModelStep(response=response, fallback=fallback)
 
         step, replayed = await self._journaled(
-            "model", "", index, request.fingerprint_payload, live, _ModelStep, emitted
+            "model", "", index, lambda: self._request_key(request, index), live, _ModelStep, emitted
         )
         completed = self._answered(step.response, step.fallback, index, replayed)
         state = self._state
@@ -128,6 +129,14 @@ class ModelCalls(StepsCore):
         if completed is not None:
             await self.emit(completed)
         return step.response
+
+    def _request_key(self, request: ModelRequest, index: int) -> StepKey:
+        """What model step `index` stores and fingerprints: what `request` adds to this session's
+        previous model request, chained to it (`jeeves.journal.delta`), so a step's cost does
+        not grow with the conversation."""
+        if self._requests is None:
+            self._requests = RequestChain()
+        return self._requests.key(request, index)
 
     async def _unpriced(self, response: ModelResponse, emitted: list[Event]) -> None:
         """Emit `budget.unpriced` at the run's first call without a known price under a USD

@@ -28,11 +28,11 @@ from jeeves._run.state import RunState, StepResult
 from jeeves.budget import Budget, BudgetMeter
 from jeeves.errors import BudgetExceeded, MissingCredentials, ModelError, ReplayDivergence, UserError
 from jeeves.events import BudgetExceededEvent, Event, Progress, SessionStarted
+from jeeves.journal.delta import RequestChain, StepKey, plain_key, recorded_request
 from jeeves.journal.records import (
     StepRecord,
     decode_error,
     encode_error,
-    fingerprint,
     request_diff,
     served_events,
     served_result,
@@ -43,7 +43,7 @@ from jeeves.models.base import Route
 if TYPE_CHECKING:
     from jeeves._run.steering import Intervener
 
-__all__ = ["StepKind", "StepsCore", "check_recorded", "step_name"]
+__all__ = ["StepKind", "StepsCore", "check_recorded", "diverged", "step_name"]
 
 T = TypeVar("T")
 StartFields = tuple[str, str | None, int, str, int, float]
@@ -85,14 +85,22 @@ def step_name(kind: str, name: str) -> str:
 def check_recorded(record: StepRecord, session_id: str, kind: str, name: str, fp: str, request: Any) -> None:
     """Refuse a recorded step that is another kind or was asked with another request."""
     if record.kind != kind or record.fingerprint != fp:
-        raise ReplayDivergence(
-            f"Session {session_id!r} step {record.index} ({step_name(kind, name)}) differs from the recorded "
-            f"{step_name(record.kind, record.name)}; the request changed:\n"
-            f"{request_diff(record.request, request)}\n"
-            f"Replay with the code, prompts and task that recorded the run, or start a new session id.",
-            session_id=session_id,
-            step=record.index,
-        )
+        raise diverged(record, session_id, kind, name, record.request, request)
+
+
+def diverged(
+    record: StepRecord, session_id: str, kind: str, name: str, recorded: Any, request: Any
+) -> ReplayDivergence:
+    """The error for a recorded step asked again with another request (`recorded` and `request`
+    whole, for the diff)."""
+    return ReplayDivergence(
+        f"Session {session_id!r} step {record.index} ({step_name(kind, name)}) differs from the recorded "
+        f"{step_name(record.kind, record.name)}; the request changed:\n"
+        f"{request_diff(recorded, request)}\n"
+        f"Replay with the code, prompts and task that recorded the run, or start a new session id.",
+        session_id=session_id,
+        step=record.index,
+    )
 
 
 class StepsCore:
@@ -103,6 +111,7 @@ class StepsCore:
         "_intervene",
         "_meter",
         "_replayed",
+        "_requests",
         "_route",
         "_route_as",
         "_slice",
@@ -145,6 +154,8 @@ class StepsCore:
         self.parent_id = parent_id
         self._steps = 0
         self._replayed = 0
+        self._requests: RequestChain | None = None
+        """This session's model requests so far, which the next one's journal step extends."""
         self._route: Route | None = None
         self._route_as = route_as
         self._started: SessionStarted | StartFields | None = None
@@ -266,14 +277,14 @@ class StepsCore:
         returned (or its recorded exception raised) and `run` is not called.
         """
         step_index = self.next_step_index() if index is None else index
-        return await self._journaled(kind, name, step_index, lambda: request, run, result_type, [])
+        return await self._journaled(kind, name, step_index, lambda: plain_key(request), run, result_type, [])
 
     async def _journaled(
         self,
         kind: StepKind,
         name: str,
         index: int,
-        payload: Callable[[], Any],
+        payload: Callable[[], StepKey],
         run: Callable[[], Awaitable[T]],
         result_type: Any,
         emitted: list[Event],
@@ -299,7 +310,7 @@ class StepsCore:
         kind: StepKind,
         name: str,
         index: int,
-        payload: Callable[[], Any],
+        payload: Callable[[], StepKey],
         run: Callable[[], Awaitable[T]],
         result_type: Any,
         emitted: list[Event],
@@ -307,13 +318,14 @@ class StepsCore:
         state = self._state
         journal = state.journal
         assert journal is not None
-        request = payload()
-        fp = fingerprint(request)
+        key = payload()
         record = await journal.get_step(self.session_id, index)
         if record is not None:
-            check_recorded(record, self.session_id, kind, name, fp, request)
+            if record.kind != kind or not key.matches(record):
+                raise await self._diverged(record, kind, name, key)
             adopted = self._adopted  # set only by a live run's spread child (`Context.run`)
             if state.mode == "replay" or adopted or not tried_again_on_resume(record):
+                key.commit()
                 if not adopted:
                     self._replayed += 1
                 where = step_origin(record, journal)
@@ -350,13 +362,14 @@ class StepsCore:
                     index=index,
                     kind=kind,
                     name=name,
-                    fingerprint=fp,
-                    request=request,
+                    fingerprint=key.fingerprint,
+                    request=key.stored,
                     result=None if error else state.adapter(result_type).dump_python(result, mode="json"),
                     error=encode_error(error) if error else None,
                     events=[e.model_dump(mode="json", exclude={"seq", "ts", "replayed"}) for e in emitted],
                 )
             )
+        key.commit()
         if step_completed(kind, error):
             state.completed_steps += 1
         if kind != "model" or error is not None:  # a model call's envelope waits for its charge
@@ -364,6 +377,16 @@ class StepsCore:
         if error is not None:
             raise error
         return StepResult(result, False)  # type: ignore[arg-type]
+
+    async def _diverged(self, record: StepRecord, kind: str, name: str, key: StepKey) -> ReplayDivergence:
+        """The divergence at a recorded step asked with another request, with both requests whole
+        (a model step's record holds what it added: read back through the steps before it)."""
+        recorded = record.request
+        journal = self._state.journal
+        if record.kind == "model" and journal is not None:
+            sid = self.session_id
+            recorded = await recorded_request(lambda i: journal.get_step(sid, i), record)
+        return diverged(record, self.session_id, kind, name, recorded, key.whole())
 
     def _unadopted(self, index: int, step: str) -> ReplayDivergence:
         """The error for a step an adopted session asks for that its worker did not record."""

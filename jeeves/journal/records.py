@@ -42,10 +42,13 @@ __all__ = [
     "step_origin",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Bumped when a record's shape changes; stores refuse records from a newer version.
 v2 added gate steps (`kind="gate"`, `pending`), the session lifecycle states, the lease,
-the approval policy and progress; every v1 record reads as it was written."""
+the approval policy and progress; every v1 record reads as it was written.
+v3 stores a model step's request as what it adds to the session's previous model step and
+fingerprints it with a chained hash (`jeeves.journal.delta`); v2 model steps (the whole
+request, hashed whole) still replay."""
 
 SessionStatus = Literal[
     "in_progress", "awaiting_gate", "paused", "completed", "failed", "expired", "rejected", "cancelled"

@@ -55,10 +55,10 @@ def _to_response(step: str | Reply | ModelResponse, request: ModelRequest) -> Mo
     if isinstance(step, ModelResponse):
         return step.model_copy(update={"model": step.model or request.model})
     reply = Reply(text=step) if isinstance(step, str) else step
-    turn = sum(1 for m in request.messages if m.role == "assistant")
-    calls = [
-        c if c.id else c.model_copy(update={"id": f"call_{turn}_{i}"}) for i, c in enumerate(reply.tool_calls)
-    ]
+    calls = list(reply.tool_calls)
+    if not all(c.id for c in calls):  # ids made up from the turn: counted only when one is needed
+        turn = sum(1 for m in request.messages if m.role == "assistant")
+        calls = [c if c.id else c.model_copy(update={"id": f"call_{turn}_{i}"}) for i, c in enumerate(calls)]
     usage = reply.usage or _estimate_usage(request, reply.text)
     return ModelResponse(
         text=reply.text, tool_calls=calls, usage=usage, model=request.model, finish_reason="stop"

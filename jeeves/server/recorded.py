@@ -31,6 +31,7 @@ from jeeves._run.architecture import Architecture
 from jeeves._run.replay import plan_replay
 from jeeves._run.runner import stream
 from jeeves.errors import UserError
+from jeeves.journal.delta import whole_request
 from jeeves.journal.open import list_runs, open_journal
 from jeeves.journal.records import TERMINAL, error_type_name
 from jeeves.journal.store import JournalStore
@@ -138,10 +139,13 @@ class JournalBrowser:
         store = self._open()
         try:
             calls: list[dict[str, Any]] = []
+            whole: dict[int, Any] = {}  # each model step's request, rebuilt from what it added
             for index in await store.step_indices(session_id):
                 record = await store.get_step(session_id, index)
                 if record is None or record.kind != "model":
                     continue
+                where = f"{self.name} (session {session_id!r} step {index})"
+                whole[index] = whole_request(mask_credentials(record.request), whole, where)
                 result = record.result if isinstance(record.result, dict) else {}
                 response = result.get("response") if isinstance(result.get("response"), dict) else {}
                 calls.append(
@@ -149,7 +153,7 @@ class JournalBrowser:
                         "call": len(calls),
                         "step": index,
                         "model": (response or {}).get("model", ""),
-                        "request": mask_credentials(record.request),
+                        "request": whole[index],
                         "ok": record.error is None,
                     }
                 )

@@ -163,9 +163,9 @@ def test_a_stored_record_decodes_as_the_record_it_was(record: Any) -> None:
             "a malformed step record",
         ),
         (encode_record(step())[:-1] + ', "v": 9}', StepRecord, "newer jeeves"),
-        (encode_record(step()).replace('"v": 2', '"v": "2"'), StepRecord, "no schema version"),
-        (encode_record(step()).replace('"v": 2', '"v": true'), StepRecord, "no schema version"),
-        (encode_record(step()).replace('"v": 2', '"v": 2.0'), StepRecord, "no schema version"),
+        (encode_record(step()).replace('"v": 3', '"v": "2"'), StepRecord, "no schema version"),
+        (encode_record(step()).replace('"v": 3', '"v": true'), StepRecord, "no schema version"),
+        (encode_record(step()).replace('"v": 3', '"v": 3.0'), StepRecord, "no schema version"),
         (encode_record(session()), StepRecord, 'found a "session" record'),
         (
             encode_record(step()).replace('"index": 0', '"index": "zero"'),

@@ -204,15 +204,15 @@ async def test_a_stored_row_is_read_in_one_parse_as_the_checked_read_reads_it(tm
         assert record.model_fields_set == checked.model_fields_set
         assert list(record.__dict__) == list(cls.model_fields)
     text, cls = rows[-1]
-    assert text.startswith('{"type": "step", "v": 2, ')
-    body = text[len('{"type": "step", "v": 2, ') :]
+    assert text.startswith('{"type": "step", "v": 3, ')
+    body = text[len('{"type": "step", "v": 3, ') :]
     damaged = {  # each read plainly would pass the one-parse read's fields; the checks refuse it
-        '{"type": "step", "v": 2.0, ' + body: "has no schema version",
+        '{"type": "step", "v": 3.0, ' + body: "has no schema version",
         '{"type": "step", "v": "2", ' + body: "has no schema version",
         '{"type": "step", "v": true, ' + body: "has no schema version",
         '{"type": "step", ' + body: "has no schema version",
-        '{"type": "step", "v": 3, ' + body: "newer jeeves",
-        text[:-1] + ', "v": 3}': "newer jeeves",  # the last key wins, as json.loads reads it
+        '{"type": "step", "v": 4, ' + body: "newer jeeves",
+        text[:-1] + ', "v": 4}': "newer jeeves",  # the last key wins, as json.loads reads it
         text[:-1] + ', "type": "session"}': "malformed session record",
     }
     for bad, problem in damaged.items():

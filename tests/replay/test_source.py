@@ -10,7 +10,7 @@ import pytest
 from jeeves import Agent
 from jeeves._run.source import _LOADERS, load_architecture, source_of
 from jeeves.errors import UserError
-from jeeves.journal import register_loader, resolve_ref
+from jeeves._run.source import register_loader, resolve_ref
 from tests.replay import archs
 
 AGENT = archs.build_agent()

@@ -1,0 +1,177 @@
+"""What a journaled step stores and fingerprints: a model request as what it adds to its session.
+
+An Agent's request at turn k holds every message of turns 0..k-1 again. Stored and hashed
+whole, a run of n turns costs O(n²); here a model step costs what it adds:
+
+- **Stored**: the request's new messages relative to the session's previous recorded model
+  request, with `"base": <that step's index>`; tools, output schema and params only when
+  they differ from the base's. A request that does not extend the previous one (the first
+  of a session, a rewritten history) is stored whole, exactly as schema v2 stored it.
+  `whole_request` rebuilds the whole request from a step and the steps before it.
+- **Fingerprinted**: a hash chained message by message (`h = sha256(h + canonical(message))`)
+  over the messages, then with the hash of the other fields. The chain value is a function
+  of the messages' content alone, so a request hashes the same whether it was computed from
+  its base's value plus its new messages or from scratch: record and replay agree however
+  their requests were built. Any change to any message, the tools, the output schema or the
+  params changes the fingerprint, and a strict replay raises `ReplayDivergence`.
+
+"Extends the previous request" is checked cheaply: the previous request's messages are the
+same objects (or equal ones) at the front of this one's, and no `Message` was assigned to
+since (`jeeves.messages.mutations`): a history edited in place is hashed and stored whole.
+
+Schema v2 records (the whole request, hashed whole) still replay: `StepKey.matches`
+recomputes the v2 fingerprint for them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from jeeves import messages as _messages
+from jeeves._base.redact import strip_credentials
+from jeeves.errors import JournalError
+from jeeves.journal.records import DAMAGED, StepRecord, canonical, fingerprint
+from jeeves.messages import ModelRequest
+
+__all__ = ["DELTA_VERSION", "RequestChain", "StepKey", "plain_key", "recorded_request", "whole_request"]
+
+DELTA_VERSION = 3
+"""The first journal schema version whose model steps are stored as deltas and chain-hashed."""
+SETTINGS = ("tools", "output_schema", "params")
+"""A request's fields other than its messages: stored only when they change."""
+
+
+class StepKey:
+    """A journaled step's request as the journal keeps it: its fingerprint and what is stored.
+
+    `whole()` is the whole request (as schema v2 stored it), built only when asked (a
+    divergence's diff, a v2 record's fingerprint); `commit()` tells the session's chain that
+    the step is in the journal (recorded or served), so the next request can extend it.
+    """
+
+    __slots__ = ("_commit", "_whole", "fingerprint", "stored")
+
+    def __init__(
+        self, fp: str, stored: Any, whole: Callable[[], Any], commit: Callable[[], None] | None = None
+    ) -> None:
+        self.fingerprint = fp
+        self.stored = stored
+        self._whole = whole
+        self._commit = commit
+
+    def whole(self) -> Any:
+        return self._whole()
+
+    def commit(self) -> None:
+        if self._commit is not None:
+            self._commit()
+
+    def matches(self, record: StepRecord) -> bool:
+        """Whether `record` was asked with this request (a v2 model step: hashed whole)."""
+        if record.kind == "model" and record.v < DELTA_VERSION:
+            return record.fingerprint == fingerprint(self.whole())
+        return record.fingerprint == self.fingerprint
+
+
+def plain_key(request: Any) -> StepKey:
+    """A step stored and hashed as it is (tool, function and gate steps: small requests)."""
+    return StepKey(fingerprint(request), request, lambda: request)
+
+
+def _fold(chain: str, dumped: list[Any]) -> str:
+    for message in dumped:
+        chain = hashlib.sha256(f"{chain}\n{canonical(message)}".encode()).hexdigest()
+    return chain
+
+
+class RequestChain:
+    """One session's model requests so far: the last one in the journal, to extend."""
+
+    __slots__ = ("_base", "_chain", "_messages", "_mutations", "_settings", "_settings_fp")
+
+    def __init__(self) -> None:
+        self._base: int | None = None
+        """The index of the session's last model step in the journal; None before the first."""
+        self._messages: list[Any] = []
+        self._chain = ""
+        self._mutations = -1
+        self._settings: tuple[Any, Any, dict[str, Any]] | None = None
+        self._settings_fp = ""
+
+    def key(self, request: ModelRequest, index: int) -> StepKey:
+        """Model step `index`'s key: its new messages on the last committed request, chained."""
+        messages, base, prior = request.messages, self._base, self._messages
+        if base is not None and self._extends(messages):
+            chain, added = self._chain, messages[len(prior) :]
+        else:
+            base, chain, added = None, "", messages
+        dumped = [m.model_dump(mode="json") for m in added]
+        chain = _fold(chain, dumped)
+        stored: dict[str, Any] = (
+            {"base": base, "messages": dumped} if base is not None else {"messages": dumped}
+        )
+        settings = (request.tools, request.output_schema, request.params)
+        if base is not None and settings == self._settings:
+            settings_fp = self._settings_fp
+        else:
+            payload = request.model_dump(mode="json", include=set(SETTINGS))
+            payload["params"] = strip_credentials(payload["params"])
+            settings_fp = fingerprint(payload)
+            stored.update(payload)
+        fp = hashlib.sha256(f"request v{DELTA_VERSION}\n{chain}\n{settings_fp}".encode()).hexdigest()
+        kept, mutations = list(messages), _messages.mutations
+
+        def commit() -> None:
+            self._base, self._messages, self._chain, self._mutations = index, kept, chain, mutations
+            self._settings = (list(settings[0]), settings[1], dict(settings[2]))
+            self._settings_fp = settings_fp
+
+        return StepKey(fp, stored, request.fingerprint_payload, commit)
+
+    def _extends(self, messages: list[Any]) -> bool:
+        prior = self._messages
+        return (
+            self._mutations == _messages.mutations
+            and len(messages) >= len(prior)
+            and messages[: len(prior)] == prior
+        )
+
+
+# -- reading: whole requests back from deltas ---------------------------------------------------
+def whole_request(stored: Any, earlier: Mapping[int, Any], where: str = "the journal") -> Any:
+    """A model step's whole request from its stored form and the whole requests of the steps
+    before it (`earlier`: index -> whole request). A stored form without `base` is whole."""
+    if not (isinstance(stored, dict) and "base" in stored):
+        return stored
+    base = earlier.get(stored["base"]) if isinstance(stored["base"], int) else None
+    if not isinstance(base, dict):
+        raise JournalError(
+            f"{where}: the request extends step {stored['base']!r}, which holds no model request. {DAMAGED}"
+        )
+    added = stored.get("messages")
+    if not isinstance(added, list) or not isinstance(base.get("messages"), list):
+        raise JournalError(f"{where}: the request's messages are not a list. {DAMAGED}")
+    settings = {k: stored[k] if k in stored else base.get(k) for k in SETTINGS}
+    return {"messages": [*base["messages"], *added], **settings}
+
+
+async def recorded_request(
+    get_step: Callable[[int], Awaitable[StepRecord | None]], record: StepRecord
+) -> Any:
+    """The whole request of `record` (a model step), read back through the steps it extends
+    (`get_step(index)` reads one of its session); its stored form when that fails (damage)."""
+    chain = [record]
+    while isinstance(chain[-1].request, dict) and isinstance(base := chain[-1].request.get("base"), int):
+        earlier = await get_step(base) if base < chain[-1].index else None
+        if earlier is None or earlier.kind != "model":
+            return record.request
+        chain.append(earlier)
+    whole: dict[int, Any] = {}
+    try:
+        for step in reversed(chain):
+            whole[step.index] = whole_request(step.request, whole)
+    except JournalError:
+        return record.request
+    return whole[record.index]

@@ -1,0 +1,225 @@
+"""A journaled model step stores and fingerprints what its request adds (journal schema v3):
+every part of every request is still covered, a journal still reads as whole requests, and a
+v2 journal (every request stored whole) still replays and resumes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import jeeves
+from jeeves.errors import ReplayDivergence
+from jeeves.journal.delta import RequestChain, recorded_request, whole_request
+from jeeves.journal.jsonl import JSONLJournal
+from jeeves.journal.memory import MemoryJournal
+from jeeves.journal.records import SCHEMA_VERSION, StepRecord, fingerprint
+from jeeves.journal.store import JournalStore, encode_record
+from jeeves.messages import Message, ModelRequest, ToolSpec
+from jeeves.server.recorded import JournalBrowser
+from tests.replay import delta_archs
+from tests.replay.conftest import Stores
+from tests.replay.delta_archs import CHANGES, Convo
+
+pytestmark = pytest.mark.anyio
+
+V2_JOURNAL = Path(__file__).parent / "data" / "v2_agent.jsonl"
+
+
+async def _model_steps(journal: JournalStore, session_id: str) -> list[StepRecord]:
+    steps = [await journal.get_step(session_id, i) for i in await journal.step_indices(session_id)]
+    return [s for s in steps if s is not None and s.kind == "model"]
+
+
+async def _whole(journal: JournalStore, session_id: str) -> list[Any]:
+    """Every model step's whole request, rebuilt from the records as a reader does."""
+    whole: dict[int, Any] = {}
+    for step in await _model_steps(journal, session_id):
+        whole[step.index] = whole_request(step.request, whole)
+    return list(whole.values())
+
+
+# -- what a model step stores -------------------------------------------------------------------
+async def test_a_model_step_stores_only_the_messages_its_request_added() -> None:
+    journal = MemoryJournal()
+    convo = Convo(calls=30)
+    await jeeves.run(convo, "Chat.", model=convo.model(), journal=journal, session_id="c1")
+
+    steps = await _model_steps(journal, "c1")
+    assert [s.v for s in steps] == [SCHEMA_VERSION] * 30 and SCHEMA_VERSION == 3
+    assert "base" not in steps[0].request and len(steps[0].request["messages"]) == 3
+    assert steps[0].request == convo.seen[0]  # the first request of a session is stored whole
+    for before, step in zip(steps, steps[1:], strict=False):
+        assert step.request["base"] == before.index
+        assert [m["role"] for m in step.request["messages"]] == ["assistant", "user"]
+        assert set(step.request) == {"base", "messages"}  # tools, schema, params unchanged: not stored
+    sizes = [len(encode_record(s)) for s in steps[1:]]
+    assert max(sizes) - min(sizes) <= 20  # a step's record does not grow with the conversation
+
+
+async def test_a_reader_rebuilds_every_request_whole_as_the_model_was_asked_it(stores: Stores) -> None:
+    convo = Convo(change="tools", at=3, calls=8)
+    await jeeves.run(convo, "Chat.", model=convo.model(), journal=stores.open(), session_id="c1")
+
+    store = stores.open()
+    assert await _whole(store, "c1") == convo.seen
+    steps = await _model_steps(store, "c1")
+    assert "tools" in steps[3].request and "tools" not in steps[4].request  # stored when it changed
+    for step, seen in zip(steps, convo.seen, strict=True):
+        assert await recorded_request(lambda i: store.get_step("c1", i), step) == seen
+
+
+@pytest.mark.parametrize("change", ["first_in_place", "middle_in_place", "tool_in_place"])
+async def test_a_history_edited_in_place_is_stored_whole_and_replays(change: str) -> None:
+    journal = MemoryJournal()
+    convo = Convo(change=change, at=3)
+    await jeeves.run(convo, "Chat.", model=convo.model(), journal=journal, session_id="c1")
+
+    assert await _whole(journal, "c1") == convo.seen  # the edit is in the record of call 3 on
+    steps = await _model_steps(journal, "c1")
+    assert "base" not in steps[3].request and steps[4].request["base"] == steps[3].index
+    await jeeves.replay(Convo(change=change, at=3), journal, "c1")  # the same edit: no divergence
+
+
+# -- a strict replay still sees every change -----------------------------------------------------
+@pytest.mark.parametrize("change", CHANGES)
+async def test_a_replay_fails_at_the_step_whose_request_changed_whatever_part_changed(change: str) -> None:
+    journal = MemoryJournal()
+    convo = Convo()
+    await jeeves.run(convo, "Chat.", model=convo.model(), journal=journal, session_id="c1")
+    await jeeves.replay(Convo(), journal, "c1")  # unchanged: replays
+
+    with pytest.raises(ReplayDivergence) as info:
+        await jeeves.replay(Convo(change=change, at=4), journal, "c1")
+    steps = await _model_steps(journal, "c1")
+    assert (info.value.session_id, info.value.step) == ("c1", steps[4].index)
+    shown = {
+        "first": "tersely",
+        "first_in_place": "tersely",
+        "middle": "edited",
+        "middle_in_place": "edited",
+        "last": "a changed last message",
+        "tools": '"other"',
+        "tool_in_place": "changed",
+        "params": "0.5",
+        "schema": '"answer"',
+    }[change]
+    diff = [line for line in str(info.value).splitlines() if line.startswith("+")]
+    assert any(shown in line for line in diff), str(info.value)  # the diff is of the whole requests
+
+
+async def test_every_store_catches_a_changed_middle_message(stores: Stores) -> None:
+    convo = Convo()
+    await jeeves.run(convo, "Chat.", model=convo.model(), journal=stores.open(), session_id="c1")
+    await jeeves.replay(Convo(), stores.open(), "c1")
+    with pytest.raises(ReplayDivergence, match=r"(?s)Session .c1. step 4 .*edited"):
+        await jeeves.replay(Convo(change="middle", at=4), stores.open(), "c1")
+
+
+def _requests() -> list[ModelRequest]:
+    messages = [Message.system("s"), Message.user("u")]
+    out = []
+    for turn in range(5):
+        out.append(ModelRequest(messages=list(messages), tools=[ToolSpec(name="t")], params={"seed": 1}))
+        messages += [Message(role="assistant", content=f"a{turn}"), Message.user(f"u{turn}")]
+    return out
+
+
+def test_a_fingerprint_is_a_function_of_the_request_alone_however_it_was_chained() -> None:
+    requests = _requests()
+    chain = RequestChain()
+    chained = []
+    for index, request in enumerate(requests):
+        key = chain.key(request, index)
+        key.commit()
+        chained.append(key.fingerprint)
+    alone = [RequestChain().key(request, 0).fingerprint for request in requests]
+    assert chained == alone and len(set(chained)) == len(chained)
+    # a copy of a request (equal messages, other objects) extends the chain as well
+    copies = [r.model_copy(deep=True) for r in requests]
+    again = RequestChain()
+    for index, request in enumerate(copies):
+        key = again.key(request, index)
+        key.commit()
+        assert key.fingerprint == chained[index]
+        assert ("base" in key.stored) == (index > 0)
+    # a key not committed (its step never reached the journal) is not extended
+    uncommitted = RequestChain()
+    uncommitted.key(requests[0], 0)
+    assert "base" not in uncommitted.key(requests[1], 1).stored
+
+
+# -- schema v2 journals --------------------------------------------------------------------------
+async def _v2_into(stores: Stores) -> JournalStore:
+    """The v2 fixture's records, as written by jeeves at schema v2, in the store under test."""
+    store = stores.open()
+    source = JSONLJournal(V2_JOURNAL, create=False)
+    try:
+        for session in await source.sessions():
+            await store.put_session(session)
+        for index in await source.step_indices("v2run"):
+            step = await source.get_step("v2run", index)
+            assert step is not None and step.v == 2
+            await store.put_step(step)
+    finally:
+        await source.aclose()
+    return store
+
+
+async def test_a_v2_journal_replays_and_still_catches_a_change(stores: Stores) -> None:
+    store = await _v2_into(stores)
+    steps = await _model_steps(store, "v2run")
+    assert all(s.v == 2 and "base" not in s.request for s in steps)
+
+    result = await jeeves.replay(delta_archs.tool_agent(), store, "v2run")
+    assert result.text == "done after 3 lookups"
+    with pytest.raises(ReplayDivergence, match=r"(?s)step 0 .*tersely"):
+        await jeeves.replay(delta_archs.tool_agent("You look things up tersely."), store, "v2run")
+    with pytest.raises(ReplayDivergence, match=r"(?s)step 0 .*0\.5"):
+        await jeeves.replay(delta_archs.tool_agent(temperature=0.5), store, "v2run")
+
+
+async def test_a_v2_run_resumed_goes_on_in_v3_and_reads_whole(tmp_path: Path) -> None:
+    path = tmp_path / "crashed.jsonl"
+    kept = []
+    for line in V2_JOURNAL.read_text().splitlines():  # the run as a crash after step 3 left it
+        record = json.loads(line)
+        if record["type"] == "step" and record["index"] > 3:
+            continue
+        if record["type"] == "session" and record["status"] == "completed":
+            continue
+        kept.append(line)
+    path.write_text("\n".join(kept) + "\n")
+
+    model = delta_archs.tool_model()
+    result = await jeeves.resume(delta_archs.tool_agent(), "v2run", journal=path, model=model)
+    assert result.text == "done after 3 lookups"
+    assert len(model.requests) == 2  # steps 0-3 were served: only the last two model calls ran
+
+    journal = JSONLJournal(path, create=False)
+    try:
+        steps = await _model_steps(journal, "v2run")
+        assert [s.v for s in steps] == [2, 2, 3, 3]
+        assert steps[2].request["base"] == 2 and steps[3].request["base"] == 4  # on the v2 record
+        whole = await _whole(journal, "v2run")
+    finally:
+        await journal.aclose()
+    assert whole[2:] == [r.fingerprint_payload() for r in model.requests]
+    assert fingerprint(whole[1]) == steps[1].fingerprint  # a v2 record holds its request whole
+    await jeeves.replay(delta_archs.tool_agent(), path, "v2run")  # v2 and v3 steps in one run
+
+
+async def test_the_explorer_reads_each_recorded_call_whole(tmp_path: Path) -> None:
+    path = tmp_path / "runs.jsonl"
+    shutil.copy(V2_JOURNAL, tmp_path / "v2.jsonl")
+    convo = Convo(change="params", at=2)
+    await jeeves.run(convo, "Chat.", model=convo.model(), journal=path, session_id="c1")
+
+    calls = await JournalBrowser(path).requests("c1")
+    assert [c["request"] for c in calls] == convo.seen
+    assert [c["step"] for c in calls] == list(range(6))
+    old = await JournalBrowser(tmp_path / "v2.jsonl").requests("v2run")
+    assert [len(c["request"]["messages"]) for c in old] == [2, 4, 6, 8]
