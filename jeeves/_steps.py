@@ -309,7 +309,9 @@ class StepsCore:
         assert journal is not None
         request = payload()
         fp = fingerprint(request)
-        record = await journal.get_step(self.session_id, index)
+        # a new run has nothing recorded to serve (an adopted session's steps are another worker's)
+        fresh = state.fresh and not self._adopted
+        record = None if fresh else await journal.get_step(self.session_id, index)
         if record is not None:
             check_recorded(record, self.session_id, kind, name, fp, request)
             adopted = self._adopted  # set only by a live run's spread child (`Context.run`)
