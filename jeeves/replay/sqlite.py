@@ -21,6 +21,7 @@ each session once instead of once per step; a strict replay reads its whole run 
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import os
 import sqlite3
@@ -333,7 +334,7 @@ class _GroupCommit:
             raise group.error
 
     def _join(self, write: _Write) -> _Group:
-        token = anyio.lowlevel.current_token()
+        token = _loop()
         group = self._open
         if group is None or group.token != token:
             # none open, or one left by another event loop (whose writers were cancelled): start
@@ -344,6 +345,14 @@ class _GroupCommit:
                 self._busy = None
         group.writes.append(write)
         return group
+
+
+def _loop() -> object:
+    """The running event loop (asyncio's, cheaply; any other through anyio)."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return anyio.lowlevel.current_token()
 
 
 def _use_wal(conn: sqlite3.Connection, *, attempts: int = 100) -> None:
