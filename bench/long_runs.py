@@ -8,14 +8,15 @@ one run is streamed, and each consumer gets its events in a fresh tracemalloc wi
 - `events`: the run's events in a list (what every consumer below starts from);
 - `request log`: the server's per-run `RequestLog` (`jeeves.server.requests`), filled by
   its `RecordingTracer` during the run; and the JSON of `GET /runs/{id}/requests/{session}`,
-  what the explorer reads for the session's node;
+  what the explorer reads for the session's node (each call as what it adds);
 - `server record`: a `RunRegistry` running the agent as `jeeves serve` does (events, their
   encoded SSE lines, the request log), retained after the run ended;
 - `terminal tree`: `jeeves.terminal.SessionTree` fed every event, then drawn once;
 - `event log`: an `EventRecorder` writing into a `SQLiteEventLog` (what a durable worker
   keeps in memory while it streams a run to the database), plus the file's bytes;
 - `recorded run`: `JournalBrowser` (the explorer's journal browsing) replaying the run from
-  a SQLite journal (its cached events) and reading the session's requests.
+  a SQLite journal (its cached events) and reading the session's requests (`requests_*`);
+  `journal_kb` is the journal file, whose step records hold each request whole.
 
 Each row reports tracemalloc's peak above the baseline while the consumer works and what it
 still holds afterwards, and the ratio of each figure between consecutive lengths against
@@ -94,8 +95,8 @@ async def request_log(turns: int) -> tuple[dict[str, float], dict[str, float]]:
     stored, log = await traced(fill)
     # the run's own peak (its conversation) is in `peak`; what the log keeps is `held`
 
-    async def read() -> int:
-        return len(json.dumps({"session_id": ROOT, "calls": log.calls(ROOT), "dropped": log.dropped}))
+    async def read() -> int:  # what `GET /runs/{id}/requests/{session}` sends
+        return len(json.dumps({"session_id": ROOT, "calls": log.deltas(ROOT), "dropped": log.dropped}))
 
     response, size = await traced(read)
     response["bytes"] = size
