@@ -52,6 +52,11 @@ async def events_of(turns: int) -> list[Event]:
         return [event async for event in run]
 
 
+def file_bytes(folder: Path, name: str) -> int:
+    """Bytes of a SQLite file and its WAL, if any."""
+    return sum(f.stat().st_size for f in folder.glob(name + "*"))
+
+
 async def held(make: Any) -> int:
     """Bytes still allocated while what `make()` returns is held (tracemalloc), after a collection."""
     gc.collect()
@@ -130,5 +135,5 @@ async def test_the_event_log_stores_each_event_once_and_keeps_nothing_in_memory(
         sizes[n], recorder = await record(n)
         assert not recorder._queue  # flushed: the recorder holds no event once written
     assert sizes[2 * N] <= LINEAR * sizes[N], sizes
-    files = {n: sum(f.stat().st_size for f in tmp_path.glob(f"{n}.db*")) for n in (N, 2 * N)}
+    files = {n: file_bytes(tmp_path, f"{n}.db") for n in (N, 2 * N)}
     assert files[2 * N] <= LINEAR * files[N], files
