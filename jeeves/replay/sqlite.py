@@ -163,10 +163,11 @@ class SQLiteJournal(StoreBase):
         try:
             for write in writes:
                 conn.execute(write.sql, write.args)
+            conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # a failed COMMIT leaves it open: the retry starts clean
+                conn.execute("ROLLBACK")
             raise
-        conn.execute("COMMIT")
         for write in writes:  # committed: write the steps through to the cache
             if write.step is not None and (cached := self._cache.get(write.step[0])) is not None:
                 cached[write.step[1]] = write.args[2]
