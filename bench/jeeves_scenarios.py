@@ -351,6 +351,14 @@ if __name__ == "__main__":
         import sse
 
         sse.main(versions)
+    elif mode == "concurrent-journals":
+        import concurrent_journals
+
+        concurrent_journals.main(versions)
+    elif mode == "long-runs":
+        import long_runs
+
+        long_runs.main()
     else:
         if mode == "concurrent" and "a" not in loops:
             common.fail_part("c", errors["a"], versions)

@@ -215,6 +215,54 @@ def _features(i: dict[str, Any], floor: dict[str, Any] | None) -> list[str]:
     return lines
 
 
+def _concurrent_journals(cj: dict[str, Any]) -> list[str]:
+    """(cj): 1,000 concurrent (a) runs with and without a journal (bench/concurrent_journals.py)."""
+    lines = [
+        f"| {cj['n']:,} × (a) at once, median of {cj['rounds']} rounds | wall ms | × bare | CPU ms | × bare "
+        "| collector share | KiB per run in flight | KiB kept per run |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|",
+    ]
+    for name, row in cj["rows"].items():
+        lines.append(
+            f"| {name} | {_f(row['wall_ms'], 0)} | {_f(row['wall_x_bare'], 2)} | {_f(row['cpu_ms'], 0)} "
+            f"| {_f(row['cpu_x_bare'], 2)} | {_f(row['gc_share'] * 100, 0)} % | {_f(row['kib_per_run_in_flight'], 1)} "
+            f"| {_f(row['kept_by_journal_kib_per_run'], 1)} |"
+        )
+    sqlite = cj["rows"].get("sqlite journal", {})
+    if "transactions_per_run" in sqlite:
+        lines += [
+            "",
+            f"SQLite: {_f(sqlite['writes_per_run'], 1)} writes per run in {_f(sqlite['transactions_per_run'], 3)} "
+            "transactions per run (group commit).",
+        ]
+    return lines
+
+
+def _long_runs(lr: dict[str, Any]) -> list[str]:
+    """(lr): memory of a long agent run in every store (bench/long_runs.py)."""
+    turns = lr["turns"]
+    lines = [
+        "| store, figure | " + " | ".join(f"{t} turns" for t in turns) + " | growth per doubling ¹ |",
+        "|---|" + "--:|" * (len(turns) + 1),
+    ]
+    for name, by_n in lr["rows"].items():
+        for key in by_n[str(turns[0])] if str(turns[0]) in by_n else by_n[turns[0]]:
+            cells = [by_n.get(str(t), by_n.get(t, {})).get(key) for t in turns]
+            ratios = lr["growth"].get(f"{name}: {key}", [])
+            lines.append(
+                f"| {name}: {key} | "
+                + " | ".join(_f(c, 0) for c in cells)
+                + " | "
+                + ", ".join(_f(r, 2) for r in ratios)
+                + " |"
+            )
+    lines += [
+        "",
+        "¹ each figure's ratio between consecutive lengths over the ratio of the lengths: 1.0 is linear.",
+    ]
+    return lines
+
+
 def _jeeves_only(j: dict[str, Any]) -> list[str]:
     lines = []
     e, f, g = j.get("e"), j.get("f"), j.get("g")
@@ -344,6 +392,15 @@ def render(data: dict[str, Any], notes_md: str = "") -> str:
             *_features(j["i"], fw.get("floor", {}).get("a")),
             "",
         ]
+    if j.get("cj"):
+        out += [
+            "## (cj) 1,000 concurrent (a) runs with journals (jeeves)",
+            "",
+            *_concurrent_journals(j["cj"]),
+            "",
+        ]
+    if j.get("lr"):
+        out += ["## (lr) A long run's memory in every store (jeeves)", "", *_long_runs(j["lr"]), ""]
     notes = [
         f"- {NAMES.get(k, k)}: " + "; ".join(f"({s}) {n}" for s, n in d.get("notes", {}).items())
         for k, d in fw.items()

@@ -74,11 +74,21 @@ class Settings:
     """(g): deltas of the long run followed live and re-read."""
     sse_followers: int = 100
     """(g): clients following one run at once."""
+    long_turns: str = "100,200,400,600"
+    """(lr): the lengths of the long agent run."""
 
 
 FULL = Settings(runs=500, budget_s=3.0, warmup=20, n=1000, import_repeats=7, timeout_s=300)
 QUICK = Settings(
-    runs=20, budget_s=0.2, warmup=2, n=20, import_repeats=2, timeout_s=120, sse_words=500, sse_followers=5
+    runs=20,
+    budget_s=0.2,
+    warmup=2,
+    n=20,
+    import_repeats=2,
+    timeout_s=120,
+    sse_words=500,
+    sse_followers=5,
+    long_turns="5,10,20",
 )
 
 
@@ -184,11 +194,14 @@ def bench_framework(fw: Framework, python: Path | str, s: Settings, log: Any) ->
             ),
             ("h", ["--mode", "scaling", "--runs", str(max(3, s.runs // 10))]),
             ("i", ["--mode", "features", "--runs", str(s.runs)]),
+            ("cj", ["--mode", "concurrent-journals", "--n", str(s.n), "--rounds", "3"]),
+            ("lr", ["--mode", "long-runs", "--turns", s.long_turns]),
         ]
     for name, args in parts:
         log(f"  {fw.key}: {name}")
         try:
-            result = run_json(python, [script, *args], s.timeout_s)
+            slow = name in ("cj", "lr")  # several minutes each on the 2-core machine
+            result = run_json(python, [script, *args], s.timeout_s * (6 if slow else 1))
         except ScenarioFailed as exc:
             out["errors"][name] = str(exc)
             continue
@@ -196,7 +209,7 @@ def bench_framework(fw: Framework, python: Path | str, s: Settings, log: Any) ->
         out.setdefault("notes", {}).update(result.get("notes", {}))
         suffix = "_words" if name == "loops_words" else ""
         out["errors"].update({k + suffix: v for k, v in result.get("errors", {}).items()})
-        for key in ("a", "b", "c", "e", "f", "g", "h", "i"):
+        for key in ("a", "b", "c", "e", "f", "g", "h", "i", "cj", "lr"):
             if key in result:
                 out[key + (suffix if key in "abe" else "")] = result[key]
     if fw.import_name:

@@ -54,7 +54,16 @@ def test_quick_bench_writes_a_report(tmp_path: Path) -> None:
     assert g["fanout"]["encodes"] == g["fanout"]["events_per_follower"]  # one JSON encoding per event
     for curve in ("depth", "workers"):  # (h): every point timed, wall and CPU
         assert all(row["runs"] >= 3 and row["cpu_us_per_run"] > 0 for row in jeeves["h"][curve])
+    cj, lr = jeeves["cj"], jeeves["lr"]  # journals at once; a long run's memory in every store
+    assert list(cj["rows"]) == ["bare", "memory journal", "sqlite journal"]
+    assert (
+        0
+        < cj["rows"]["sqlite journal"]["transactions_per_run"]
+        <= cj["rows"]["sqlite journal"]["writes_per_run"]
+    )
+    assert lr["turns"] == [5, 10, 20] and {"request log", "terminal tree", "event log"} <= set(lr["rows"])
     report = (tmp_path / "LATEST.md").read_text()
+    assert "## (cj) 1,000 concurrent" in report and "## (lr) A long run" in report
     assert "## Targets" in report and "| jeeves |" in report and "--quick" in report
     assert "| levels | second half / first half |" in report
     assert not (tmp_path / "LATEST.png").exists()

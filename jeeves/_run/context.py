@@ -198,7 +198,7 @@ class Context(Sessions, ModelCalls, Gates):
         """
         state = self._state
         served = False
-        if state.journal is not None:
+        if state.journal is not None and not (state.fresh and not self._adopted):  # a new run has no step
             record = await state.journal.get_step(self.session_id, self._steps)
             served = record is not None and record.kind == "function" and record.name == INJECT_STEP
         if not served and (state.mode == "replay" or self._adopted or not len(state.inbox)):

@@ -27,7 +27,7 @@ from jeeves._run.context import Context
 from jeeves._run.state import RunState
 from jeeves.approvals.policy import Approvals, enforced_policy
 from jeeves.errors import SessionExpired
-from jeeves.journal.records import HEARTBEAT_S, TERMINAL, SessionStatus
+from jeeves.journal.records import HEARTBEAT_S, TERMINAL, SessionRecord, SessionStatus
 
 __all__ = ["Outcome", "prepare", "set_root_status", "supervise"]
 
@@ -38,11 +38,21 @@ class Outcome:
     suspended: bool = False
 
 
-async def prepare(state: RunState, root_id: str, session_ttl_s: float | None) -> bool:
+async def prepare(
+    state: RunState,
+    root_id: str,
+    session_ttl_s: float | None,
+    *,
+    read: bool = True,
+    existing: SessionRecord | None = None,
+) -> bool:
     """Load what the root's record carries into `state` (creation time, TTL end, policy);
-    False when the session TTL already ran out (the record is then marked expired)."""
+    False when the session TTL already ran out (the record is then marked expired). With
+    `read` False the caller already read the record: `existing`."""
     journal = state.journal
-    existing = await journal.get_session(root_id) if journal is not None else None
+    if read and journal is not None:
+        existing = await journal.get_session(root_id)
+    state.fresh = journal is not None and existing is None and state.mode != "replay"
     now = time.time()
     state.created_at = existing.created_at if existing is not None and existing.created_at else now
     if existing is not None and existing.expires_at is not None:

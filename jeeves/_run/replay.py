@@ -224,6 +224,9 @@ class Attached:
     journal: Journal | None = None
     source: dict[str, Any] | None = None
     served: _Served | None = None
+    root: SessionRecord | None = None
+    """Recording: the root's record as the journal held it when the run was attached (None:
+    a new run); the run reads it once, here."""
 
     async def verify(self, root_id: str, output: str | None) -> None:
         """After a strict replay returned `output`: every recorded step of the tree was asked
@@ -285,10 +288,10 @@ async def attach(
             served = store if isinstance(store, _Served) else _Served(store, await read_run(store, root_id))
             yield Attached(journal=served, served=served)
             return
+        recorded = await store.get_session(root_id)
         if source is None:
-            recorded = await store.get_session(root_id)
             source = recorded.source if recorded is not None else None
-        yield Attached(journal=store, source=source)
+        yield Attached(journal=store, source=source, root=recorded)
     finally:
         if store is not journal:
             await close_journal(store)

@@ -238,7 +238,9 @@ async def _body(
     attached: Attached | None,
     session_ttl_s: float | None,
 ) -> RunResult:
-    if not await prepare(state, root.session_id, session_ttl_s):
+    recorded = attached is not None and attached.served is None and attached.journal is not None
+    existing = attached.root if recorded and attached is not None else None
+    if not await prepare(state, root.session_id, session_ttl_s, read=not recorded, existing=existing):
         return _ended(state, root, "expired", "session_ttl")
     try:
         if unsupervised(state):  # nothing to supervise: the root runs alone, awaited here

@@ -151,6 +151,10 @@ class RunState:
     tracer: Tracer = field(default_factory=NullTracer)
     journal: Journal | None = None
     mode: JournalMode = "record"
+    fresh: bool = False
+    """The journal held no record of this run when it started (a new root id, not a resume):
+    its steps are not looked up, as none can be recorded (the root's record is written
+    before any step)."""
     usage: dict[str, UsageTally] = field(default_factory=dict)
     """Per session: every model call's usage, replayed ones included (what events report)."""
     live_usage: dict[str, UsageTally] = field(default_factory=dict)

@@ -319,7 +319,9 @@ class StepsCore:
         journal = state.journal
         assert journal is not None
         key = payload()
-        record = await journal.get_step(self.session_id, index)
+        # a new run has nothing recorded to serve (an adopted session's steps are another worker's)
+        fresh = state.fresh and not self._adopted
+        record = None if fresh else await journal.get_step(self.session_id, index)
         if record is not None:
             if record.kind != kind or not key.matches(record):
                 raise await self._diverged(record, kind, name, key)

@@ -1,11 +1,16 @@
 """SQLiteJournal: many runs in one file, written in WAL mode, queried off the event loop.
 
 Every call runs in a worker thread (`anyio.to_thread`) on one connection guarded by a
-lock, so a slow disk never stalls the loop. Each record is committed on its own before
-the step returns; in WAL mode with `synchronous=NORMAL` that survives the process being
-killed (a power cut may lose the last steps, never corrupt the file). Several processes
-may write to one file: WAL lets readers run beside a writer and `busy_timeout` waits for
-the write lock.
+lock, so a slow disk never stalls the loop. Each record is committed before the step
+returns; in WAL mode with `synchronous=NORMAL` that survives the process being killed (a
+power cut may lose the last steps, never corrupt the file). Several processes may write to
+one file: WAL lets readers run beside a writer and `busy_timeout` waits for the write lock.
+
+Writes are committed in groups (`_GroupCommit`): the records that concurrent runs put
+while a commit is in flight wait together and go in the next transaction, one thread hop
+and one commit for all of them; each writer still returns only once its own record is
+committed. A lone run pays what it did before (one hop, one commit per record); a
+thousand concurrent runs pay one hop and one commit per group instead of per record.
 
 Rows hold the record as JSON text next to the columns they are looked up by. The file
 says which schema it was written with (table `jeeves_journal`), and a newer schema is
@@ -16,6 +21,7 @@ each session once instead of once per step; a strict replay reads its whole run 
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import os
 import sqlite3
@@ -23,9 +29,11 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+import anyio.lowlevel
 import anyio.to_thread
 
 from jeeves.errors import JournalError, UserError
@@ -75,6 +83,7 @@ class SQLiteJournal(StoreBase):
         self._conn: sqlite3.Connection | None = None
         self._cache: OrderedDict[str, dict[int, str]] = OrderedDict()
         self._cache_size = max(1, cached_sessions)
+        self._group = _GroupCommit(self._commit)
 
     # -- the connection ------------------------------------------------------------------
     async def _call(self, fn: Callable[..., T], *args: object) -> T:
@@ -145,15 +154,23 @@ class SQLiteJournal(StoreBase):
             self._cache.move_to_end(session_id)
         return steps
 
-    def _put_step(self, conn: sqlite3.Connection, record: StepRecord, text: str) -> None:
-        conn.execute(
-            "INSERT INTO steps (session_id, idx, record) VALUES (?, ?, ?) "
-            "ON CONFLICT (session_id, idx) DO UPDATE SET record = excluded.record",
-            (record.session_id, record.index, text),
-        )
-        cached = self._cache.get(record.session_id)
-        if cached is not None:
-            cached[record.index] = text
+    def _commit(self, writes: list[_Write]) -> None:
+        """Commit `writes` in one transaction (in a worker thread; a busy file retries it whole)."""
+        self._locked(self._transaction, writes)
+
+    def _transaction(self, conn: sqlite3.Connection, writes: list[_Write]) -> None:
+        conn.execute("BEGIN IMMEDIATE")  # take the write lock now: busy_timeout waits for it
+        try:
+            for write in writes:
+                conn.execute(write.sql, write.args)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:  # a failed COMMIT leaves it open: the retry starts clean
+                conn.execute("ROLLBACK")
+            raise
+        for write in writes:  # committed: write the steps through to the cache
+            if write.step is not None and (cached := self._cache.get(write.step[0])) is not None:
+                cached[write.step[1]] = write.args[2]
 
     async def get_step(self, session_id: str, index: int) -> StepRecord | None:
         cached = self._cache.get(session_id)
@@ -171,7 +188,8 @@ class SQLiteJournal(StoreBase):
         return record
 
     async def put_step(self, record: StepRecord) -> None:
-        await self._call(self._put_step, record, encode_record(record))
+        args = (record.session_id, record.index, encode_record(record))
+        await self._group.write(_Write(_PUT_STEP, args, (record.session_id, record.index)))
 
     async def step_indices(self, session_id: str) -> list[int]:
         cached = self._cache.get(session_id)
@@ -193,13 +211,8 @@ class SQLiteJournal(StoreBase):
         return self._decode(str(rows[0][0]), f"session {session_id!r}", SessionRecord)
 
     async def put_session(self, record: SessionRecord) -> None:
-        await self._call(
-            self._rows,
-            "INSERT INTO sessions (session_id, parent_id, record) VALUES (?, ?, ?) "
-            "ON CONFLICT (session_id) DO UPDATE SET record = excluded.record",
-            record.session_id,
-            record.parent_id,
-            encode_record(record),
+        await self._group.write(
+            _Write(_PUT_SESSION, (record.session_id, record.parent_id, encode_record(record)))
         )
 
     async def sessions(self, root: str | None = None) -> list[SessionRecord]:
@@ -254,6 +267,93 @@ class SQLiteJournal(StoreBase):
 
     def __repr__(self) -> str:
         return f"SQLiteJournal({str(self.path)!r})"
+
+
+_PUT_STEP = (
+    "INSERT INTO steps (session_id, idx, record) VALUES (?, ?, ?) "
+    "ON CONFLICT (session_id, idx) DO UPDATE SET record = excluded.record"
+)
+_PUT_SESSION = (
+    "INSERT INTO sessions (session_id, parent_id, record) VALUES (?, ?, ?) "
+    "ON CONFLICT (session_id) DO UPDATE SET record = excluded.record"
+)
+
+
+@dataclass(slots=True)
+class _Write:
+    """One statement of a group: its SQL, its arguments, and the step it writes, if any
+    (session id, index), for the cache."""
+
+    sql: str
+    args: tuple[Any, ...]
+    step: tuple[str, int] | None = None
+
+
+@dataclass(slots=True)
+class _Group:
+    """Writes committed together, and the moment they are."""
+
+    token: object
+    writes: list[_Write] = field(default_factory=list)
+    done: anyio.Event = field(default_factory=anyio.Event)
+    error: Exception | None = None
+
+
+class _GroupCommit:
+    """Group commit: one transaction in flight; what arrives meanwhile waits for the next.
+
+    A writer adds its statement to the open group. If no commit is in flight, it takes the
+    open group and commits it (one thread hop); otherwise it waits for the commit in flight
+    to end and looks again: by then its group is either committed (done) or the open one,
+    which the first writer to look takes and commits. No task is spawned: a commit runs in
+    the coroutine of a writer of that group, which waits for it anyway. A commit's thread is
+    not abandoned when its writer is cancelled (`anyio.to_thread` shields it), so every
+    group that is taken is committed or fails, and each of its writers hears which.
+    """
+
+    def __init__(self, commit: Callable[[list[_Write]], None]) -> None:
+        self._commit = commit
+        self._open: _Group | None = None
+        self._busy: _Group | None = None
+
+    async def write(self, write: _Write) -> None:
+        group = self._join(write)
+        while not group.done.is_set():
+            busy = self._busy
+            if busy is not None:
+                await busy.done.wait()
+                continue
+            self._open, self._busy = None, group
+            try:
+                await anyio.to_thread.run_sync(self._commit, group.writes)
+            except Exception as exc:
+                group.error = exc
+            finally:
+                self._busy = None
+                group.done.set()
+        if group.error is not None:
+            raise group.error
+
+    def _join(self, write: _Write) -> _Group:
+        token = _loop()
+        group = self._open
+        if group is None or group.token != token:
+            # none open, or one left by another event loop (whose writers were cancelled): start
+            # one here, carrying the writes it holds
+            carried = [] if group is None else group.writes
+            group = self._open = _Group(token, carried)
+            if self._busy is not None and self._busy.token != token:
+                self._busy = None
+        group.writes.append(write)
+        return group
+
+
+def _loop() -> object:
+    """The running event loop (asyncio's, cheaply; any other through anyio)."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return anyio.lowlevel.current_token()
 
 
 def _use_wal(conn: sqlite3.Connection, *, attempts: int = 100) -> None:

@@ -1,13 +1,16 @@
 """The run explorer's reads besides the event stream: model requests and recorded runs.
 
 - `GET /runs/{id}/requests/{session_id}`: the requests of a session's live model calls, in
-  call order (`jeeves.server.requests`), for a run this server started.
+  call order (`jeeves.server.requests`), for a run this server started. Each call comes as
+  what it adds to the previous one (`kept`, `added`, `shared` when it changed:
+  `jeeves.server.requests.delta_form`), so a long session's read stays linear in its turns.
 - `GET /journal`: the runs the server's journal holds (`create_app(journal=PATH)`, `jeeves
   serve --journal`, `jeeves view`), as `jeeves runs --json` lists them; `{"journal": null,
   "runs": []}` on a server without one.
 - `GET /journal/runs/{id}/events`: one recorded run's events, by strict replay
   (`jeeves.server.recorded`), as `{"session_id", "events": [...], "error"}`.
-- `GET /journal/runs/{id}/requests/{session_id}`: a recorded session's model requests.
+- `GET /journal/runs/{id}/requests/{session_id}`: a recorded session's model requests, in
+  the same form (and each call's journal `step`).
 
 Each answers 404 `{"error": ...}` for a run or session it does not hold.
 """
@@ -43,7 +46,7 @@ async def _live_requests(request: Request) -> Response:
             NoSuchRun(f"Session {child!r} is not part of run {sid!r}; its ids start with {sid!r}.")
         )
     log: RequestLog = record.requests
-    return JSONResponse({"session_id": child, "calls": log.calls(child), "dropped": log.dropped})
+    return JSONResponse({"session_id": child, "calls": log.deltas(child), "dropped": log.dropped})
 
 
 def _browser(request: Request) -> JournalBrowser:

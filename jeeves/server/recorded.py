@@ -35,6 +35,7 @@ from jeeves.journal.delta import whole_request
 from jeeves.journal.open import list_runs, open_journal
 from jeeves.journal.records import TERMINAL, error_type_name
 from jeeves.journal.store import JournalStore
+from jeeves.server.requests import DeltaForm
 
 Rebuild = Callable[[Mapping[str, Any]], Architecture | None]
 """Builds the architecture a recorded source names, or None to leave it to the source's loader."""
@@ -133,13 +134,16 @@ class JournalBrowser:
         return out
 
     async def requests(self, session_id: str) -> list[dict[str, Any]]:
-        """The model steps recorded for `session_id`: step index, request, model, ok."""
+        """The model steps recorded for `session_id`: step index, model, ok, and the request
+        as what it adds to the previous call's (`jeeves.server.requests.DeltaForm`: each
+        message once, however long the session)."""
         if self._missing():
             return []
         store = self._open()
         try:
             calls: list[dict[str, Any]] = []
             whole: dict[int, Any] = {}  # each model step's request, rebuilt from what it added
+            form = DeltaForm()
             for index in await store.step_indices(session_id):
                 record = await store.get_step(session_id, index)
                 if record is None or record.kind != "model":
@@ -148,15 +152,14 @@ class JournalBrowser:
                 whole[index] = whole_request(mask_credentials(record.request), whole, where)
                 result = record.result if isinstance(record.result, dict) else {}
                 response = result.get("response") if isinstance(result.get("response"), dict) else {}
-                calls.append(
-                    {
-                        "call": len(calls),
-                        "step": index,
-                        "model": (response or {}).get("model", ""),
-                        "request": whole[index],
-                        "ok": record.error is None,
-                    }
-                )
+                call = {
+                    "call": len(calls),
+                    "step": index,
+                    "model": (response or {}).get("model", ""),
+                    "request": whole[index],
+                    "ok": record.error is None,
+                }
+                calls.append(form.add(call))
             return calls
         finally:
             await self._close(store)

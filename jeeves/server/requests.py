@@ -14,11 +14,18 @@ request, masked (masking walks every string, and most requests are never looked 
 a reader sees what it would have seen had every request been stored whole; nothing
 leaves the log unmasked. The log lives as long as its run's record: the registry drops
 both `retention_s` after the run ended.
+
+The route sends the log in the same form (`deltas`, `delta_form`): each call as how many
+messages of the previous call it keeps (`kept`), its new ones (`added`), and the tools,
+output schema and params (`shared`) only when they changed, so the explorer's read of a
+600-turn session is as long as the conversation, not 600 conversations (the page rebuilds
+a call's whole request when it is opened). A journal's steps store each request whole; the
+journal browser sends them in this form too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,7 +35,7 @@ from jeeves.events import SessionStarted
 from jeeves.messages import ModelRequest
 from jeeves.telemetry.tracer import SpanHandle, Tracer, default_tracer
 
-__all__ = ["MAX_LOGGED_CALLS", "RecordingTracer", "RequestLog"]
+__all__ = ["MAX_LOGGED_CALLS", "DeltaForm", "RecordingTracer", "RequestLog", "delta_form", "whole_requests"]
 
 MAX_LOGGED_CALLS = 2000
 """Model calls a run's `RequestLog` keeps; later calls are counted but not stored."""
@@ -124,6 +131,76 @@ class RequestLog:
             request = {"messages": messages, **call.shared}
             out.append({"call": i, "model": call.model, "request": request, "ok": call.ok})
         return out
+
+    def deltas(self, session_id: str) -> list[dict[str, Any]]:
+        """The calls of `session_id` as the route sends them (`delta_form`), masked: each
+        stored message is sent once."""
+        out: list[dict[str, Any]] = []
+        session = self._sessions.get(session_id)
+        done: dict[int, Any] = {}
+        previous: dict[str, Any] | None = None
+        for i, call in enumerate(session.calls if session is not None else ()):
+            call.mask(done)
+            entry = {"call": i, "model": call.model, "ok": call.ok, "kept": call.kept, "added": call.added}
+            if previous is None or any(
+                call.shared[k] is not previous[k] and call.shared[k] != previous[k] for k in _SHARED
+            ):
+                entry["shared"] = call.shared
+            previous = call.shared
+            out.append(entry)
+        return out
+
+
+class DeltaForm:
+    """Turns calls with whole requests (`{"request": {"messages": [...], "tools": ...}, ...}`),
+    added one by one, into the form the route sends: `request` replaced by `kept` (the
+    leading messages shared with the previous call), `added` (the rest) and `shared` (tools,
+    output schema, params; only when they differ from the previous call's). A call without a
+    request (None) keeps none, adds none and says `missing`; the next call is compared with
+    the last one that had a request. Holds only the previous call's request."""
+
+    def __init__(self) -> None:
+        self._messages: list[Any] = []
+        self._shared: dict[str, Any] | None = None
+
+    def add(self, call: dict[str, Any]) -> dict[str, Any]:
+        request = call.get("request")
+        entry = {k: v for k, v in call.items() if k != "request"}
+        if not isinstance(request, dict):
+            entry.update(kept=0, added=[], missing=True)
+            return entry
+        messages = list(request.get("messages") or [])
+        kept = _kept(self._messages, messages)
+        shared = {k: v for k, v in request.items() if k != "messages"}
+        entry.update(kept=kept, added=messages[kept:])
+        if self._shared is None or shared != self._shared:
+            entry["shared"] = shared
+        self._messages, self._shared = messages, shared
+        return entry
+
+
+def delta_form(calls: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`calls` (each with its whole request) as the route sends them (`DeltaForm`)."""
+    form = DeltaForm()
+    return [form.add(call) for call in calls]
+
+
+def whole_requests(calls: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The route's calls (`DeltaForm`) back with their whole requests (`request`; None for a
+    call whose request is missing): what a client that wants every request whole does."""
+    out: list[dict[str, Any]] = []
+    messages: list[Any] = []
+    shared: dict[str, Any] = {}
+    for call in calls:
+        entry = {k: v for k, v in call.items() if k not in ("kept", "added", "shared", "missing")}
+        if call.get("missing"):
+            entry["request"] = None
+        else:
+            messages = messages[: call["kept"]] + list(call["added"])
+            shared = call.get("shared", shared)
+            entry["request"] = {"messages": messages, **shared}
+        out.append(entry)
+    return out
 
 
 class RecordingTracer:

@@ -14,6 +14,7 @@ from jeeves.errors import JournalError, ProviderError, UserError
 from jeeves.journal.jsonl import JSONLJournal
 from jeeves.journal.memory import MemoryJournal
 from jeeves.journal.open import list_runs, open_journal
+from jeeves.journal.records import SessionRecord, StepRecord
 from jeeves.journal.sqlite import SQLiteJournal
 from tests.replay import archs
 from tests.replay.test_base import step
@@ -114,3 +115,34 @@ async def test_a_strict_replay_never_writes() -> None:
         with pytest.raises(JournalError, match="A strict replay tried to record step 0 of 'r1'"):
             await attached.journal.put_step(step())
     assert await journal.step_indices("r1") == []
+
+
+class _CountingJournal(MemoryJournal):
+    """A memory journal that counts its lookups."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.step_reads = 0
+        self.session_reads = 0
+
+    async def get_step(self, session_id: str, index: int) -> StepRecord | None:
+        self.step_reads += 1
+        return await super().get_step(session_id, index)
+
+    async def get_session(self, session_id: str) -> SessionRecord | None:
+        self.session_reads += 1
+        return await super().get_session(session_id)
+
+
+async def test_a_new_run_looks_up_no_step_and_its_root_once() -> None:
+    journal = _CountingJournal()
+    await jeeves.run(
+        archs.build_agent(), "count these", model=archs.model(), journal=journal, session_id="r1"
+    )
+    assert (journal.step_reads, journal.session_reads) == (0, 1)  # nothing recorded can be served
+    assert len(await journal.step_indices("r1")) > 1
+    resumed = await jeeves.run(
+        archs.build_agent(), "count these", model=archs.model(), journal=journal, session_id="r1"
+    )
+    assert resumed.text.startswith("count these")
+    assert journal.step_reads > 1  # a resume looks its recorded steps up, and is served them

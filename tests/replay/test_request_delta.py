@@ -20,6 +20,7 @@ from jeeves.journal.records import SCHEMA_VERSION, StepRecord, fingerprint
 from jeeves.journal.store import JournalStore, encode_record
 from jeeves.messages import Message, ModelRequest, ToolSpec
 from jeeves.server.recorded import JournalBrowser
+from jeeves.server.requests import whole_requests
 from tests.replay import delta_archs
 from tests.replay.conftest import Stores
 from tests.replay.delta_archs import CHANGES, Convo
@@ -218,8 +219,8 @@ async def test_the_explorer_reads_each_recorded_call_whole(tmp_path: Path) -> No
     convo = Convo(change="params", at=2)
     await jeeves.run(convo, "Chat.", model=convo.model(), journal=path, session_id="c1")
 
-    calls = await JournalBrowser(path).requests("c1")
+    calls = whole_requests(await JournalBrowser(path).requests("c1"))
     assert [c["request"] for c in calls] == convo.seen
     assert [c["step"] for c in calls] == list(range(6))
-    old = await JournalBrowser(tmp_path / "v2.jsonl").requests("v2run")
+    old = whole_requests(await JournalBrowser(tmp_path / "v2.jsonl").requests("v2run"))
     assert [len(c["request"]["messages"]) for c in old] == [2, 4, 6, 8]

@@ -8,9 +8,8 @@ from typing import Any
 import pytest
 
 from jeeves import Agent
-from jeeves._run.source import _LOADERS, load_architecture, source_of
+from jeeves._run.source import _LOADERS, load_architecture, register_loader, resolve_ref, source_of
 from jeeves.errors import UserError
-from jeeves._run.source import register_loader, resolve_ref
 from tests.replay import archs
 
 AGENT = archs.build_agent()

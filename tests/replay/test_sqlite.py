@@ -6,6 +6,7 @@ import sqlite3
 import threading
 from pathlib import Path
 
+import anyio
 import pytest
 
 import jeeves
@@ -199,3 +200,73 @@ def test_many_stores_opening_a_new_file_at_once_all_open_it(tmp_path: Path) -> N
     assert errors == []
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+async def test_concurrent_writes_share_commits_and_each_returns_committed(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    statements: list[str] = []
+    unseen: list[tuple[str, int]] = []
+    async with SQLiteJournal(path) as journal:
+        await journal.put_session(session("r0"))  # opens the connection: trace it from here on
+        assert journal._conn is not None
+        journal._conn.set_trace_callback(statements.append)
+
+        async def write(i: int) -> None:
+            await journal.put_step(step(f"r{i % 5}", i))
+            with sqlite3.connect(path) as other:  # durable when it returns: another connection sees it
+                if other.execute("SELECT 1 FROM steps WHERE idx = ?", (i,)).fetchone() is None:
+                    unseen.append((f"r{i % 5}", i))
+            other.close()
+
+        async with anyio.create_task_group() as group:
+            for i in range(200):
+                group.start_soon(write, i)
+        assert unseen == []
+        assert len(await journal.step_indices("r3")) == 40
+    commits = statements.count("COMMIT")
+    assert sum(s.startswith("INSERT INTO steps") for s in statements) == 200
+    assert 1 <= commits < 50  # grouped: the writes that arrive during a commit share the next one
+
+
+async def test_a_lone_write_is_its_own_commit(tmp_path: Path) -> None:
+    statements: list[str] = []
+    async with SQLiteJournal(tmp_path / "runs.db") as journal:
+        await journal.put_session(session("r1"))
+        assert journal._conn is not None
+        journal._conn.set_trace_callback(statements.append)
+        await journal.put_step(step("r1", 0))
+        assert statements[-1] == "COMMIT"
+        await journal.put_step(step("r1", 1))
+    assert statements.count("COMMIT") == 2
+
+
+async def test_a_failed_group_fails_each_of_its_writers_and_the_next_group_commits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "runs.db"
+    original = SQLiteJournal._transaction
+    failing = True
+
+    def transaction(self: SQLiteJournal, conn: sqlite3.Connection, writes: list[object]) -> None:
+        if failing:
+            raise sqlite3.DatabaseError("disk I/O error")
+        original(self, conn, writes)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SQLiteJournal, "_transaction", transaction)
+    errors: list[str] = []
+    async with SQLiteJournal(path) as journal:
+
+        async def write(i: int) -> None:
+            try:
+                await journal.put_step(step("r1", i))
+            except JournalError as exc:
+                errors.append(str(exc))
+
+        async with anyio.create_task_group() as group:
+            for i in range(10):
+                group.start_soon(write, i)
+        assert len(errors) == 10 and "disk I/O error" in errors[0]
+        assert await journal.get_step("r1", 0) is None  # neither stored nor cached
+        failing = False
+        await journal.put_step(step("r1", 0))
+        assert await journal.get_step("r1", 0) == step("r1", 0)

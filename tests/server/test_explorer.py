@@ -20,7 +20,7 @@ from jeeves.events import SessionStarted
 from jeeves.messages import Message, ModelRequest, ToolSpec
 from jeeves.server import create_app
 from jeeves.server.recorded import view_target
-from jeeves.server.requests import RecordingTracer, RequestLog
+from jeeves.server.requests import RecordingTracer, RequestLog, whole_requests
 from jeeves.telemetry.tracer import NullSpan, SpanHandle
 from tests.server import explorer_runs
 from tests.server.conftest import asgi_client
@@ -49,7 +49,7 @@ async def test_a_server_run_keeps_each_model_calls_request_for_the_node_detail()
     async with asgi_client(agent_app()) as client:
         await client.post("/runs", json={"architecture": "agent", "task": "Say hi.", "session_id": "r1"})
         await client.get("/runs/r1/events")  # to the end of the run
-        calls = (await client.get("/runs/r1/requests/r1")).json()["calls"]
+        calls = whole_requests((await client.get("/runs/r1/requests/r1")).json()["calls"])
         elsewhere = await client.get("/runs/r1/requests/other__x")
         unknown = await client.get("/runs/nope/requests/nope")
     assert len(calls) == 1 and calls[0]["ok"] is True and calls[0]["call"] == 0
@@ -125,7 +125,9 @@ async def test_a_served_journal_lists_its_runs_and_replays_one_as_events(recorde
     async with asgi_client(agent_app(journal=recorded)) as client:
         listing = (await client.get("/journal")).json()
         body = (await client.get("/journal/runs/rec-1/events")).json()
-        actor = (await client.get("/journal/runs/rec-1/requests/rec-1__actor_1")).json()["calls"]
+        actor = whole_requests(
+            (await client.get("/journal/runs/rec-1/requests/rec-1__actor_1")).json()["calls"]
+        )
         missing = await client.get("/journal/runs/nope/events")
     assert listing["journal"] == "runs.jsonl"
     assert [(r["session_id"], r["status"]) for r in listing["runs"]] == [("rec-1", "completed")]
@@ -178,7 +180,7 @@ async def test_one_journal_records_the_servers_runs_and_the_page_browses_them(tm
         live = [line for line in (await client.get("/runs/r1/events")).text.splitlines() if line]
         listing = (await client.get("/journal")).json()
         body = (await client.get("/journal/runs/r1/events")).json()
-        calls = (await client.get("/journal/runs/r1/requests/r1")).json()["calls"]
+        calls = whole_requests((await client.get("/journal/runs/r1/requests/r1")).json()["calls"])
     assert empty == {"journal": "served.jsonl", "runs": []}
     assert none_yet.status_code == 404 and "holds no run 'r1'" in none_yet.json()["error"]
     assert live and path.is_file()

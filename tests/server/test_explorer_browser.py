@@ -133,9 +133,11 @@ def test_the_explorer_shows_a_live_demo_and_travels_through_a_recorded_run(chrom
     # 2. a node's detail: the request the model saw, its reply, tool calls as rows with JSON
     click_bar("demo-1__researcher_0")
     detail = driver.find_element(By.ID, "detail")
+    wait.until(lambda d: detail.find_elements(By.CSS_SELECTOR, "details.call"))
+    assert not detail.find_elements(By.CSS_SELECTOR, "details.call .msg-system")  # drawn when opened
+    detail.find_element(By.CSS_SELECTOR, "details.call summary").click()
     wait.until(lambda d: detail.find_elements(By.CSS_SELECTOR, "details.call .msg-system"))  # requests loaded
     call = detail.find_element(By.CSS_SELECTOR, "details.call")
-    call.find_element(By.TAG_NAME, "summary").click()
     wait.until(lambda d: call.find_element(By.CSS_SELECTOR, ".msg-system").is_displayed())
     assert "python_docs tool" in call.find_element(By.CSS_SELECTOR, ".msg-system").text
     assert "python_docs" in call.find_element(By.CSS_SELECTOR, ".request .offered .tool-name").text

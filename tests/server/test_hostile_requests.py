@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import gc
+import json
 import sys
 import weakref
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,7 +14,7 @@ import pytest
 from jeeves import Agent, FunctionModel, Router, tool
 from jeeves.messages import ModelRequest
 from jeeves.server import create_app
-from jeeves.server.requests import RequestLog
+from jeeves.server.requests import RequestLog, delta_form, whole_requests
 from jeeves.testing import Reply, call
 from tests.server.conftest import asgi_client
 
@@ -56,6 +58,10 @@ def held_bytes(root: object) -> int:
     return total
 
 
+sent: dict[int, int] = {}
+"""Bytes of the route's answer per run length."""
+
+
 async def run_turns(turns: int) -> tuple[int, list[dict[str, Any]], weakref.ref[RequestLog]]:
     """Run a `turns`-turn agent on a server; the bytes its request log held, its calls as read, and
     a weak reference to the log, taken after the run was dropped."""
@@ -69,8 +75,9 @@ async def run_turns(turns: int) -> tuple[int, list[dict[str, Any]], weakref.ref[
         log = record.requests
         size = held_bytes(log)
         calls = log.calls("L")
-        if turns <= 100:  # the route reads the same (its JSON is each call whole: quadratic, so a short run)
-            assert (await client.get("/runs/L/requests/L")).json()["calls"] == calls
+        read = await client.get("/runs/L/requests/L")
+        assert whole_requests(read.json()["calls"]) == calls  # the route sends the same calls
+        sent[turns] = len(read.content)
         app.state.runs.retention_s = 0
         del record
         assert app.state.runs.get("L") is None  # past retention: the record and its log are dropped
@@ -84,6 +91,7 @@ async def test_a_600_turn_runs_request_log_is_linear_in_turns_and_freed_after_th
     gc.collect()
     assert freed() is None
     assert full < 2.5 * half, (half, full)
+    assert sent[600] < 2.2 * sent[300], sent  # the route sends each message once, too
     assert len(calls_600) == 600 and len(calls_300) == 300
     last = calls_600[-1]["request"]["messages"]  # each call still reads as its whole request
     assert len(last) == 2 + 2 * 599 and last[0]["role"] == "system" and last[-1]["role"] == "tool"
@@ -110,3 +118,44 @@ def test_a_request_that_rewrites_its_history_is_stored_and_read_back_as_asked() 
     read = [[m["content"] for m in c["request"]["messages"]] for c in log.calls("s")]
     assert read == [["a", "b"], ["a", "c"], ["a", "b"]]
     assert log.calls("other") == []
+
+
+def test_the_route_form_sends_each_message_once_and_reads_back_whole() -> None:
+    def message(i: int) -> dict[str, str]:
+        return {"role": "user", "content": f"m{i}"}
+
+    tools = [{"name": "step"}]
+    whole = [
+        {"call": 0, "ok": True, "request": {"messages": [message(0)], "tools": tools}},
+        {"call": 1, "ok": True, "request": {"messages": [message(0), message(1)], "tools": tools}},
+        {"call": 2, "ok": None, "request": None},  # not kept
+        {"call": 3, "ok": True, "request": {"messages": [message(0), message(9)], "tools": []}},
+    ]
+    sent = delta_form(whole)
+    assert [(c["kept"], [m["content"] for m in c["added"]]) for c in sent] == [
+        (0, ["m0"]),
+        (1, ["m1"]),
+        (0, []),
+        (1, ["m9"]),
+    ]
+    assert ["shared" in c for c in sent] == [True, False, False, True]  # only when the tools changed
+    assert sent[2]["missing"] is True
+    assert whole_requests(sent) == whole
+
+
+async def test_a_recorded_sessions_requests_are_sent_as_additions(tmp_path: Path) -> None:
+    from jeeves import run
+    from jeeves.journal.sqlite import SQLiteJournal
+    from jeeves.server.recorded import JournalBrowser
+
+    sizes = {}
+    for turns in (30, 60):
+        path = tmp_path / f"{turns}.db"
+        async with SQLiteJournal(path) as journal:
+            await run(long_agent(turns), "Go.", session_id="L", journal=journal)
+        calls = await JournalBrowser(path).requests("L")
+        sizes[turns] = len(json.dumps(calls))
+        read = whole_requests(calls)
+        assert len(read) == turns and [c["step"] for c in read[:2]] == [0, 2]
+        assert len(read[-1]["request"]["messages"]) == 2 + 2 * (turns - 1)
+    assert sizes[60] < 2.2 * sizes[30], sizes

@@ -387,6 +387,25 @@ function requestFor(calls, ev, k) {
   return calls.filter((c) => c.ok !== false)[k] || null;
 }
 
+// The server sends each call as what it adds to the previous one: how many of its messages
+// it keeps, the ones it adds, and the tools / output schema / params when they changed. A
+// call's whole request is rebuilt only when it is shown (a long session's calls would hold
+// the conversation once per call).
+function wholeRequest(calls, entry) {
+  if (entry.missing) return null;
+  const messages = [];
+  let shared = {};
+  for (const c of calls) {
+    if (!c.missing) {
+      messages.length = c.kept;
+      for (const m of c.added) messages.push(m);
+      if (c.shared) shared = c.shared;
+    }
+    if (c === entry) return { messages, ...shared };
+  }
+  return null;
+}
+
 function messageView(m) {
   const row = mk("div", `msg msg-${m.role}`);
   row.append(mk("span", "msg-role", m.role + (m.name ? ` (${m.name})` : "")));
@@ -401,9 +420,8 @@ function messageView(m) {
   return row;
 }
 
-function requestView(entry) {
+function requestView(req) {
   const box = mk("div", "request");
-  const req = entry.request;
   if (!req) { box.append(mk("p", "dim", "The request was not kept (the run's request log was full).")); return box; }
   box.append(...(req.messages || []).map(messageView));
   if ((req.tools || []).length) {
@@ -451,7 +469,15 @@ function callsView(node) {
     const entry = requestFor(req && req.calls, ev, k);
     const asked = mk("div", "call-part");
     asked.append(mk("h4", "", "Request"));
-    if (entry) asked.append(requestView(entry));
+    if (entry) {  // drawn when the call is opened (a long session has hundreds)
+      const calls = req.calls;
+      const draw = () => {
+        if (!d.open || asked.dataset.drawn) return;
+        asked.dataset.drawn = "1";
+        asked.append(requestView(wholeRequest(calls, entry)));
+      };
+      d.addEventListener("toggle", draw);
+    }
     else asked.append(mk("p", "dim", req && req.error ? req.error : req && req.loading ? "loading…" : "Not available."));
     const reply = mk("div", "call-part");
     reply.append(mk("h4", "", "Reply"), mk("pre", "reply", ev.text || "(no text)"));

@@ -1,0 +1,183 @@
+"""(cj) 1,000 concurrent (a) runs, journaled: no journal, a memory journal and a SQLite
+journal side by side in one process (issue 33, target 4).
+
+Each round runs one batch of each variant, in turn (so a noisy moment on this shared machine
+lands on every variant), and a variant's figure is the median over the rounds: wall time,
+and CPU time of the whole process (the SQLite writer's thread included), which other
+processes do not inflate. All batches of a variant share one journal (a memory journal, a
+SQLite file), as the runs of one server do. Then one traced batch per variant, on a new
+journal: tracemalloc's peak above the baseline per run in flight, and what the journal still
+holds once the batch ended (its records: the memory journal keeps them, by design).
+
+Also reported: the collector's share of the wall time (`gc.callbacks`), and for SQLite how
+many transactions the writes took (group commit: `jeeves.journal.sqlite`).
+
+Run: `python bench/concurrent_journals.py [--n 1000] [--rounds 3]` (prints JSON), or through
+`bench/jeeves_scenarios.py --mode concurrent-journals`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import statistics
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+sys.path.insert(1, str(BENCH.parent))
+
+import common  # noqa: E402
+import jeeves_scenarios as js  # noqa: E402
+
+import jeeves  # noqa: E402
+from jeeves.journal.memory import MemoryJournal  # noqa: E402
+from jeeves.journal.sqlite import SQLiteJournal  # noqa: E402
+
+VARIANTS = ("bare", "memory journal", "sqlite journal")
+
+
+class CountingSQLite(SQLiteJournal):
+    """A SQLite journal that counts its transactions and the writes they held."""
+
+    transactions = 0
+    writes = 0
+
+    def _commit(self, writes: list[Any]) -> None:
+        type(self).transactions += 1
+        type(self).writes += len(writes)
+        super()._commit(writes)
+
+
+class GcClock:
+    """Time spent in the cyclic collector while on."""
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        self.collections = 0
+        self._start = 0.0
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.total += time.perf_counter() - self._start
+            self.collections += 1
+
+
+def _journal(variant: str, folder: str) -> Any:
+    if variant == "memory journal":
+        return MemoryJournal()
+    if variant == "sqlite journal":
+        return CountingSQLite(f"{folder}/{time.monotonic_ns()}.db")
+    return None
+
+
+def _loop(journal: Any) -> Callable[[], Awaitable[int]]:
+    arch = js.ARCHS["a"]
+
+    async def once() -> int:
+        count = 0
+        async with jeeves.stream(arch, common.TASK, model=js.MODEL, journal=journal) as events:
+            async for _ in events:
+                count += 1
+        return count
+
+    return once
+
+
+async def _batch(loop: Callable[[], Awaitable[int]], n: int) -> None:
+    common.CALLS = 0
+    await common.at_once(loop, n)
+    if common.CALLS != common.CALLS_A * n:
+        raise AssertionError(f"expected {common.CALLS_A * n} model calls, the fake saw {common.CALLS}")
+
+
+async def _traced(variant: str, folder: str, n: int) -> dict[str, float]:
+    journal = _journal(variant, folder)
+    loop = _loop(journal)
+    for _ in range(5):  # warm-up: the file, the tables, lazy imports
+        await loop()
+    gc.collect()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    await _batch(loop, n)
+    peak = tracemalloc.get_traced_memory()[1] - base
+    gc.collect()
+    kept = tracemalloc.get_traced_memory()[0] - base
+    tracemalloc.stop()
+    if journal is not None:
+        await journal.aclose()
+    return {
+        "traced_peak_mb": peak / 1e6,
+        "kib_per_run_in_flight": peak / n / 1024,
+        "kept_by_journal_kib_per_run": kept / n / 1024,
+    }
+
+
+async def measure(n: int, rounds: int) -> dict[str, Any]:
+    folder = tempfile.mkdtemp()
+    journals = {v: _journal(v, folder) for v in VARIANTS}
+    loops = {v: _loop(journals[v]) for v in VARIANTS}
+    for loop in loops.values():
+        for _ in range(10):
+            await loop()
+    walls: dict[str, list[float]] = {v: [] for v in VARIANTS}
+    cpus: dict[str, list[float]] = {v: [] for v in VARIANTS}
+    gcs: dict[str, list[float]] = {v: [] for v in VARIANTS}
+    CountingSQLite.transactions = CountingSQLite.writes = 0
+    for _ in range(rounds):
+        for variant, loop in loops.items():
+            gc.collect()
+            clock = GcClock()
+            gc.callbacks.append(clock)
+            t, c = time.perf_counter(), time.process_time()
+            await _batch(loop, n)
+            walls[variant].append(time.perf_counter() - t)
+            cpus[variant].append(time.process_time() - c)
+            gc.callbacks.remove(clock)
+            gcs[variant].append(clock.total)
+    for journal in journals.values():
+        if journal is not None:
+            await journal.aclose()
+    bare_wall, bare_cpu = statistics.median(walls["bare"]), statistics.median(cpus["bare"])
+    rows: dict[str, Any] = {}
+    for variant in VARIANTS:
+        wall, cpu = statistics.median(walls[variant]), statistics.median(cpus[variant])
+        rows[variant] = {
+            "wall_ms": wall * 1e3,
+            "walls_ms": [w * 1e3 for w in walls[variant]],
+            "cpu_ms": cpu * 1e3,
+            "wall_x_bare": wall / bare_wall,
+            "cpu_x_bare": cpu / bare_cpu,
+            "gc_share": statistics.median(g / w for g, w in zip(gcs[variant], walls[variant], strict=True)),
+        }
+    runs = n * rounds
+    rows["sqlite journal"]["writes_per_run"] = CountingSQLite.writes / runs
+    rows["sqlite journal"]["transactions_per_run"] = CountingSQLite.transactions / runs
+    for variant in VARIANTS:
+        rows[variant].update(await _traced(variant, folder, n))
+    return {"n": n, "rounds": rounds, "rows": rows}
+
+
+def main(versions: dict[str, str] | None = None) -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mode", default="concurrent-journals")
+    parser.add_argument("--n", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args, _ = parser.parse_known_args()
+    js.build()
+    out = asyncio.run(measure(args.n, args.rounds))
+    print(json.dumps({"versions": versions or {}, "cj": out}))
+
+
+if __name__ == "__main__":
+    main()
