@@ -24,6 +24,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from jeeves.events import Event, event_from_json, event_to_json
+from jeeves.replay._pgbatch import transaction
 from jeeves.replay.eventlog import ENDED, LoggedRun
 from jeeves.replay.postgres import PostgresJournal
 from jeeves.replay.sqlite import SQLiteJournal
@@ -201,10 +202,42 @@ class PostgresEventLog(_SqlEventLog):
         self._journal = PostgresJournal(url, create=create, retry_s=retry_s)
 
     def _transaction(self, conn: Any) -> contextlib.AbstractContextManager[Any]:
-        return conn.transaction()  # type: ignore[no-any-return]
+        return transaction(conn)  # the batch's, when the call is in one (`_pgbatch`)
+
+    def _start(self, conn: Any, root: str, architecture: str, task: str) -> int:
+        """One statement: where the log ends, and the run registered running there."""
+        row = (
+            self._conn(conn)
+            .execute(
+                f"INSERT INTO jeeves_event_runs ({_RUN_COLUMNS}) VALUES (%s, %s, %s, 'running', "
+                "(SELECT COALESCE(MAX(seq), 0) FROM jeeves_events WHERE root = %s), %s) "
+                "ON CONFLICT (root) DO UPDATE SET status = 'running', last_seq = excluded.last_seq, "
+                "updated = excluded.updated RETURNING last_seq",
+                (root, architecture, task, root, time.time()),
+            )
+            .fetchone()
+        )
+        return int(row[0])
+
+    def _append(self, conn: Any, root: str, rows: list[tuple[str, int, str]]) -> None:
+        """One statement: the batch's events and the run's `last_seq`, together."""
+        self._conn(conn).execute(
+            "WITH added AS (INSERT INTO jeeves_events (root, seq, event) "
+            "SELECT %s, seq, event FROM unnest(%s::bigint[], %s::text[]) AS t(seq, event) "
+            "ON CONFLICT (root, seq) DO NOTHING) "
+            "UPDATE jeeves_event_runs SET last_seq = GREATEST(last_seq, %s), updated = %s WHERE root = %s",
+            (
+                root,
+                [seq for _, seq, _ in rows],
+                [text for _, _, text in rows],
+                rows[-1][1],
+                time.time(),
+                root,
+            ),
+        )
 
     def _create(self, conn: Any) -> None:
-        with conn.transaction():  # CREATE TABLE IF NOT EXISTS races itself: take a lock first
+        with transaction(conn):  # CREATE TABLE IF NOT EXISTS races itself: take a lock first
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
             for statement in _TABLES:
                 conn.execute(statement.format(**self._types))
