@@ -79,6 +79,10 @@ class Call:
         return self.value
 
 
+LINGER_S = 0.005
+"""How long a lazy call waits for a batch to ride in before it sends one itself."""
+
+
 class _Batch:
     __slots__ = ("calls", "done", "sent")
 
@@ -101,11 +105,17 @@ class Group:
         self.batches = 0
         """How many batches were sent (for tests and benchmarks)."""
 
-    async def call(self, call: Call, bound_s: float | None) -> Any:
-        """Run `call` in the next batch; its value (or its error) once its batch committed."""
+    async def call(self, call: Call, bound_s: float | None, *, lazy: bool = False) -> Any:
+        """Run `call` in the next batch; its value (or its error) once its batch committed.
+        A `lazy` call (nobody's next step waits for it: a run's events) first waits up to
+        `LINGER_S` for another call to send its batch, so it rides in a transaction that
+        was due anyway instead of costing one of its own."""
         batch = self._open
         batch.calls.append(call)
         try:
+            if lazy:
+                with anyio.move_on_after(LINGER_S):
+                    await batch.done.wait()
             while not batch.done.is_set():
                 if self._flushing is None:
                     await self._send(batch, bound_s)

@@ -199,10 +199,17 @@ class PostgresEventLog(_SqlEventLog):
 
     def __init__(self, url: str, *, create: bool = True, retry_s: float | None = None) -> None:
         super().__init__()
-        self._journal = PostgresJournal(url, create=create, retry_s=retry_s)
+        self._journal = self._pg = PostgresJournal(url, create=create, retry_s=retry_s)
 
     def _transaction(self, conn: Any) -> contextlib.AbstractContextManager[Any]:
         return transaction(conn)  # the batch's, when the call is in one (`_pgbatch`)
+
+    async def append(self, root: str, events: Sequence[Event]) -> None:
+        """Lazily (`jeeves.replay._pgbatch`): the run does not wait for its events, so they
+        ride in the transaction of the next journal write of any run of this process."""
+        if events:
+            rows = [(root, event.seq, event_to_json(event)) for event in events]
+            await self._pg._call(self._append, root, rows, lazy=True)
 
     def _start(self, conn: Any, root: str, architecture: str, task: str) -> int:
         """One statement: where the log ends, and the run registered running there."""

@@ -125,14 +125,21 @@ class PostgresJournal(StoreBase):
         self._cache_size = max(1, cached_sessions)
 
     # -- the connection ------------------------------------------------------------------
-    async def _call(self, fn: Callable[..., T], *args: object, after: Callable[[T], None] | None = None) -> T:
+    async def _call(
+        self,
+        fn: Callable[..., T],
+        *args: object,
+        after: Callable[[T], None] | None = None,
+        lazy: bool = False,
+    ) -> T:
         """`fn(conn, *args)` in the next batch of this event loop's calls on this database
-        (`jeeves.replay._pgbatch`): returns once its transaction committed, then `after(value)`
-        has run. A store's first call checks the journal's tables in the same transaction."""
+        (`jeeves.replay._pgbatch`, `lazy` there): returns once its transaction committed, then
+        `after(value)` has run. A store's first call checks the journal's tables in the same
+        transaction."""
         group = group_for(self.url, self.path, self._connect, self._translate)
         prepare = None if self._ready else self._prepare
         call = Call(fn, args, prepare=prepare, after=after if prepare is None else self._prepared(after))
-        value: T = await group.call(call, self._retry_s)
+        value: T = await group.call(call, self._retry_s, lazy=lazy)
         return value
 
     def _prepared(self, after: Callable[[T], None] | None) -> Callable[[T], None]:
