@@ -5,6 +5,8 @@ latency after `kill -9`, and the per-step cost of the PostgreSQL journal next to
     python bench/durable.py --quick         # 100 runs, 2 takeovers: a couple of minutes
     python bench/durable.py --runs 4 --workers 1 --takeover-reps 1 --default-takeover-reps 0 \
         --steps 8 --loops 2 --out /tmp/d    # tiny, as tests/test_bench_durable.py runs it
+    python bench/durable.py --baseline cfc7d86   # the throughput of that commit's workers too,
+                                                 # worker count by worker count, in one run
 
 Writes DURABLE.md and DURABLE.json (bench/results/ by default), with the hand-written
 bench/results/DURABLE_NOTES.md under the figures. It starts a throwaway PostgreSQL cluster
@@ -35,6 +37,7 @@ REPO = BENCH.parent
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(REPO))
 
+import durable_chart  # noqa: E402
 import durable_journal  # noqa: E402
 import durable_model  # noqa: E402
 import durable_report  # noqa: E402
@@ -47,6 +50,12 @@ from pgcluster import Cluster, find_binaries  # noqa: E402
 def _git_commit() -> str:
     done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO)
     return done.stdout.strip() or "unknown"
+
+
+def _extract(ref: str, into: Path) -> None:
+    """The tree of commit `ref` into `into` (`git archive`: no worktree, no checkout)."""
+    archive = subprocess.run(["git", "archive", ref], capture_output=True, cwd=REPO, check=True)
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -76,6 +85,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=None,
         metavar="URL",
         help="use this running server (a superuser URL) instead of starting one",
+    )
+    parser.add_argument(
+        "--baseline",
+        default=None,
+        metavar="REF",
+        help="also measure the throughput of the workers of this git commit (extracted with git "
+        "archive), each worker count right before this checkout's, so both see the same load",
     )
     parser.add_argument("--out", type=Path, default=BENCH / "results", help="where DURABLE.md/json go")
     args = parser.parse_args(argv)
@@ -113,9 +129,17 @@ def main(argv: list[str] | None = None) -> int:
         with connect(admin) as conn:
             results["postgres"] = scalar(conn, "SHOW server_version")
         results["throughput"] = []
-        for n in args.worker_counts:
-            print(f"throughput: {args.runs} runs on {n} worker(s)", file=sys.stderr, flush=True)
-            results["throughput"].append(throughput(server, args.runs, n, args))
+        with tempfile.TemporaryDirectory(prefix="jeeves-baseline-") as baseline:
+            codes = [("current", REPO)]
+            if args.baseline:
+                _extract(args.baseline, Path(baseline))
+                codes.insert(0, (f"baseline {args.baseline}", Path(baseline)))
+            for n in args.worker_counts:
+                for code, repo in codes:
+                    print(
+                        f"throughput: {args.runs} runs on {n} worker(s), {code}", file=sys.stderr, flush=True
+                    )
+                    results["throughput"].append(throughput(server, args.runs, n, args, code=code, repo=repo))
         results["takeover"] = []
         plans = [
             (args.takeover_reps, args.heartbeat, args.takeover_after),
@@ -160,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "DURABLE.json").write_text(json.dumps(results, indent=2) + "\n")
     (args.out / "DURABLE.md").write_text(durable_report.render(results))
+    if results["throughput"]:
+        (args.out / "DURABLE.svg").write_text(durable_chart.svg(results["throughput"]))
     print(f"wrote {args.out / 'DURABLE.md'}", file=sys.stderr)
     return 0
 
