@@ -66,6 +66,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="100 runs, 2 + 0 takeovers, fewer journal steps")
     parser.add_argument("--workers", default="1,2,4", help="worker counts to measure (default 1,2,4)")
     parser.add_argument("--concurrency", type=int, default=20, help="runs at once per worker (default 20)")
+    parser.add_argument(
+        "--high-concurrency",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also run the queue on 1 worker at --concurrency N, where CPU, not the 20 slots, "
+        "bounds a worker (0: not)",
+    )
     parser.add_argument("--poll", type=float, default=0.1, help="the workers' queue poll, seconds (0.1)")
     parser.add_argument(
         "--takeover-reps", type=int, default=None, help="takeovers at --heartbeat/--takeover-after (5)"
@@ -121,7 +129,10 @@ def main(argv: list[str] | None = None) -> int:
         admin = args.server
     else:
         assert bin_dir is not None
-        cluster = Cluster(bin_dir, max_connections=max(200, peak_workers * args.concurrency * 3 + 50))
+        cluster = Cluster(
+            bin_dir,
+            max_connections=max(200, peak_workers * max(args.concurrency, args.high_concurrency) * 3 + 50),
+        )
         cluster.start()
         server, admin = cluster, cluster.url("postgres")
     results: dict[str, Any] = {}

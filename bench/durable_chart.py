@@ -8,7 +8,7 @@ from html import escape
 from typing import Any
 
 _COLORS = ("#9aa4b2", "#1f6feb", "#2da44e", "#d4a72c")
-_W, _H, _TOP, _BOTTOM, _LEFT = 300, 300, 40, 50, 50
+_W, _H, _TOP, _BOTTOM, _LEFT = 340, 300, 40, 50, 20
 
 
 def _cpu(row: dict[str, Any]) -> float | None:
@@ -24,7 +24,8 @@ _PANELS = (
 
 
 def _panel(x0: int, title: str, value: Any, rows: list[dict[str, Any]], codes: list[str]) -> list[str]:
-    counts = sorted({r["workers"] for r in rows})
+    counts = list(dict.fromkeys((r["workers"], r["concurrency"]) for r in rows))
+    usual = rows[0]["concurrency"] if rows else 0
     values = [v for r in rows if (v := value(r)) is not None]
     top = max(values, default=1.0) * 1.15 or 1.0
     plot_h = _H - _TOP - _BOTTOM
@@ -34,14 +35,21 @@ def _panel(x0: int, title: str, value: Any, rows: list[dict[str, Any]], codes: l
         f'<text x="{x0 + _W / 2:.0f}" y="22" text-anchor="middle" font-weight="bold">{escape(title)}</text>',
         f'<line x1="{x0 + _LEFT}" y1="{_TOP + plot_h}" x2="{x0 + _W - 10}" y2="{_TOP + plot_h}" stroke="#444"/>',
     ]
-    for g, count in enumerate(counts):
+    for g, (count, slots) in enumerate(counts):
         gx = x0 + _LEFT + g * group_w
-        label = f"{count} worker" + ("s" if count > 1 else "")
+        label = f"{count} worker" + ("s" if count > 1 else "") + (f" ×{slots}" if slots != usual else "")
         out.append(
             f'<text x="{gx + group_w / 2:.0f}" y="{_TOP + plot_h + 18}" text-anchor="middle">{label}</text>'
         )
         for c, code in enumerate(codes):
-            row = next((r for r in rows if r["workers"] == count and r.get("code", "current") == code), None)
+            row = next(
+                (
+                    r
+                    for r in rows
+                    if (r["workers"], r["concurrency"]) == (count, slots) and r.get("code", "current") == code
+                ),
+                None,
+            )
             v = value(row) if row is not None else None
             if v is None:
                 continue

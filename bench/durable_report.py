@@ -37,7 +37,11 @@ def _throughput(rows: list[dict[str, Any]]) -> list[str]:
     if not rows:
         return []
     first = rows[0]
-    ones = {r.get("code", "current"): r for r in rows if r["workers"] == 1}
+    ones = {
+        r.get("code", "current"): r
+        for r in rows
+        if r["workers"] == 1 and r["concurrency"] == first["concurrency"]
+    }
     out = [
         "## 1. Throughput: queued runs on 1, 2 and 4 workers",
         "",
@@ -48,12 +52,12 @@ def _throughput(rows: list[dict[str, Any]]) -> list[str]:
         "(leaves out worker start-up and the tail). Every run is checked: status SUCCESS, text as an "
         "uninterrupted run's.",
         "",
-        "| code | workers | runs | wall s | runs/s | × 1 worker | steady runs/s | × 1 worker | runs per worker | "
+        "| code | workers | concurrency | runs | wall s | runs/s | × 1 worker | steady runs/s | × 1 worker | runs per worker | "
         "connections idle / peak | worker peak RSS MB |",
-        "|---|--:|--:|--:|--:|--:|--:|--:|---|--:|---|",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|---|",
     ]
     for r in rows:
-        one = ones.get(r.get("code", "current"))
+        one = ones.get(r.get("code", "current")) if r["concurrency"] == first["concurrency"] else None
         ratio = r["runs_per_s"] / one["runs_per_s"] if one else None
         steady = r["steady_runs_per_s"]
         base_steady = one["steady_runs_per_s"] if one else None
@@ -61,7 +65,8 @@ def _throughput(rows: list[dict[str, Any]]) -> list[str]:
         spread = " / ".join(str(v) for v in sorted(r["runs_per_worker"].values(), reverse=True))
         rss = " / ".join(_f(v, 0) for v in r["worker_peak_rss_mb"])
         out.append(
-            f"| {r.get('code', 'current')} | {r['workers']} | {r['runs']} | {_f(r['wall_s'], 1)} | {_f(r['runs_per_s'], 1)} | "
+            f"| {r.get('code', 'current')} | {r['workers']} | {r['concurrency']} | {r['runs']} | "
+            f"{_f(r['wall_s'], 1)} | {_f(r['runs_per_s'], 1)} | "
             f"{_f(ratio, 2)} | {_f(steady, 1)} | {_f(steady_ratio, 2)} | {spread} | "
             f"{r['connections_idle']} / {r['connections_peak']} | {rss} |"
         )
@@ -80,7 +85,8 @@ def _throughput(rows: list[dict[str, Any]]) -> list[str]:
             continue
         busy = (worker_ms + server_ms) * r["runs_per_s"] / 1e3
         out.append(
-            f"- {r.get('code', 'current')}, {r['workers']} worker(s): {worker_ms:,.1f} ms of worker CPU and {server_ms:,.1f} ms of "
+            f"- {r.get('code', 'current')}, {r['workers']} worker(s) at --concurrency {r['concurrency']}: "
+            f"{worker_ms:,.1f} ms of worker CPU and {server_ms:,.1f} ms of "
             f"PostgreSQL CPU per run; at {r['runs_per_s']:,.1f} runs/s that keeps {busy:.2f} of the 2 "
             "cores busy (the rest went to other processes on the machine)."
         )
@@ -88,15 +94,15 @@ def _throughput(rows: list[dict[str, Any]]) -> list[str]:
         "",
         "### What the database wrote",
         "",
-        "| code | workers | journal steps | bytes / step | sessions | bytes / session | rows written / run | "
+        "| code | workers | concurrency | journal steps | bytes / step | sessions | bytes / session | rows written / run | "
         "rows / s | transactions / run | connections opened / run | WAL bytes / run | worker CPU ms / run | "
         "PostgreSQL CPU ms / run |",
-        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     for r in rows:
         opened = r.get("connections_opened")
         out.append(
-            f"| {r.get('code', 'current')} | {r['workers']} | {r['steps']} | {_f(r['step_bytes_avg'])} | {r['sessions']} | "
+            f"| {r.get('code', 'current')} | {r['workers']} | {r['concurrency']} | {r['steps']} | {_f(r['step_bytes_avg'])} | {r['sessions']} | "
             f"{_f(r['session_bytes_avg'])} | {_f(r['rows_per_run'], 1)} | {_f(r['rows_per_s'])} | "
             f"{_f(r['commits_per_run'], 1)} | {_f(None if opened is None else opened / r['runs'], 2)} | "
             f"{_f(r['wal_bytes_per_run'])} | "
@@ -134,14 +140,28 @@ def _compare(rows: list[dict[str, Any]]) -> list[str]:
         "Both measured in this run, worker count by worker count (the baseline's workers right "
         "before this checkout's), so both saw the same machine load.",
         "",
-        "| workers | runs/s before → after | × | runs/s per worker before → after | transactions / run "
+        "| workers | concurrency | runs/s before → after | × | runs/s per worker before → after | transactions / run "
         "before → after | ÷ | connections opened / run before → after | CPU ms / run (worker + PostgreSQL) "
         "before → after |",
-        "|--:|--:|--:|--:|--:|--:|--:|--:|",
+        "|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
-    for count in sorted({r["workers"] for r in rows}):
-        b = next((r for r in rows if r["workers"] == count and r.get("code") == before), None)
-        a = next((r for r in rows if r["workers"] == count and r.get("code") == after), None)
+    for count, slots in dict.fromkeys((r["workers"], r["concurrency"]) for r in rows):
+        b = next(
+            (
+                r
+                for r in rows
+                if (r["workers"], r["concurrency"]) == (count, slots) and r.get("code") == before
+            ),
+            None,
+        )
+        a = next(
+            (
+                r
+                for r in rows
+                if (r["workers"], r["concurrency"]) == (count, slots) and r.get("code") == after
+            ),
+            None,
+        )
         if a is None or b is None:
             continue
 
@@ -153,7 +173,7 @@ def _compare(rows: list[dict[str, Any]]) -> list[str]:
             return None if r.get("connections_opened") is None else r["connections_opened"] / r["runs"]
 
         out.append(
-            f"| {count} | {_f(b['runs_per_s'], 1)} → {_f(a['runs_per_s'], 1)} | "
+            f"| {count} | {slots} | {_f(b['runs_per_s'], 1)} → {_f(a['runs_per_s'], 1)} | "
             f"{_f(a['runs_per_s'] / b['runs_per_s'], 2)} | {_f(b['runs_per_s'] / count, 1)} → "
             f"{_f(a['runs_per_s'] / count, 1)} | {_f(b['commits_per_run'], 1)} → {_f(a['commits_per_run'], 1)} | "
             f"{_f(b['commits_per_run'] / a['commits_per_run'], 2)} | {_f(opened(b), 2)} → {_f(opened(a), 2)} | "

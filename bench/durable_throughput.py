@@ -30,12 +30,14 @@ def throughput(
     args: argparse.Namespace,
     code: str = "current",
     repo: Path = REPO,
+    concurrency: int | None = None,
 ) -> dict[str, Any]:
     """`runs` queued runs executed by `n_workers` fresh workers (running the jeeves in `repo`,
     named `code` in the report) on a fresh database."""
-    database = cluster.database(f"tp{n_workers}_{runs}_{code.split()[0]}")
+    concurrency = concurrency or args.concurrency
+    database = cluster.database(f"tp{n_workers}_{runs}_c{concurrency}_{code.split()[0]}")
     create_dbos_tables(database)
-    flags = ["--concurrency", str(args.concurrency), "--poll", str(args.poll)]
+    flags = ["--concurrency", str(concurrency), "--poll", str(args.poll)]
     with connect(database) as raw:
         conn = Counted(raw)
         writes_before = table_writes(conn)
@@ -113,7 +115,7 @@ def throughput(
         "code": code,
         "workers": n_workers,
         "runs": runs,
-        "concurrency": args.concurrency,
+        "concurrency": concurrency,
         "poll_s": args.poll,
         "enqueue_s": enqueue_s,
         "wall_s": wall_s,

@@ -30,9 +30,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import anyio
 import anyio.lowlevel
@@ -43,18 +44,31 @@ from jeeves.replay._retry import is_transient, retry
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["Call", "Group", "group_for", "purge_idle", "put_idle", "take_idle", "transaction"]
+__all__ = ["Call", "Group", "Merge", "group_for", "purge_idle", "put_idle", "take_idle", "transaction"]
 
 _UNSET: Any = object()
+
+
+class Merge(NamedTuple):
+    """How calls of one kind in a batch become one statement: `sql` takes the rows as one
+    JSON array (`json_array_elements(%s::json)`: escaped by the C encoder, not row by row in
+    Python), `row` is this call's, and its first `key` columns are what it upserts (two
+    calls on one key in a batch: the later row is written, at the earlier's place)."""
+
+    sql: str
+    row: tuple[Any, ...]
+    key: int
 
 
 class Call:
     """One statement function `fn(conn, *args)` in a batch; `prepare(conn)` runs before it
     when set (a store's first call checks the journal's tables in the same transaction);
     `after()` runs once its transaction committed (a store's cache learns only what is
-    committed)."""
+    committed); `merge` lets it share one statement with the calls of its kind (`Merge`).
+    Calls in one batch were all in flight at once, so running merged ones together, at the
+    first one's place, is an order they could have had."""
 
-    __slots__ = ("after", "args", "error", "fn", "prepare", "value")
+    __slots__ = ("after", "args", "error", "fn", "merge", "prepare", "value")
 
     def __init__(
         self,
@@ -63,8 +77,10 @@ class Call:
         *,
         prepare: Callable[[Any], None] | None = None,
         after: Callable[[Any], None] | None = None,
+        merge: Merge | None = None,
     ) -> None:
         self.fn, self.args, self.prepare, self.after = fn, args, prepare, after
+        self.merge = merge if prepare is None else None
         self.value: Any = _UNSET
         self.error: BaseException | None = None
 
@@ -169,9 +185,16 @@ class Group:
             self._alone(conn, calls[0])
             return
         psycopg = _psycopg()
+        kinds: dict[str, list[Call]] = {}
+        for call in calls:
+            if call.merge is not None:
+                kinds.setdefault(call.merge.sql, []).append(call)
         try:
             with conn.transaction():
                 for call in calls:
+                    if call.merge is not None:
+                        _merged(conn, kinds.pop(call.merge.sql, []))
+                        continue
                     try:
                         call.run(conn)
                     except psycopg.Error:
@@ -206,6 +229,20 @@ class Group:
             with contextlib.suppress(Exception):
                 holder.pop().close()
         purge_idle(self.url)
+
+
+def _merged(conn: Any, calls: list[Call]) -> None:
+    """`calls` (one kind) as one statement; nothing when they already ran (their kind's first)."""
+    if not calls:
+        return
+    rows: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+    for call in calls:
+        assert call.merge is not None
+        rows[call.merge.row[: call.merge.key]] = call.merge.row
+    sql = calls[0].merge.sql if calls[0].merge is not None else ""
+    conn.execute(sql, (json.dumps(list(rows.values()), ensure_ascii=False),))
+    for call in calls:
+        call.value = None
 
 
 def transaction(conn: Any) -> contextlib.AbstractContextManager[Any]:

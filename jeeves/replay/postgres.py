@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from jeeves.errors import JournalError, UserError
 from jeeves.journal import DAMAGED, SCHEMA_VERSION, SessionRecord, StepRecord, excerpt
-from jeeves.replay._pgbatch import Call, group_for, transaction
+from jeeves.replay._pgbatch import Call, Merge, group_for, transaction
 from jeeves.replay._retry import is_transient
 from jeeves.replay.base import StoreBase, decode_text, encode_record
 from jeeves.replay.snapshot import RunSnapshot
@@ -69,6 +69,17 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS jeeves_steps ("
     " session_id TEXT NOT NULL, idx INTEGER NOT NULL, record TEXT NOT NULL, PRIMARY KEY (session_id, idx))",
 )
+_ROWS = "json_array_elements(%s::json) WITH ORDINALITY AS t(e, n)"
+_PUT_STEPS = (
+    f"INSERT INTO jeeves_steps (session_id, idx, record) SELECT e->>0, (e->>1)::integer, e->>2 FROM {_ROWS} "
+    "ORDER BY n ON CONFLICT (session_id, idx) DO UPDATE SET record = excluded.record"
+)
+_PUT_SESSIONS = (
+    f"INSERT INTO jeeves_sessions (session_id, parent_id, record) SELECT e->>0, e->>1, e->>2 FROM {_ROWS} "
+    "ORDER BY n ON CONFLICT (session_id) DO UPDATE SET record = excluded.record"
+)
+"""The writes of a batch's `put_step`s and `put_session`s, each kind in one statement
+(`jeeves.replay._pgbatch.Merge`), in the order they were made."""
 
 
 def is_database_url(target: object) -> bool:
@@ -131,6 +142,7 @@ class PostgresJournal(StoreBase):
         *args: object,
         after: Callable[[T], None] | None = None,
         lazy: bool = False,
+        merge: Merge | None = None,
     ) -> T:
         """`fn(conn, *args)` in the next batch of this event loop's calls on this database
         (`jeeves.replay._pgbatch`, `lazy` there): returns once its transaction committed, then
@@ -138,7 +150,9 @@ class PostgresJournal(StoreBase):
         transaction."""
         group = group_for(self.url, self.path, self._connect, self._translate)
         prepare = None if self._ready else self._prepare
-        call = Call(fn, args, prepare=prepare, after=after if prepare is None else self._prepared(after))
+        call = Call(
+            fn, args, prepare=prepare, after=after if prepare is None else self._prepared(after), merge=merge
+        )
         value: T = await group.call(call, self._retry_s, lazy=lazy)
         return value
 
@@ -259,7 +273,13 @@ class PostgresJournal(StoreBase):
 
     async def put_step(self, record: StepRecord) -> None:
         text = encode_record(record)
-        await self._call(self._put_step, record, text, after=lambda _: self._cache_step(record, text))
+        await self._call(
+            self._put_step,
+            record,
+            text,
+            after=lambda _: self._cache_step(record, text),
+            merge=Merge(_PUT_STEPS, (record.session_id, record.index, text), 2),
+        )
 
     async def step_indices(self, session_id: str) -> list[int]:
         cached = self._cache.get(session_id)
@@ -284,13 +304,15 @@ class PostgresJournal(StoreBase):
         return decode_text(str(rows[0][0]), f"{self.path} (session {session_id!r})", SessionRecord)
 
     async def put_session(self, record: SessionRecord) -> None:
+        text = encode_record(record)
         await self._call(
             self._rows,
             "INSERT INTO jeeves_sessions (session_id, parent_id, record) VALUES (%s, %s, %s) "
             "ON CONFLICT (session_id) DO UPDATE SET record = excluded.record",
             record.session_id,
             record.parent_id,
-            encode_record(record),
+            text,
+            merge=Merge(_PUT_SESSIONS, (record.session_id, record.parent_id, text), 1),
         )
 
     async def sessions(self, root: str | None = None) -> list[SessionRecord]:

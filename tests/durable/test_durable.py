@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 import psycopg
@@ -12,7 +13,7 @@ import pytest
 
 from jeeves.durable import Worker, queue_name, submit, target_name
 from jeeves.durable.heartbeat import Heartbeat
-from jeeves.durable.runlock import run_lock
+from jeeves.durable.runlock import _NAMESPACE, LockConnections, run_lock
 from jeeves.errors import UserError
 from tests.durable.conftest import TARGET, environ
 
@@ -129,6 +130,39 @@ async def test_the_run_locks_connection_asks_the_server_to_probe_it_so_a_vanishe
             row = await (await conn.execute(f"SHOW {setting}")).fetchone()
             shown[setting] = row[0]
     assert shown == {"tcp_keepalives_idle": "10", "tcp_keepalives_interval": "5", "tcp_keepalives_count": "3"}
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_run_locks_on_a_workers_pool_reuse_its_connection_and_let_go_between_runs(
+    postgres_url: str,
+) -> None:
+    """A worker's run locks take kept connections: run after run on one server backend, no new
+    connection, and each lock released when its run ends (another worker takes it at once),
+    while a run that is still held keeps its own."""
+    pool = LockConnections(keep=4)
+
+    async def backend(conn: Any) -> int:
+        return int((await (await conn.execute("SELECT pg_backend_pid()")).fetchone())[0])
+
+    def taken_elsewhere(session: str) -> bool:
+        with psycopg.connect(postgres_url, autocommit=True) as other:
+            row = other.execute("SELECT pg_try_advisory_lock(%s, hashtext(%s))", (_NAMESPACE, session))
+            return bool(row.fetchone()[0])  # type: ignore[index]
+
+    try:
+        pids = []
+        for i in range(3):
+            async with run_lock(postgres_url, f"pooled-{i}", pool=pool) as conn:
+                pids.append(await backend(conn))
+                assert not taken_elsewhere(f"pooled-{i}")  # held: nobody else gets it
+            assert taken_elsewhere(f"pooled-{i}")  # let go as the run ended
+        assert len(set(pids)) == 1  # one connection for the three runs
+        async with run_lock(postgres_url, "held", pool=pool) as held:
+            async with run_lock(postgres_url, "beside", pool=pool) as beside:
+                assert await backend(held) != await backend(beside)  # two at once: two connections
+    finally:
+        await pool.aclose()
 
 
 @pytest.mark.postgres

@@ -109,6 +109,31 @@ async def test_the_stores_of_a_process_share_its_connection_and_their_calls_shar
                 assert await reader.step_indices(f"g{i}") == [0]
 
 
+async def test_a_statement_refused_in_a_batch_fails_its_own_caller_only(postgres_url: str) -> None:
+    """Calls sent together share a transaction: when the database refuses one statement, the
+    batch is rolled back and sent again call by call, so the others are committed and only
+    the refused call's caller hears of it (a JournalError naming the database)."""
+    outcomes: dict[str, object] = {}
+
+    async with PostgresJournal(postgres_url) as journal:
+        await journal.put_session(session())  # the tables exist: the calls below batch alone
+
+        async def call(name: str, fn: object) -> None:
+            try:
+                outcomes[name] = await journal._call(fn)  # type: ignore[arg-type]
+            except JournalError as exc:
+                outcomes[name] = exc
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call, "bad", lambda conn: conn.execute("SELECT * FROM no_such_table"))
+            for i in range(3):
+                tg.start_soon(journal.put_step, step(f"ok{i}", 0))
+        assert isinstance(outcomes["bad"], JournalError) and "no_such_table" in str(outcomes["bad"])
+    async with PostgresJournal(postgres_url) as reader:
+        for i in range(3):
+            assert await reader.step_indices(f"ok{i}") == [0]
+
+
 async def test_a_v1_journal_reads_as_the_sqlite_store_reads_one(postgres_url: str) -> None:
     """As SQLiteJournal: a journal from before the approvals schema (v1, `running`) reads, its
     running root as in_progress (listed paused: it holds no lease), and takes v2 records."""
