@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
 import anyio
 import psycopg
@@ -142,8 +141,13 @@ async def test_run_locks_on_a_workers_pool_reuse_its_connection_and_let_go_betwe
     while a run that is still held keeps its own."""
     pool = LockConnections(keep=4)
 
-    async def backend(conn: Any) -> int:
-        return int((await (await conn.execute("SELECT pg_backend_pid()")).fetchone())[0])
+    def holders() -> list[int]:  # the server backends holding run locks now (asked from outside)
+        with psycopg.connect(postgres_url, autocommit=True) as other:
+            rows = other.execute(
+                "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND classid = %s AND granted",
+                (_NAMESPACE,),
+            ).fetchall()
+            return sorted(int(pid) for (pid,) in rows)
 
     def taken_elsewhere(session: str) -> bool:
         with psycopg.connect(postgres_url, autocommit=True) as other:
@@ -153,14 +157,13 @@ async def test_run_locks_on_a_workers_pool_reuse_its_connection_and_let_go_betwe
     try:
         pids = []
         for i in range(3):
-            async with run_lock(postgres_url, f"pooled-{i}", pool=pool) as conn:
-                pids.append(await backend(conn))
+            async with run_lock(postgres_url, f"pooled-{i}", pool=pool):
+                pids += holders()
                 assert not taken_elsewhere(f"pooled-{i}")  # held: nobody else gets it
             assert taken_elsewhere(f"pooled-{i}")  # let go as the run ended
-        assert len(set(pids)) == 1  # one connection for the three runs
-        async with run_lock(postgres_url, "held", pool=pool) as held:
-            async with run_lock(postgres_url, "beside", pool=pool) as beside:
-                assert await backend(held) != await backend(beside)  # two at once: two connections
+        assert len(pids) == 3 and len(set(pids)) == 1  # one connection for the three runs
+        async with run_lock(postgres_url, "held", pool=pool), run_lock(postgres_url, "beside", pool=pool):
+            assert len(set(holders())) == 2  # two at once: two connections
     finally:
         await pool.aclose()
 
