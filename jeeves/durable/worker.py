@@ -415,9 +415,7 @@ class _Served:
         self.worker, self.session_id, self.label, self.task = worker, session_id, label, task
         self.attempt = attempt
         self.store = open_journal(worker.journal)
-        self.recorder = EventRecorder(
-            worker.event_log(), session_id, architecture=label, task=task
-        )
+        self.recorder = EventRecorder(worker.event_log(), session_id, architecture=label, task=task)
         self.result: RunResult | None = None
         self.failure: BaseException | None = None
         self.status: str | None = None
