@@ -145,12 +145,18 @@ def main(argv: list[str] | None = None) -> int:
             if args.baseline:
                 _extract(args.baseline, Path(baseline))
                 codes.insert(0, (f"baseline {args.baseline}", Path(baseline)))
-            for n in args.worker_counts:
+            queues = [(n, args.concurrency) for n in args.worker_counts]
+            if args.high_concurrency:
+                queues.append((1, args.high_concurrency))
+            for n, slots in queues:
                 for code, repo in codes:
                     print(
-                        f"throughput: {args.runs} runs on {n} worker(s), {code}", file=sys.stderr, flush=True
+                        f"throughput: {args.runs} runs on {n} worker(s) at --concurrency {slots}, {code}",
+                        file=sys.stderr,
+                        flush=True,
                     )
-                    results["throughput"].append(throughput(server, args.runs, n, args, code=code, repo=repo))
+                    row = throughput(server, args.runs, n, args, code=code, repo=repo, concurrency=slots)
+                    results["throughput"].append(row)
         results["takeover"] = []
         plans = [
             (args.takeover_reps, args.heartbeat, args.takeover_after),

@@ -68,7 +68,7 @@ class Call:
     Calls in one batch were all in flight at once, so running merged ones together, at the
     first one's place, is an order they could have had."""
 
-    __slots__ = ("after", "args", "error", "fn", "merge", "prepare", "value")
+    __slots__ = ("after", "args", "error", "fn", "merge", "prepare", "report", "value")
 
     def __init__(
         self,
@@ -81,6 +81,8 @@ class Call:
     ) -> None:
         self.fn, self.args, self.prepare, self.after = fn, args, prepare, after
         self.merge = merge if prepare is None else None
+        self.report: Callable[[BaseException], None] | None = None
+        """Where the error of a call nobody waits for goes (`Group.post`)."""
         self.value: Any = _UNSET
         self.error: BaseException | None = None
 
@@ -100,6 +102,8 @@ LINGER_S = 0.005
 
 
 class _Batch:
+    """Calls that go out together: `sent` once a leader took them, `done` once committed."""
+
     __slots__ = ("calls", "done", "sent")
 
     def __init__(self) -> None:
@@ -143,6 +147,14 @@ class Group:
             raise
         return call.result()
 
+    def post(self, call: Call, report: Callable[[BaseException], None]) -> _Batch:
+        """Add `call` to the open batch without waiting for it (write-behind): it goes out in
+        order with the next batch any caller sends (or `flush`); its error goes to `report`.
+        Returns the batch, whose `done` says when it went out."""
+        call.report = report
+        self._open.calls.append(call)
+        return self._open
+
     async def _send(self, batch: _Batch, bound_s: float | None) -> None:
         flushed = self._flushing = anyio.Event()
         try:
@@ -151,6 +163,9 @@ class Group:
                 self._open, batch.sent = _Batch(), True
                 self.batches += 1
                 await anyio.to_thread.run_sync(functools.partial(self._commit, batch.calls, bound_s))
+                for call in batch.calls:
+                    if call.report is not None and call.error is not None:
+                        call.report(call.error)
         finally:
             self._flushing = None
             batch.done.set()

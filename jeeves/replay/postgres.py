@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from jeeves.errors import JournalError, UserError
 from jeeves.journal import DAMAGED, SCHEMA_VERSION, SessionRecord, StepRecord, excerpt
-from jeeves.replay._pgbatch import Call, Merge, group_for, transaction
+from jeeves.replay._pgbatch import Call, Group, Merge, group_for, transaction
 from jeeves.replay._retry import is_transient
 from jeeves.replay.base import StoreBase, decode_text, encode_record
 from jeeves.replay.snapshot import RunSnapshot
@@ -73,6 +73,10 @@ _ROWS = "json_array_elements(%s::json) WITH ORDINALITY AS t(e, n)"
 _PUT_STEPS = (
     f"INSERT INTO jeeves_steps (session_id, idx, record) SELECT e->>0, (e->>1)::integer, e->>2 FROM {_ROWS} "
     "ORDER BY n ON CONFLICT (session_id, idx) DO UPDATE SET record = excluded.record"
+)
+_PUT_SESSION = (
+    "INSERT INTO jeeves_sessions (session_id, parent_id, record) VALUES (%s, %s, %s) "
+    "ON CONFLICT (session_id) DO UPDATE SET record = excluded.record"
 )
 _PUT_SESSIONS = (
     f"INSERT INTO jeeves_sessions (session_id, parent_id, record) SELECT e->>0, e->>1, e->>2 FROM {_ROWS} "
@@ -131,6 +135,9 @@ class PostgresJournal(StoreBase):
         self._create = create
         self._retry_s = retry_s
         self._ready = False
+        self._left: Any = None
+        """The batch holding this store's last write-behind (`_leave`), until it went out."""
+        self._behind_error: BaseException | None = None
         """Whether a committed call of this store found the journal's tables (and their version)."""
         self._cache: OrderedDict[str, dict[int, str]] = OrderedDict()
         self._cache_size = max(1, cached_sessions)
@@ -147,14 +154,41 @@ class PostgresJournal(StoreBase):
         """`fn(conn, *args)` in the next batch of this event loop's calls on this database
         (`jeeves.replay._pgbatch`, `lazy` there): returns once its transaction committed, then
         `after(value)` has run. A store's first call checks the journal's tables in the same
-        transaction."""
-        group = group_for(self.url, self.path, self._connect, self._translate)
+        transaction. A write this store left behind that failed is raised here first."""
+        self._raise_left_behind()
+        group = self._group()
         prepare = None if self._ready else self._prepare
         call = Call(
             fn, args, prepare=prepare, after=after if prepare is None else self._prepared(after), merge=merge
         )
         value: T = await group.call(call, self._retry_s, lazy=lazy)
         return value
+
+    def _group(self) -> Group:
+        return group_for(self.url, self.path, self._connect, self._translate)
+
+    def _leave(self, fn: Callable[..., Any], *args: object, merge: Merge) -> None:
+        """Write-behind: `fn(conn, *args)` joins the open batch and this returns at once; it is
+        committed in order with the next call any store of this event loop awaits on this
+        database (at the latest `aclose`), and its error is raised by this store's next call."""
+        self._raise_left_behind()
+        self._left = self._group().post(Call(fn, args, merge=merge), self._failed_behind)
+
+    def _failed_behind(self, error: BaseException) -> None:
+        if self._behind_error is None:
+            self._behind_error = error
+
+    def _raise_left_behind(self) -> None:
+        error, self._behind_error = self._behind_error, None
+        if error is not None:
+            raise error
+
+    async def _flush_left(self) -> None:
+        """Wait until what this store left behind is committed (a batch that carries it)."""
+        if self._left is not None and not self._left.done.is_set():
+            call = Call(_nothing, ())
+            await self._group().call(call, self._retry_s)
+        self._left = None
 
     def _prepared(self, after: Callable[[T], None] | None) -> Callable[[T], None]:
         def committed(value: T) -> None:
@@ -304,16 +338,17 @@ class PostgresJournal(StoreBase):
         return decode_text(str(rows[0][0]), f"{self.path} (session {session_id!r})", SessionRecord)
 
     async def put_session(self, record: SessionRecord) -> None:
+        """Committed on return, except a child's record (its start, its end) once this store is
+        in use: nothing waits on it (a run resumed after a crash writes it again), so it is
+        left behind (`_leave`) to go out in order with the next call, at the latest the root's
+        next record, which every run writes when it ends."""
         text = encode_record(record)
-        await self._call(
-            self._rows,
-            "INSERT INTO jeeves_sessions (session_id, parent_id, record) VALUES (%s, %s, %s) "
-            "ON CONFLICT (session_id) DO UPDATE SET record = excluded.record",
-            record.session_id,
-            record.parent_id,
-            text,
-            merge=Merge(_PUT_SESSIONS, (record.session_id, record.parent_id, text), 1),
-        )
+        args = (record.session_id, record.parent_id, text)
+        merge = Merge(_PUT_SESSIONS, args, 1)
+        if record.parent_id is not None and self._ready:
+            self._leave(self._rows, _PUT_SESSION, *args, merge=merge)
+            return
+        await self._call(self._rows, _PUT_SESSION, *args, merge=merge)
 
     async def sessions(self, root: str | None = None) -> list[SessionRecord]:
         if root is None:
@@ -356,10 +391,20 @@ class PostgresJournal(StoreBase):
         self._cache.clear()
 
     async def aclose(self) -> None:
-        self.close()
+        """Commit what this store left behind, then close it (raising a left-behind write's
+        error)."""
+        try:
+            await self._flush_left()
+            self._raise_left_behind()
+        finally:
+            self.close()
 
     def __repr__(self) -> str:
         return f"PostgresJournal({self.path!r})"
+
+
+def _nothing(conn: Any) -> None:
+    """A call that only rides a batch (to wait until the calls before it are committed)."""
 
 
 def _line(exc: BaseException) -> str:
