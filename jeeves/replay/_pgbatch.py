@@ -12,7 +12,11 @@ and a busy one sees one transaction per round trip, whatever the number of runs.
 
 Durability is unchanged: a call returns only once the transaction holding it committed
 (a read, once it ran). Order is kept: the calls of a batch run in the order they were
-made, and batches one after the other, so a write is seen by every later read.
+made, and batches one after the other, so a write is seen by every later read. A store may
+also leave a write behind (`post`: a child session's record, which no step waits on): it
+joins the open batch without waiting and goes out, in order, with the next batch anyone
+sends; batches commit one after the other, so it is committed no later than any write
+made after it.
 
 Faults: a fault of the connection (`is_transient`) rolls the batch back and sends it all
 again on a new connection, within the retry bound (every call is idempotent: upserts and
