@@ -5,6 +5,8 @@ latency after `kill -9`, and the per-step cost of the PostgreSQL journal next to
     python bench/durable.py --quick         # 100 runs, 2 takeovers: a couple of minutes
     python bench/durable.py --runs 4 --workers 1 --takeover-reps 1 --default-takeover-reps 0 \
         --steps 8 --loops 2 --out /tmp/d    # tiny, as tests/test_bench_durable.py runs it
+    python bench/durable.py --baseline cfc7d86   # the throughput of that commit's workers too,
+                                                 # worker count by worker count, in one run
 
 Writes DURABLE.md and DURABLE.json (bench/results/ by default), with the hand-written
 bench/results/DURABLE_NOTES.md under the figures. It starts a throwaway PostgreSQL cluster
@@ -35,6 +37,7 @@ REPO = BENCH.parent
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(REPO))
 
+import durable_chart  # noqa: E402
 import durable_journal  # noqa: E402
 import durable_model  # noqa: E402
 import durable_report  # noqa: E402
@@ -49,6 +52,12 @@ def _git_commit() -> str:
     return done.stdout.strip() or "unknown"
 
 
+def _extract(ref: str, into: Path) -> None:
+    """The tree of commit `ref` into `into` (`git archive`: no worktree, no checkout)."""
+    archive = subprocess.run(["git", "archive", ref], capture_output=True, cwd=REPO, check=True)
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument(
@@ -57,6 +66,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="100 runs, 2 + 0 takeovers, fewer journal steps")
     parser.add_argument("--workers", default="1,2,4", help="worker counts to measure (default 1,2,4)")
     parser.add_argument("--concurrency", type=int, default=20, help="runs at once per worker (default 20)")
+    parser.add_argument(
+        "--high-concurrency",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also run the queue on 1 worker at --concurrency N, where CPU, not the 20 slots, "
+        "bounds a worker (0: not)",
+    )
     parser.add_argument("--poll", type=float, default=0.1, help="the workers' queue poll, seconds (0.1)")
     parser.add_argument(
         "--takeover-reps", type=int, default=None, help="takeovers at --heartbeat/--takeover-after (5)"
@@ -76,6 +93,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=None,
         metavar="URL",
         help="use this running server (a superuser URL) instead of starting one",
+    )
+    parser.add_argument(
+        "--baseline",
+        default=None,
+        metavar="REF",
+        help="also measure the throughput of the workers of this git commit (extracted with git "
+        "archive), each worker count right before this checkout's, so both see the same load",
     )
     parser.add_argument("--out", type=Path, default=BENCH / "results", help="where DURABLE.md/json go")
     args = parser.parse_args(argv)
@@ -105,7 +129,10 @@ def main(argv: list[str] | None = None) -> int:
         admin = args.server
     else:
         assert bin_dir is not None
-        cluster = Cluster(bin_dir, max_connections=max(200, peak_workers * args.concurrency * 3 + 50))
+        cluster = Cluster(
+            bin_dir,
+            max_connections=max(200, peak_workers * max(args.concurrency, args.high_concurrency) * 3 + 50),
+        )
         cluster.start()
         server, admin = cluster, cluster.url("postgres")
     results: dict[str, Any] = {}
@@ -113,9 +140,23 @@ def main(argv: list[str] | None = None) -> int:
         with connect(admin) as conn:
             results["postgres"] = scalar(conn, "SHOW server_version")
         results["throughput"] = []
-        for n in args.worker_counts:
-            print(f"throughput: {args.runs} runs on {n} worker(s)", file=sys.stderr, flush=True)
-            results["throughput"].append(throughput(server, args.runs, n, args))
+        with tempfile.TemporaryDirectory(prefix="jeeves-baseline-") as baseline:
+            codes = [("current", REPO)]
+            if args.baseline:
+                _extract(args.baseline, Path(baseline))
+                codes.insert(0, (f"baseline {args.baseline}", Path(baseline)))
+            queues = [(n, args.concurrency) for n in args.worker_counts]
+            if args.high_concurrency:
+                queues.append((1, args.high_concurrency))
+            for n, slots in queues:
+                for code, repo in codes:
+                    print(
+                        f"throughput: {args.runs} runs on {n} worker(s) at --concurrency {slots}, {code}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                    row = throughput(server, args.runs, n, args, code=code, repo=repo, concurrency=slots)
+                    results["throughput"].append(row)
         results["takeover"] = []
         plans = [
             (args.takeover_reps, args.heartbeat, args.takeover_after),
@@ -160,6 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "DURABLE.json").write_text(json.dumps(results, indent=2) + "\n")
     (args.out / "DURABLE.md").write_text(durable_report.render(results))
+    if results["throughput"]:
+        (args.out / "DURABLE.svg").write_text(durable_chart.svg(results["throughput"]))
     print(f"wrote {args.out / 'DURABLE.md'}", file=sys.stderr)
     return 0
 

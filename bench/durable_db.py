@@ -145,9 +145,15 @@ def connection_cost(cluster: Cluster | Server, count: int) -> dict[str, Any]:
 
 
 def server_pid(cluster: Cluster | Server) -> int | None:
-    """The postmaster's pid when this bench started the server (setpriv execs it)."""
-    process = getattr(cluster, "process", None)
-    return process.pid if process is not None else None
+    """The postmaster's pid when this bench started the server (`pg_ctl` writes it first in
+    the data folder's postmaster.pid); None for a server given by URL."""
+    data = getattr(cluster, "data", None)
+    if data is None:
+        return None
+    try:
+        return int((Path(data) / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 class Server:

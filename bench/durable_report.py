@@ -37,8 +37,11 @@ def _throughput(rows: list[dict[str, Any]]) -> list[str]:
     if not rows:
         return []
     first = rows[0]
-    base = first["runs_per_s"] if first["workers"] == 1 else None
-    base_steady = first["steady_runs_per_s"] if first["workers"] == 1 else None
+    ones = {
+        r.get("code", "current"): r
+        for r in rows
+        if r["workers"] == 1 and r["concurrency"] == first["concurrency"]
+    }
     out = [
         "## 1. Throughput: queued runs on 1, 2 and 4 workers",
         "",
@@ -49,18 +52,21 @@ def _throughput(rows: list[dict[str, Any]]) -> list[str]:
         "(leaves out worker start-up and the tail). Every run is checked: status SUCCESS, text as an "
         "uninterrupted run's.",
         "",
-        "| workers | runs | wall s | runs/s | × 1 worker | steady runs/s | × 1 worker | runs per worker | "
+        "| code | workers | concurrency | runs | wall s | runs/s | × 1 worker | steady runs/s | × 1 worker | runs per worker | "
         "connections idle / peak | worker peak RSS MB |",
-        "|--:|--:|--:|--:|--:|--:|--:|---|--:|---|",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|---|",
     ]
     for r in rows:
-        ratio = r["runs_per_s"] / base if base else None
+        one = ones.get(r.get("code", "current")) if r["concurrency"] == first["concurrency"] else None
+        ratio = r["runs_per_s"] / one["runs_per_s"] if one else None
         steady = r["steady_runs_per_s"]
+        base_steady = one["steady_runs_per_s"] if one else None
         steady_ratio = steady / base_steady if steady and base_steady else None
         spread = " / ".join(str(v) for v in sorted(r["runs_per_worker"].values(), reverse=True))
         rss = " / ".join(_f(v, 0) for v in r["worker_peak_rss_mb"])
         out.append(
-            f"| {r['workers']} | {r['runs']} | {_f(r['wall_s'], 1)} | {_f(r['runs_per_s'], 1)} | "
+            f"| {r.get('code', 'current')} | {r['workers']} | {r['concurrency']} | {r['runs']} | "
+            f"{_f(r['wall_s'], 1)} | {_f(r['runs_per_s'], 1)} | "
             f"{_f(ratio, 2)} | {_f(steady, 1)} | {_f(steady_ratio, 2)} | {spread} | "
             f"{r['connections_idle']} / {r['connections_peak']} | {rss} |"
         )
@@ -79,7 +85,8 @@ def _throughput(rows: list[dict[str, Any]]) -> list[str]:
             continue
         busy = (worker_ms + server_ms) * r["runs_per_s"] / 1e3
         out.append(
-            f"- {r['workers']} worker(s): {worker_ms:,.1f} ms of worker CPU and {server_ms:,.1f} ms of "
+            f"- {r.get('code', 'current')}, {r['workers']} worker(s) at --concurrency {r['concurrency']}: "
+            f"{worker_ms:,.1f} ms of worker CPU and {server_ms:,.1f} ms of "
             f"PostgreSQL CPU per run; at {r['runs_per_s']:,.1f} runs/s that keeps {busy:.2f} of the 2 "
             "cores busy (the rest went to other processes on the machine)."
         )
@@ -87,15 +94,18 @@ def _throughput(rows: list[dict[str, Any]]) -> list[str]:
         "",
         "### What the database wrote",
         "",
-        "| workers | journal steps | bytes / step | sessions | bytes / session | rows written / run | "
-        "rows / s | transactions / run | WAL bytes / run | worker CPU ms / run | PostgreSQL CPU ms / run |",
-        "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+        "| code | workers | concurrency | journal steps | bytes / step | sessions | bytes / session | rows written / run | "
+        "rows / s | transactions / run | connections opened / run | WAL bytes / run | worker CPU ms / run | "
+        "PostgreSQL CPU ms / run |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     for r in rows:
+        opened = r.get("connections_opened")
         out.append(
-            f"| {r['workers']} | {r['steps']} | {_f(r['step_bytes_avg'])} | {r['sessions']} | "
+            f"| {r.get('code', 'current')} | {r['workers']} | {r['concurrency']} | {r['steps']} | {_f(r['step_bytes_avg'])} | {r['sessions']} | "
             f"{_f(r['session_bytes_avg'])} | {_f(r['rows_per_run'], 1)} | {_f(r['rows_per_s'])} | "
-            f"{_f(r['commits_per_run'], 1)} | {_f(r['wal_bytes_per_run'])} | "
+            f"{_f(r['commits_per_run'], 1)} | {_f(None if opened is None else opened / r['runs'], 2)} | "
+            f"{_f(r['wal_bytes_per_run'])} | "
             f"{_f(r.get('worker_cpu_ms_per_run'), 1)} | {_f(r.get('server_cpu_ms_per_run'), 1)} |"
         )
     out += [
@@ -103,12 +113,72 @@ def _throughput(rows: list[dict[str, Any]]) -> list[str]:
         "Transactions: every committed transaction in the database (the workers' reads, DBOS's "
         "queue polls and heartbeats included; the bench's own excluded). Worker CPU: user + system "
         "time of the worker processes after they were ready, summed. PostgreSQL CPU: the server's "
-        "processes over the same window (the workers' start-up included).",
+        "processes over the same window (the workers' start-up included). Connections opened: new "
+        "server sessions on the database while the runs ran (`pg_stat_database.sessions`, after every "
+        "worker was ready), per run.",
     ]
-    out += ["", f"Rows written per table ({first['workers']} worker(s), all {first['runs']} runs):", ""]
-    out += ["| table | inserted | updated | deleted |", "|---|--:|--:|--:|"]
-    for name, w in first["table_writes"].items():
-        out.append(f"| {name} | {w['inserted']} | {w['updated']} | {w['deleted']} |")
+    for one in ones.values():
+        code = one.get("code", "current")
+        out += ["", f"Rows written per table ({code}, 1 worker, all {one['runs']} runs):", ""]
+        out += ["| table | inserted | updated | deleted |", "|---|--:|--:|--:|"]
+        for name, w in one["table_writes"].items():
+            out.append(f"| {name} | {w['inserted']} | {w['updated']} | {w['deleted']} |")
+    return [*out, ""]
+
+
+def _compare(rows: list[dict[str, Any]]) -> list[str]:
+    """Before and after, worker count by worker count, when a baseline was measured."""
+    codes = list(dict.fromkeys(r.get("code", "current") for r in rows))
+    if len(codes) < 2:
+        return []
+    before, after = codes[0], codes[-1]
+    out = [
+        f"## Before and after: {before} → {after}",
+        "",
+        "![runs/s, transactions and CPU per run, by worker count](DURABLE.svg)",
+        "",
+        "Both measured in this run, worker count by worker count (the baseline's workers right "
+        "before this checkout's), so both saw the same machine load.",
+        "",
+        "| workers | concurrency | runs/s before → after | × | runs/s per worker before → after | transactions / run "
+        "before → after | ÷ | connections opened / run before → after | CPU ms / run (worker + PostgreSQL) "
+        "before → after |",
+        "|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+    ]
+    for count, slots in dict.fromkeys((r["workers"], r["concurrency"]) for r in rows):
+        b = next(
+            (
+                r
+                for r in rows
+                if (r["workers"], r["concurrency"]) == (count, slots) and r.get("code") == before
+            ),
+            None,
+        )
+        a = next(
+            (
+                r
+                for r in rows
+                if (r["workers"], r["concurrency"]) == (count, slots) and r.get("code") == after
+            ),
+            None,
+        )
+        if a is None or b is None:
+            continue
+
+        def cpu(r: dict[str, Any]) -> float | None:
+            w, s = r.get("worker_cpu_ms_per_run"), r.get("server_cpu_ms_per_run")
+            return None if w is None or s is None else w + s
+
+        def opened(r: dict[str, Any]) -> float | None:
+            return None if r.get("connections_opened") is None else r["connections_opened"] / r["runs"]
+
+        out.append(
+            f"| {count} | {slots} | {_f(b['runs_per_s'], 1)} → {_f(a['runs_per_s'], 1)} | "
+            f"{_f(a['runs_per_s'] / b['runs_per_s'], 2)} | {_f(b['runs_per_s'] / count, 1)} → "
+            f"{_f(a['runs_per_s'] / count, 1)} | {_f(b['commits_per_run'], 1)} → {_f(a['commits_per_run'], 1)} | "
+            f"{_f(b['commits_per_run'] / a['commits_per_run'], 2)} | {_f(opened(b), 2)} → {_f(opened(a), 2)} | "
+            f"{_f(cpu(b), 1)} → {_f(cpu(a), 1)} |"
+        )
     return [*out, ""]
 
 
@@ -192,6 +262,7 @@ def _journal(j: dict[str, Any] | None) -> list[str]:
 
 def render(results: dict[str, Any]) -> str:
     lines = _header(results["meta"], results.get("postgres", "?"))
+    lines += _compare(results.get("throughput", []))
     lines += _throughput(results.get("throughput", []))
     lines += _takeover(results.get("takeover", []))
     lines += _journal(results.get("journal"))
@@ -200,8 +271,9 @@ def render(results: dict[str, Any]) -> str:
         lines += [
             f"A new connection (connect, `SELECT 1`, close; {conn['count']} times on 127.0.0.1, trust "
             f"authentication): {_f(conn['wall_ms'], 2)} ms of wall time and "
-            f"{_f(conn['server_cpu_ms'], 2)} ms of PostgreSQL CPU each. A worker opens two for each "
-            "run it executes (its journal and its run lock).",
+            f"{_f(conn['server_cpu_ms'], 2)} ms of PostgreSQL CPU each: what a worker that opened a "
+            "connection per run (its run lock, as before group commit) paid per run; the table above "
+            "counts the connections the workers opened.",
             "",
         ]
     notes = results.get("notes")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from durable_db import (
@@ -18,29 +19,40 @@ from durable_db import (
     table_writes,
     wait_until,
 )
-from durable_workers import create_dbos_tables, enqueue, workers
+from durable_workers import REPO, create_dbos_tables, enqueue, workers
 from pgcluster import Cluster
 
 
 def throughput(
-    cluster: Cluster | Server, runs: int, n_workers: int, args: argparse.Namespace
+    cluster: Cluster | Server,
+    runs: int,
+    n_workers: int,
+    args: argparse.Namespace,
+    code: str = "current",
+    repo: Path = REPO,
+    concurrency: int | None = None,
 ) -> dict[str, Any]:
-    """`runs` queued runs executed by `n_workers` fresh workers on a fresh database."""
-    database = cluster.database(f"tp{n_workers}_{runs}")
+    """`runs` queued runs executed by `n_workers` fresh workers (running the jeeves in `repo`,
+    named `code` in the report) on a fresh database."""
+    concurrency = concurrency or args.concurrency
+    database = cluster.database(f"tp{n_workers}_{runs}_c{concurrency}_{code.split()[0]}")
     create_dbos_tables(database)
-    flags = ["--concurrency", str(args.concurrency), "--poll", str(args.poll)]
+    flags = ["--concurrency", str(concurrency), "--poll", str(args.poll)]
     with connect(database) as raw:
         conn = Counted(raw)
         writes_before = table_writes(conn)
         wal_before = scalar(conn, "SELECT pg_current_wal_lsn()")
-        commits_before = scalar(
-            conn, "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"
-        )
+        commits_before, sessions_before = conn.execute(
+            "SELECT xact_commit, sessions FROM pg_stat_database WHERE datname = current_database()"
+        ).fetchone()
         ids, enqueue_s = enqueue(database, runs, "run")
         rss: list[float | None] = []
         cpu: list[float | None] = []
         server_before = server_cpu_s(server_pid(cluster))
-        with workers(database, n_workers, flags) as started:
+        with workers(database, n_workers, flags, repo=repo) as started:
+            sessions_ready = scalar(
+                conn, "SELECT sessions FROM pg_stat_database WHERE datname = current_database()"
+            )
             idle_connections = other_connections(conn)
             peak_connections = idle_connections
 
@@ -63,6 +75,9 @@ def throughput(
                 for c, w in zip(cpu, started, strict=True)
             ]
             server_after = server_cpu_s(server_pid(cluster))
+            sessions_done = scalar(
+                conn, "SELECT sessions FROM pg_stat_database WHERE datname = current_database()"
+            )
         check_outcomes(conn, ids)
         times = conn.execute(
             "SELECT started_at_epoch_ms, updated_at FROM dbos.workflow_status WHERE workflow_uuid = ANY(%s)",
@@ -97,9 +112,10 @@ def throughput(
             steady = (last - first) / ((ends[last] - ends[first]) / 1e3)
     rows_written = sum(w["inserted"] + w["updated"] + w["deleted"] for w in writes.values())
     return {
+        "code": code,
         "workers": n_workers,
         "runs": runs,
-        "concurrency": args.concurrency,
+        "concurrency": concurrency,
         "poll_s": args.poll,
         "enqueue_s": enqueue_s,
         "wall_s": wall_s,
@@ -128,6 +144,8 @@ def throughput(
         "rows_per_s": rows_written / wall_s,
         "commits": commits,
         "commits_per_run": commits / runs,
+        "connections_opened": int(sessions_done) - int(sessions_ready),
+        "connections_opened_at_start": int(sessions_ready) - int(sessions_before),
         "wal_bytes": wal_bytes,
         "wal_bytes_per_run": wal_bytes / runs,
     }

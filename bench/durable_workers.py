@@ -21,9 +21,12 @@ TARGET = "durable_model:actor_critic"
 SETUP_TARGET = "durable_model:setup"
 
 
-def worker_env() -> dict[str, str]:
+def worker_env(repo: Path = REPO) -> dict[str, str]:
+    """The environment of a worker running the jeeves of `repo` (a checkout: this one, or the
+    baseline commit bench/durable.py --baseline extracted)."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), str(BENCH), env.get("PYTHONPATH", "")) if p)
+    bench = repo / "bench"
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(repo), str(bench), env.get("PYTHONPATH", "")) if p)
     env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
     env.pop("PYTHONSTARTUP", None)
     return env
@@ -32,11 +35,11 @@ def worker_env() -> dict[str, str]:
 class WorkerProcess:
     """`python -m jeeves worker TARGET` in a subprocess, ready once it prints its ready line."""
 
-    def __init__(self, database: str, target: str, args: list[str]) -> None:
+    def __init__(self, database: str, target: str, args: list[str], repo: Path = REPO) -> None:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "jeeves", "worker", target, "--database", database, *args],
-            cwd=REPO,
-            env=worker_env(),
+            cwd=repo,
+            env=worker_env(repo),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -92,9 +95,12 @@ class WorkerProcess:
 
 
 @contextmanager
-def workers(database: str, n: int, args: list[str], target: str = TARGET) -> Iterator[list[WorkerProcess]]:
-    """`n` workers started together; all ready on entry, all stopped on exit."""
-    started = [WorkerProcess(database, target, args) for _ in range(n)]
+def workers(
+    database: str, n: int, args: list[str], target: str = TARGET, repo: Path = REPO
+) -> Iterator[list[WorkerProcess]]:
+    """`n` workers (of the jeeves in `repo`) started together; all ready on entry, all
+    stopped on exit."""
+    started = [WorkerProcess(database, target, args, repo) for _ in range(n)]
     try:
         for worker in started:
             worker.wait_ready()

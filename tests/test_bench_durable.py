@@ -75,4 +75,8 @@ def test_durable_bench_measures_throughput_takeover_and_journal_cost(
         "## 3. The journal's per-step cost",
     ):
         assert heading in report
-    assert "| 1 | 4 |" in report and "| postgres |" in report and "load average" in report.lower()
+    assert (
+        "| current | 1 | 20 | 4 |" in report and "| postgres |" in report and "load average" in report.lower()
+    )
+    assert run["code"] == "current" and run["connections_opened"] >= 0
+    assert (tmp_path / "DURABLE.svg").read_text().startswith("<svg")

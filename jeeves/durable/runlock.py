@@ -15,6 +15,13 @@ lock's connection asks the server to probe it after `KEEPALIVE_IDLE_S` of silenc
 within about 25 s, inside the default takeover time (over TCP; a unix socket has no
 keepalive, and its peer is on the same machine anyway).
 
+A worker keeps its lock connections between runs (`LockConnections`): a run takes an idle
+one (or connects), and gives it back once it let go of the lock (`pg_advisory_unlock`), so
+a worker opens a connection only when it holds more locks at once than ever before, never
+one per run (a new connection costs the server several milliseconds of CPU, more than a
+short run's steps: bench/results/DURABLE.md). A connection that fails, or whose lock
+cannot be let go of, is closed instead: the session's end releases the lock.
+
 A database restart ends the lock's session, and the lock with it, while the run goes on.
 So the holder watches its connection (a duplicate of its socket, readable only when the
 server sends something unasked: the notice of its end, or the socket's error), and when it
@@ -25,6 +32,7 @@ dies, connects again and takes the lock again, retried within the bound of
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -36,18 +44,21 @@ from jeeves.errors import JournalError
 from jeeves.journal.postgres import display_url
 from jeeves.journal.retry import aretry, db_retry_s
 
-__all__ = ["run_lock"]
+__all__ = ["LockConnections", "run_lock"]
 
 _NAMESPACE = 0x6A76  # the first key of the two-key advisory lock: jeeves runs
 KEEPALIVE_IDLE_S, KEEPALIVE_INTERVAL_S, KEEPALIVE_COUNT = 10, 5, 3
 
 
 @asynccontextmanager
-async def run_lock(url: str, session_id: str, *, poll_s: float = 0.2) -> AsyncIterator[Any]:
+async def run_lock(
+    url: str, session_id: str, *, poll_s: float = 0.2, pool: LockConnections | None = None
+) -> AsyncIterator[Any]:
     """Hold the run lock of `session_id` in database `url` while the block runs (waits for
-    it; takes it again after a database restart); yields the connection that holds it."""
-    holder = _Holder(url, session_id, poll_s)
-    await aretry(holder.take, where=holder.where, discard=holder.close)
+    it; takes it again after a database restart); yields the connection that holds it,
+    taken from `pool` and given back to it when one is passed."""
+    holder = _Holder(url, session_id, poll_s, pool)
+    await aretry(holder.take, where=holder.where, discard=holder.discard)
     try:
         async with anyio.create_task_group() as keeper:
             keeper.start_soon(holder.keep, keeper.cancel_scope)
@@ -61,7 +72,7 @@ async def run_lock(url: str, session_id: str, *, poll_s: float = 0.2) -> AsyncIt
         raise
     finally:
         with anyio.CancelScope(shield=True):
-            await holder.close()  # ends the session, which releases its advisory locks
+            await holder.release()
     if holder.lost is not None:
         raise holder.lost
 
@@ -69,31 +80,16 @@ async def run_lock(url: str, session_id: str, *, poll_s: float = 0.2) -> AsyncIt
 class _Holder:
     """The connection holding one run's lock, and how it gets it (back)."""
 
-    def __init__(self, url: str, session_id: str, poll_s: float) -> None:
-        self.url, self.session_id, self.poll_s = url, session_id, poll_s
+    def __init__(self, url: str, session_id: str, poll_s: float, pool: LockConnections | None) -> None:
+        self.url, self.session_id, self.poll_s, self.pool = url, session_id, poll_s, pool
         self.where = display_url(url)
         self.conn: Any = None
         self.lost: JournalError | None = None
 
     async def connect(self) -> None:
-        import psycopg
-
         await self.close()
-        self.conn = await psycopg.AsyncConnection.connect(
-            self.url,
-            autocommit=True,
-            connect_timeout=10,
-            keepalives=1,  # this side notices a vanished server too
-            keepalives_idle=KEEPALIVE_IDLE_S,
-            keepalives_interval=KEEPALIVE_INTERVAL_S,
-            keepalives_count=KEEPALIVE_COUNT,
-        )
-        for setting, value in (
-            ("tcp_keepalives_idle", KEEPALIVE_IDLE_S),
-            ("tcp_keepalives_interval", KEEPALIVE_INTERVAL_S),
-            ("tcp_keepalives_count", KEEPALIVE_COUNT),
-        ):
-            await self.conn.execute(f"SET {setting} = {int(value)}")
+        pooled = self.pool.take() if self.pool is not None else None
+        self.conn = pooled if pooled is not None else await _connect(self.url)
 
     async def take(self) -> None:
         """Connect and wait for the lock."""
@@ -131,7 +127,7 @@ class _Holder:
         while True:
             await self.died()
             try:
-                await aretry(self.retake, where=self.where, discard=self.close)
+                await aretry(self.retake, where=self.where, discard=self.discard)
             except JournalError as exc:
                 self.lost = exc
                 scope.cancel()
@@ -152,6 +148,21 @@ class _Holder:
         finally:
             os.close(fd)
 
+    async def release(self) -> None:
+        """Let go of the lock: the connection back to the pool, unlocked, or closed (its
+        session's end releases the lock)."""
+        if self.conn is not None and self.pool is not None and self.lost is None:
+            conn, self.conn = self.conn, None
+            await self.pool.give(conn, self.session_id)
+        await self.close()
+
+    async def discard(self) -> None:
+        """After a fault of the connection: close it, and the pool's idle ones, which the same
+        restart most likely killed."""
+        await self.close()
+        if self.pool is not None:
+            await self.pool.aclose()
+
     async def close(self) -> None:
         if self.conn is not None:
             conn, self.conn = self.conn, None
@@ -159,3 +170,73 @@ class _Holder:
                 await conn.close()
             except Exception:  # already broken: nothing to release
                 return
+
+
+async def _connect(url: str) -> Any:
+    """A new lock connection, which asks the server to probe it (see the module docstring)."""
+    import psycopg
+
+    conn = await psycopg.AsyncConnection.connect(
+        url,
+        autocommit=True,
+        connect_timeout=10,
+        keepalives=1,  # this side notices a vanished server too
+        keepalives_idle=KEEPALIVE_IDLE_S,
+        keepalives_interval=KEEPALIVE_INTERVAL_S,
+        keepalives_count=KEEPALIVE_COUNT,
+    )
+    try:
+        for setting, value in (
+            ("tcp_keepalives_idle", KEEPALIVE_IDLE_S),
+            ("tcp_keepalives_interval", KEEPALIVE_INTERVAL_S),
+            ("tcp_keepalives_count", KEEPALIVE_COUNT),
+        ):
+            await conn.execute(f"SET {setting} = {int(value)}")
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await conn.close()
+        raise
+    return conn
+
+
+class LockConnections:
+    """The idle run-lock connections of one worker (one event loop), kept between its runs:
+    `aclose()` them when the worker stops."""
+
+    def __init__(self, keep: int = 64) -> None:
+        self.keep = keep
+        self._idle: list[Any] = []
+
+    def take(self) -> Any:
+        """An idle connection that looks usable (a dead one fails its first statement, which
+        `run_lock` retries on another), or None."""
+        while self._idle:
+            conn = self._idle.pop()
+            if not conn.closed:
+                return conn
+        return None
+
+    async def give(self, conn: Any, session_id: str) -> None:
+        """Unlock `session_id`'s lock on `conn` and keep it; closed instead when that fails
+        or enough are kept (the session's end releases the lock then)."""
+        import psycopg
+
+        try:
+            cursor = await conn.execute(
+                "SELECT pg_advisory_unlock(%s, hashtext(%s))", (_NAMESPACE, session_id)
+            )
+            await cursor.fetchone()
+            healthy = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        except Exception:  # broken: closing it is the release
+            healthy = False
+        if healthy and len(self._idle) < self.keep:
+            self._idle.append(conn)
+            return
+        with contextlib.suppress(Exception):
+            await conn.close()
+
+    async def aclose(self) -> None:
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            with contextlib.suppress(Exception):
+                await conn.close()

@@ -34,11 +34,11 @@ from jeeves._run.runner import stream as stream_architecture
 from jeeves.approvals.decide import Approvals, PendingGate
 from jeeves.durable import engine
 from jeeves.durable.heartbeat import Heartbeat
-from jeeves.durable.runlock import run_lock
+from jeeves.durable.runlock import LockConnections, run_lock
 from jeeves.durable.spread import Spreader, branch_queue_name, resolve_path
 from jeeves.durable.targets import Target, load_targets, queue_of
 from jeeves.errors import JournalError, UserError
-from jeeves.journal.eventlog import ENDED, open_event_log
+from jeeves.journal.eventlog import ENDED, EventLog, open_event_log
 from jeeves.journal.open import close_journal, open_journal
 from jeeves.journal.postgres import display_url, is_database_url
 from jeeves.journal.recorder import EventRecorder
@@ -158,6 +158,9 @@ class Worker:
             f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}" if postgres else "local"
         )
         self._running: set[anyio.CancelScope] = set()
+        self._events: EventLog | None = None
+        self._locks = LockConnections(keep=self.concurrency + 4)
+        """The run locks' connections, kept from run to run (closed when `run` ends)."""
         self._drained: anyio.Event | None = None
         self.heartbeat: Heartbeat | None = None
         if postgres:
@@ -295,12 +298,19 @@ class Worker:
                 self._client = await anyio.to_thread.run_sync(engine.client, self.database)
         return self._client
 
+    def event_log(self) -> EventLog:
+        """The event log every run of this worker records into (one: its tables are checked
+        once, not per run)."""
+        if self._events is None:
+            self._events = open_event_log(self.journal)
+        return self._events
+
     def _exclusive(self, session_id: str) -> AbstractAsyncContextManager[None]:
         """The run lock on PostgreSQL (no two workers execute one run at once); nothing on
         SQLite, where one machine runs one worker."""
         if self.heartbeat is None:
             return contextlib.nullcontext()
-        return run_lock(self.database, session_id)
+        return run_lock(self.database, session_id, pool=self._locks)
 
     async def run(self, *, ready: anyio.Event | None = None) -> None:
         """Launch DBOS, serve the queues and beat until cancelled (Ctrl-C, SIGTERM, a cancel
@@ -346,6 +356,11 @@ class Worker:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(engine.shutdown)
                 await self._stop_runs()
+                await self._locks.aclose()
+                if self._events is not None:
+                    with contextlib.suppress(Exception):
+                        await self._events.aclose()
+                    self._events = None
                 if self._client is not None:
                     await anyio.to_thread.run_sync(self._client.destroy)
                     self._client = None
@@ -400,9 +415,7 @@ class _Served:
         self.worker, self.session_id, self.label, self.task = worker, session_id, label, task
         self.attempt = attempt
         self.store = open_journal(worker.journal)
-        self.recorder = EventRecorder(
-            open_event_log(worker.journal), session_id, architecture=label, task=task
-        )
+        self.recorder = EventRecorder(worker.event_log(), session_id, architecture=label, task=task)
         self.result: RunResult | None = None
         self.failure: BaseException | None = None
         self.status: str | None = None
@@ -477,8 +490,6 @@ class _Served:
     async def close(self) -> None:
         with contextlib.suppress(Exception):
             await close_journal(self.store)
-        with contextlib.suppress(Exception):
-            await self.recorder.log.aclose()
 
 
 async def _persist(write: Callable[[], Awaitable[None]]) -> None:

@@ -18,6 +18,7 @@ reader that sees `last_seq = N` finds every event up to N.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import time
 from collections.abc import Iterator, Sequence
@@ -25,6 +26,7 @@ from typing import Any
 
 from jeeves.events import Event, event_from_json, event_to_json
 from jeeves.journal.eventlog import ENDED, LoggedRun
+from jeeves.journal.pgbatch import transaction
 from jeeves.journal.postgres import PostgresJournal
 from jeeves.journal.sqlite import SQLiteJournal
 
@@ -198,13 +200,47 @@ class PostgresEventLog(_SqlEventLog):
 
     def __init__(self, url: str, *, create: bool = True, retry_s: float | None = None) -> None:
         super().__init__()
-        self._journal = PostgresJournal(url, create=create, retry_s=retry_s)
+        self._journal = self._pg = PostgresJournal(url, create=create, retry_s=retry_s)
 
     def _transaction(self, conn: Any) -> contextlib.AbstractContextManager[Any]:
-        return conn.transaction()  # type: ignore[no-any-return]
+        return transaction(conn)  # the batch's, when the call is in one (`_pgbatch`)
+
+    async def append(self, root: str, events: Sequence[Event]) -> None:
+        """Lazily (`jeeves.journal.pgbatch`): the run does not wait for its events, so they
+        ride in the transaction of the next journal write of any run of this process."""
+        if events:
+            rows = [(root, event.seq, event_to_json(event)) for event in events]
+            await self._pg._call(self._append, root, rows, lazy=True)
+
+    def _start(self, conn: Any, root: str, architecture: str, task: str) -> int:
+        """One statement: where the log ends, and the run registered running there."""
+        row = (
+            self._conn(conn)
+            .execute(
+                f"INSERT INTO jeeves_event_runs ({_RUN_COLUMNS}) VALUES (%s, %s, %s, 'running', "
+                "(SELECT COALESCE(MAX(seq), 0) FROM jeeves_events WHERE root = %s), %s) "
+                "ON CONFLICT (root) DO UPDATE SET status = 'running', last_seq = excluded.last_seq, "
+                "updated = excluded.updated RETURNING last_seq",
+                (root, architecture, task, root, time.time()),
+            )
+            .fetchone()
+        )
+        return int(row[0])
+
+    def _append(self, conn: Any, root: str, rows: list[tuple[str, int, str]]) -> None:
+        """One statement: the batch's events and the run's `last_seq`, together; the events as
+        one JSON array (the C encoder escapes them, not Python row by row)."""
+        events = json.dumps([[seq, text] for _, seq, text in rows], ensure_ascii=False)
+        self._conn(conn).execute(
+            "WITH added AS (INSERT INTO jeeves_events (root, seq, event) "
+            "SELECT %s, (e->>0)::bigint, e->>1 FROM json_array_elements(%s::json) AS e "
+            "ON CONFLICT (root, seq) DO NOTHING) "
+            "UPDATE jeeves_event_runs SET last_seq = GREATEST(last_seq, %s), updated = %s WHERE root = %s",
+            (root, events, rows[-1][1], time.time(), root),
+        )
 
     def _create(self, conn: Any) -> None:
-        with conn.transaction():  # CREATE TABLE IF NOT EXISTS races itself: take a lock first
+        with transaction(conn):  # CREATE TABLE IF NOT EXISTS races itself: take a lock first
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
             for statement in _TABLES:
                 conn.execute(statement.format(**self._types))

@@ -6,7 +6,7 @@ machines record into one database, and `jeeves runs` / `jeeves replay` read it b
 records, as the same JSON text, under the same schema version (table `jeeves_journal`
 says which), a newer schema refused, every record committed before the step returns.
 
-Many writers: every write is one statement in its own transaction, an upsert keyed by
+Many writers: every write is one statement, an upsert keyed by
 `(session_id, idx)` for steps and `session_id` for sessions (`ON CONFLICT DO UPDATE`, so
 a step made again after a takeover replaces the stopped one, the last status of a
 session wins, and no writer ever sees a unique violation). The tables are created under
@@ -18,34 +18,33 @@ damage a replay must report), next to the columns it is looked up by. A record h
 whatever `StepRecord` / `SessionRecord` holds; new fields need no new columns.
 
 Reading: the steps of a session are read in one query on its first use and kept
-(write-through), so a replay reads each session once. A store object therefore belongs
-to one process's view of a run: a worker opens one per run it executes, and a run is
-executed by one worker at a time (`jeeves.durable`).
+(write-through, once committed), so a replay reads each session once. A store object
+therefore belongs to one process's view of a run: a worker opens one per run it executes,
+and a run is executed by one worker at a time (`jeeves.durable`).
 
-Each call runs in a worker thread (`anyio.to_thread`) on one connection guarded by a
-lock, so the event loop never waits on the network, on asyncio and trio alike. A call that
-meets a fault of the connection (a server restart, a dead pooled connection) discards it,
-and the idle pooled ones of the same database, and runs again on a new one, for at most
-the retry bound (`jeeves.journal.retry`, `--db-retry-s`); past it, a `JournalError` names
-the database and says to resume. Needs
-psycopg 3 (`pip install "jeeves[postgres]"`); `import jeeves` does not import it.
+Talking to the server: every call of every store of an event loop on one database joins
+a batch, and a batch is one transaction in a worker thread (`anyio.to_thread`, so the
+event loop never waits on the network, on asyncio and trio alike) on a connection the
+process keeps (`jeeves.journal.pgbatch`: group commit). A call returns once its batch
+committed, so a step is durable before its result is used, and concurrent runs share
+transactions instead of each paying its own. A batch that meets a fault of the connection
+(a server restart, a dead pooled connection) is sent again on a new one, for at most the
+retry bound (`jeeves.journal.retry`, `--db-retry-s`); past it, a `JournalError` names the
+database and says to resume. Needs psycopg 3 (`pip install "jeeves[postgres]"`); `import
+jeeves` does not import it.
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import re
-import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import anyio.to_thread
-
 from jeeves.errors import JournalError, UserError
+from jeeves.journal.pgbatch import Call, Group, Merge, group_for, transaction
 from jeeves.journal.records import DAMAGED, SCHEMA_VERSION, SessionRecord, StepRecord, excerpt
-from jeeves.journal.retry import is_transient, retry
+from jeeves.journal.retry import is_transient
 from jeeves.journal.snapshot import RunSnapshot
 from jeeves.journal.store import StoreBase, decode_text, encode_record
 
@@ -56,6 +55,9 @@ __all__ = ["PostgresJournal", "is_database_url", "display_url"]
 
 T = TypeVar("T")
 R = TypeVar("R", StepRecord, SessionRecord)
+_TABLES_SEEN: set[str] = set()
+"""Databases whose journal tables this process found (a committed check): a new store there
+reads only their version."""
 
 _SCHEMES = ("postgresql://", "postgres://")
 _LOCK_KEY = 0x6A65657665  # "jeeve": serialises schema creation across processes
@@ -67,6 +69,21 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS jeeves_steps ("
     " session_id TEXT NOT NULL, idx INTEGER NOT NULL, record TEXT NOT NULL, PRIMARY KEY (session_id, idx))",
 )
+_ROWS = "json_array_elements(%s::json) WITH ORDINALITY AS t(e, n)"
+_PUT_STEPS = (
+    f"INSERT INTO jeeves_steps (session_id, idx, record) SELECT e->>0, (e->>1)::integer, e->>2 FROM {_ROWS} "
+    "ORDER BY n ON CONFLICT (session_id, idx) DO UPDATE SET record = excluded.record"
+)
+_PUT_SESSION = (
+    "INSERT INTO jeeves_sessions (session_id, parent_id, record) VALUES (%s, %s, %s) "
+    "ON CONFLICT (session_id) DO UPDATE SET record = excluded.record"
+)
+_PUT_SESSIONS = (
+    f"INSERT INTO jeeves_sessions (session_id, parent_id, record) SELECT e->>0, e->>1, e->>2 FROM {_ROWS} "
+    "ORDER BY n ON CONFLICT (session_id) DO UPDATE SET record = excluded.record"
+)
+"""The writes of a batch's `put_step`s and `put_session`s, each kind in one statement
+(`jeeves.journal.pgbatch.Merge`), in the order they were made."""
 
 
 def is_database_url(target: object) -> bool:
@@ -117,69 +134,100 @@ class PostgresJournal(StoreBase):
         """Where the journal is, as messages name it (the URL without its password)."""
         self._create = create
         self._retry_s = retry_s
-        self._lock = threading.Lock()
-        self._conn: psycopg.Connection[Any] | None = None
+        self._ready = False
+        self._left: Any = None
+        """The batch holding this store's last write-behind (`_leave`), until it went out."""
+        self._behind_error: BaseException | None = None
+        """Whether a committed call of this store found the journal's tables (and their version)."""
         self._cache: OrderedDict[str, dict[int, str]] = OrderedDict()
         self._cache_size = max(1, cached_sessions)
 
     # -- the connection ------------------------------------------------------------------
-    async def _call(self, fn: Callable[..., T], *args: object) -> T:
-        return await anyio.to_thread.run_sync(functools.partial(self._locked, fn, *args))
+    async def _call(
+        self,
+        fn: Callable[..., T],
+        *args: object,
+        after: Callable[[T], None] | None = None,
+        lazy: bool = False,
+        merge: Merge | None = None,
+    ) -> T:
+        """`fn(conn, *args)` in the next batch of this event loop's calls on this database
+        (`jeeves.journal.pgbatch`, `lazy` there): returns once its transaction committed, then
+        `after(value)` has run. A store's first call checks the journal's tables in the same
+        transaction. A write this store left behind that failed is raised here first."""
+        self._raise_left_behind()
+        group = self._group()
+        prepare = None if self._ready else self._prepare
+        call = Call(
+            fn, args, prepare=prepare, after=after if prepare is None else self._prepared(after), merge=merge
+        )
+        value: T = await group.call(call, self._retry_s, lazy=lazy)
+        return value
 
-    def _locked(self, fn: Callable[..., T], *args: object) -> T:
-        psycopg = _psycopg()
-        with self._lock:
-            try:
-                return retry(
-                    functools.partial(self._once, fn, *args),
-                    where=self.path,
-                    discard=self._discard,
-                    bound_s=self._retry_s,
-                )
-            except (psycopg.OperationalError, psycopg.InterfaceError) as exc:  # never reached: fail at once
-                raise JournalError(
-                    f"{self.path}: cannot connect to the journal database ({_line(exc)}); check the URL and "
-                    f"that the server is running."
-                ) from exc
-            except psycopg.Error as exc:
-                raise JournalError(f"{self.path}: {_line(exc)}; the journal database refused it.") from exc
+    def _group(self) -> Group:
+        return group_for(self.url, self.path, self._connect, self._translate)
 
-    def _once(self, fn: Callable[..., T], *args: object) -> T:
-        conn = self._conn if self._conn is not None and not self._conn.closed else self._connect()
-        return fn(conn, *args)
+    def _leave(self, fn: Callable[..., Any], *args: object, merge: Merge) -> None:
+        """Write-behind: `fn(conn, *args)` joins the open batch and this returns at once; it is
+        committed in order with the next call any store of this event loop awaits on this
+        database (at the latest `aclose`), and its error is raised by this store's next call."""
+        self._raise_left_behind()
+        self._left = self._group().post(Call(fn, args, merge=merge), self._failed_behind)
 
-    def _discard(self) -> None:
-        """A connection fault: close this store's connection, and the idle ones kept for this
-        database, which the same restart or network fault has most likely killed too."""
-        if self._conn is not None:
-            with contextlib.suppress(Exception):
-                self._conn.close()
-            self._conn = None
-        _purge_idle(self.url)
+    def _failed_behind(self, error: BaseException) -> None:
+        if self._behind_error is None:
+            self._behind_error = error
+
+    def _raise_left_behind(self) -> None:
+        error, self._behind_error = self._behind_error, None
+        if error is not None:
+            raise error
+
+    async def _flush_left(self) -> None:
+        """Wait until what this store left behind is committed (a batch that carries it)."""
+        if self._left is not None and not self._left.done.is_set():
+            call = Call(_nothing, ())
+            await self._group().call(call, self._retry_s)
+        self._left = None
+
+    def _prepared(self, after: Callable[[T], None] | None) -> Callable[[T], None]:
+        def committed(value: T) -> None:
+            self._ready = True
+            _TABLES_SEEN.add(self.url)
+            if after is not None:
+                after(value)
+
+        return committed
 
     def _connect(self) -> psycopg.Connection[Any]:
-        pooled = _take_idle(self.url)
-        if pooled is not None:  # prepared already: its tables exist; their version may have moved
-            try:
-                self._check_version(pooled)
-            except BaseException:
-                pooled.close()
-                raise
-            self._conn = pooled
-            return pooled
-        conn = _psycopg().connect(self.url, autocommit=True, connect_timeout=10)
-        try:
-            self._prepare(conn)
-        except BaseException:
-            conn.close()
-            raise
-        self._conn = conn
-        return self._conn
+        return _psycopg().connect(self.url, autocommit=True, connect_timeout=10)  # type: ignore[no-any-return]
+
+    def _translate(self, exc: BaseException) -> BaseException:
+        """A database error as the JournalError a caller hears (others pass as they are)."""
+        psycopg = _psycopg()
+        if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):  # never reached
+            error = JournalError(
+                f"{self.path}: cannot connect to the journal database ({_line(exc)}); check the URL and "
+                f"that the server is running."
+            )
+        elif isinstance(exc, psycopg.Error):
+            error = JournalError(f"{self.path}: {_line(exc)}; the journal database refused it.")
+        else:
+            return exc
+        error.__cause__ = exc
+        return error
 
     def _prepare(self, conn: psycopg.Connection[Any]) -> None:
+        """Check (and, recording, create) the journal's tables: once a process saw them on
+        this database, only their version is read again (it may have moved)."""
+        if self.url not in _TABLES_SEEN:
+            self._create_tables(conn)
+        self._check_version(conn)
+
+    def _create_tables(self, conn: psycopg.Connection[Any]) -> None:
         psycopg = _psycopg()
         try:
-            with conn.transaction():
+            with transaction(conn):
                 exists = conn.execute("SELECT to_regclass('jeeves_journal') IS NOT NULL").fetchone()
                 if not (exists and exists[0]):
                     if not self._create:
@@ -199,7 +247,6 @@ class PostgresJournal(StoreBase):
             if is_transient(exc):  # the connection failed: retried on a new one
                 raise
             raise JournalError(f"{self.path}: cannot prepare the journal tables ({_line(exc)}).") from exc
-        self._check_version(conn)
 
     def _check_version(self, conn: psycopg.Connection[Any]) -> None:
         psycopg = _psycopg()
@@ -217,12 +264,6 @@ class PostgresJournal(StoreBase):
                 f"{self.path} was written by a newer jeeves (journal schema v{stored}; this jeeves reads up "
                 f"to v{SCHEMA_VERSION}). Upgrade jeeves to read this journal."
             )
-
-    def _drop(self, *, reuse: bool = False) -> None:
-        if self._conn is not None:
-            if not (reuse and _put_idle(self.url, self._conn)):
-                self._conn.close()
-            self._conn = None
 
     # -- steps -------------------------------------------------------------------------
     def _session_steps(self, conn: psycopg.Connection[Any], session_id: str) -> dict[int, str]:
@@ -242,6 +283,9 @@ class PostgresJournal(StoreBase):
             "ON CONFLICT (session_id, idx) DO UPDATE SET record = excluded.record",
             (record.session_id, record.index, text),
         )
+
+    def _cache_step(self, record: StepRecord, text: str) -> None:
+        """Written through once committed (never before: a batch that fails leaves no trace)."""
         cached = self._cache.get(record.session_id)
         if cached is not None:
             cached[record.index] = text
@@ -262,7 +306,14 @@ class PostgresJournal(StoreBase):
         return record
 
     async def put_step(self, record: StepRecord) -> None:
-        await self._call(self._put_step, record, encode_record(record))
+        text = encode_record(record)
+        await self._call(
+            self._put_step,
+            record,
+            text,
+            after=lambda _: self._cache_step(record, text),
+            merge=Merge(_PUT_STEPS, (record.session_id, record.index, text), 2),
+        )
 
     async def step_indices(self, session_id: str) -> list[int]:
         cached = self._cache.get(session_id)
@@ -287,14 +338,17 @@ class PostgresJournal(StoreBase):
         return decode_text(str(rows[0][0]), f"{self.path} (session {session_id!r})", SessionRecord)
 
     async def put_session(self, record: SessionRecord) -> None:
-        await self._call(
-            self._rows,
-            "INSERT INTO jeeves_sessions (session_id, parent_id, record) VALUES (%s, %s, %s) "
-            "ON CONFLICT (session_id) DO UPDATE SET record = excluded.record",
-            record.session_id,
-            record.parent_id,
-            encode_record(record),
-        )
+        """Committed on return, except a child's record (its start, its end) once this store is
+        in use: nothing waits on it (a run resumed after a crash writes it again), so it is
+        left behind (`_leave`) to go out in order with the next call, at the latest the root's
+        next record, which every run writes when it ends."""
+        text = encode_record(record)
+        args = (record.session_id, record.parent_id, text)
+        merge = Merge(_PUT_SESSIONS, args, 1)
+        if record.parent_id is not None and self._ready:
+            self._leave(self._rows, _PUT_SESSION, *args, merge=merge)
+            return
+        await self._call(self._rows, _PUT_SESSION, *args, merge=merge)
 
     async def sessions(self, root: str | None = None) -> list[SessionRecord]:
         if root is None:
@@ -311,7 +365,7 @@ class PostgresJournal(StoreBase):
     def _read_run(self, conn: psycopg.Connection[Any], root: str) -> tuple[list[Any], list[Any]]:
         where = "WHERE session_id = %s OR left(session_id, %s) = %s"
         args = (root, len(root) + 2, root + "__")
-        with conn.transaction():  # both tables as of one moment
+        with transaction(conn):  # both tables as of one moment
             sessions = conn.execute(
                 f"SELECT session_id, record FROM jeeves_sessions {where} ORDER BY seq", args
             )
@@ -333,62 +387,24 @@ class PostgresJournal(StoreBase):
 
     # -- closing -------------------------------------------------------------------------
     def close(self) -> None:
-        with self._lock:
-            self._drop(reuse=True)  # kept for the next store of this process on this database
-            self._cache.clear()
+        """Forget what this store read; its connections belong to the process (`_pgbatch`)."""
+        self._cache.clear()
 
     async def aclose(self) -> None:
-        await anyio.to_thread.run_sync(self.close)
+        """Commit what this store left behind, then close it (raising a left-behind write's
+        error)."""
+        try:
+            await self._flush_left()
+            self._raise_left_behind()
+        finally:
+            self.close()
 
     def __repr__(self) -> str:
         return f"PostgresJournal({self.path!r})"
 
 
-_IDLE: list[tuple[str, psycopg.Connection[Any]]] = []
-_IDLE_LOCK = threading.Lock()
-IDLE_MAX = 16
-"""How many closed stores' connections a process keeps (all databases together, the most
-recent) for its next stores to reuse. A worker opens a store (and an event log on one) per
-run it executes: connecting and checking the tables cost more database CPU than a short
-run's steps (bench/results/DURABLE.md), so a closed store hands its connection on."""
-
-
-def _take_idle(url: str) -> psycopg.Connection[Any] | None:
-    """An idle pooled connection to `url` that is still usable, or None."""
-    psycopg = _psycopg()
-    while True:
-        with _IDLE_LOCK:
-            found = next((i for i in range(len(_IDLE) - 1, -1, -1) if _IDLE[i][0] == url), None)
-            if found is None:
-                return None
-            _, conn = _IDLE.pop(found)
-        if not conn.closed and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
-            return conn
-        conn.close()
-
-
-def _purge_idle(url: str) -> None:
-    """Close every idle pooled connection to `url` (after a fault of one of them)."""
-    with _IDLE_LOCK:
-        dropped = [conn for kept, conn in _IDLE if kept == url]
-        _IDLE[:] = [(kept, conn) for kept, conn in _IDLE if kept != url]
-    for conn in dropped:
-        with contextlib.suppress(Exception):
-            conn.close()
-
-
-def _put_idle(url: str, conn: psycopg.Connection[Any]) -> bool:
-    """Keep `conn` for reuse if it is healthy (the oldest kept one is closed when the pool is
-    full); whether it was kept."""
-    psycopg = _psycopg()
-    if conn.closed or conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-        return False
-    with _IDLE_LOCK:
-        _IDLE.append((url, conn))
-        evicted = _IDLE.pop(0)[1] if len(_IDLE) > IDLE_MAX else None
-    if evicted is not None:
-        evicted.close()
-    return True
+def _nothing(conn: Any) -> None:
+    """A call that only rides a batch (to wait until the calls before it are committed)."""
 
 
 def _line(exc: BaseException) -> str:

@@ -12,7 +12,7 @@ import pytest
 
 from jeeves.durable import Worker, queue_name, submit, target_name
 from jeeves.durable.heartbeat import Heartbeat
-from jeeves.durable.runlock import run_lock
+from jeeves.durable.runlock import _NAMESPACE, LockConnections, run_lock
 from jeeves.errors import UserError
 from tests.durable.conftest import TARGET, environ
 
@@ -129,6 +129,43 @@ async def test_the_run_locks_connection_asks_the_server_to_probe_it_so_a_vanishe
             row = await (await conn.execute(f"SHOW {setting}")).fetchone()
             shown[setting] = row[0]
     assert shown == {"tcp_keepalives_idle": "10", "tcp_keepalives_interval": "5", "tcp_keepalives_count": "3"}
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_run_locks_on_a_workers_pool_reuse_its_connection_and_let_go_between_runs(
+    postgres_url: str,
+) -> None:
+    """A worker's run locks take kept connections: run after run on one server backend, no new
+    connection, and each lock released when its run ends (another worker takes it at once),
+    while a run that is still held keeps its own."""
+    pool = LockConnections(keep=4)
+
+    def holders() -> list[int]:  # the server backends holding run locks now (asked from outside)
+        with psycopg.connect(postgres_url, autocommit=True) as other:
+            rows = other.execute(
+                "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND classid = %s AND granted",
+                (_NAMESPACE,),
+            ).fetchall()
+            return sorted(int(pid) for (pid,) in rows)
+
+    def taken_elsewhere(session: str) -> bool:
+        with psycopg.connect(postgres_url, autocommit=True) as other:
+            row = other.execute("SELECT pg_try_advisory_lock(%s, hashtext(%s))", (_NAMESPACE, session))
+            return bool(row.fetchone()[0])  # type: ignore[index]
+
+    try:
+        pids = []
+        for i in range(3):
+            async with run_lock(postgres_url, f"pooled-{i}", pool=pool):
+                pids += holders()
+                assert not taken_elsewhere(f"pooled-{i}")  # held: nobody else gets it
+            assert taken_elsewhere(f"pooled-{i}")  # let go as the run ended
+        assert len(pids) == 3 and len(set(pids)) == 1  # one connection for the three runs
+        async with run_lock(postgres_url, "held", pool=pool), run_lock(postgres_url, "beside", pool=pool):
+            assert len(set(holders())) == 2  # two at once: two connections
+    finally:
+        await pool.aclose()
 
 
 @pytest.mark.postgres

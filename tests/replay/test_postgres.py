@@ -80,11 +80,12 @@ async def test_a_newer_schema_is_refused(postgres_url: str) -> None:
         await PostgresJournal(postgres_url).get_session("r1")
 
 
-async def test_a_closed_stores_connection_is_reused_by_the_next_store_of_the_process(
+async def test_the_stores_of_a_process_share_its_connection_and_their_calls_share_transactions(
     postgres_url: str,
 ) -> None:
-    """A worker opens a store per run: the next store takes the last one's connection (same
-    server backend) instead of connecting and preparing the tables again."""
+    """A worker opens a store per run: every store of the process talks to the database on the
+    connection it keeps (same server backend, no new connection per store), and calls made
+    together go out in one transaction (group commit), each committed before it returns."""
 
     def backend(conn: object) -> int:
         return int(conn.execute("SELECT pg_backend_pid()").fetchone()[0])  # type: ignore[attr-defined]
@@ -92,11 +93,45 @@ async def test_a_closed_stores_connection_is_reused_by_the_next_store_of_the_pro
     async with PostgresJournal(postgres_url) as first:
         await first.put_session(session())
         pid = await first._call(backend)
-    async with PostgresJournal(postgres_url) as second:
+    async with PostgresJournal(postgres_url) as second, PostgresJournal(postgres_url) as third:
         assert await second._call(backend) == pid
-        assert await second.get_session("r1") is not None
-        async with PostgresJournal(postgres_url) as third:  # the pooled one is taken: a new one
-            assert await third._call(backend) != pid
+        assert await third._call(backend) == pid
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            commits = "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"
+            before = conn.execute(commits).fetchone()[0]
+            async with anyio.create_task_group() as tg:
+                for i in range(20):
+                    tg.start_soon((second if i % 2 else third).put_step, step(f"g{i}", 0))
+            after = conn.execute(commits).fetchone()[0]
+        assert after - before - 1 < 20  # 20 writes, in fewer transactions (the bench's read is one)
+        for i in range(20):  # each committed: another store reads it
+            async with PostgresJournal(postgres_url) as reader:
+                assert await reader.step_indices(f"g{i}") == [0]
+
+
+async def test_a_statement_refused_in_a_batch_fails_its_own_caller_only(postgres_url: str) -> None:
+    """Calls sent together share a transaction: when the database refuses one statement, the
+    batch is rolled back and sent again call by call, so the others are committed and only
+    the refused call's caller hears of it (a JournalError naming the database)."""
+    outcomes: dict[str, object] = {}
+
+    async with PostgresJournal(postgres_url) as journal:
+        await journal.put_session(session())  # the tables exist: the calls below batch alone
+
+        async def call(name: str, fn: object) -> None:
+            try:
+                outcomes[name] = await journal._call(fn)  # type: ignore[arg-type]
+            except JournalError as exc:
+                outcomes[name] = exc
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call, "bad", lambda conn: conn.execute("SELECT * FROM no_such_table"))
+            for i in range(3):
+                tg.start_soon(journal.put_step, step(f"ok{i}", 0))
+        assert isinstance(outcomes["bad"], JournalError) and "no_such_table" in str(outcomes["bad"])
+    async with PostgresJournal(postgres_url) as reader:
+        for i in range(3):
+            assert await reader.step_indices(f"ok{i}") == [0]
 
 
 async def test_a_v1_journal_reads_as_the_sqlite_store_reads_one(postgres_url: str) -> None:
