@@ -37,16 +37,15 @@ jeeves` does not import it.
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from jeeves.errors import JournalError, UserError
 from jeeves.journal.pgbatch import Call, Group, Merge, group_for, transaction
-from jeeves.journal.records import DAMAGED, SCHEMA_VERSION, SessionRecord, StepRecord, excerpt
+from jeeves.journal.records import SCHEMA_VERSION, SessionRecord, StepRecord
 from jeeves.journal.retry import is_transient
-from jeeves.journal.snapshot import RunSnapshot
-from jeeves.journal.store import StoreBase, decode_text, encode_record
+from jeeves.journal.sql import SQLStore
+from jeeves.journal.store import encode_record
 
 if TYPE_CHECKING:
     import psycopg
@@ -108,7 +107,7 @@ def _psycopg() -> Any:
     return psycopg
 
 
-class PostgresJournal(StoreBase):
+class PostgresJournal(SQLStore):
     """A journal in a PostgreSQL database (any number of runs and of writing processes).
 
     Args:
@@ -139,8 +138,7 @@ class PostgresJournal(StoreBase):
         """The batch holding this store's last write-behind (`_leave`), until it went out."""
         self._behind_error: BaseException | None = None
         """Whether a committed call of this store found the journal's tables (and their version)."""
-        self._cache: OrderedDict[str, dict[int, str]] = OrderedDict()
-        self._cache_size = max(1, cached_sessions)
+        super().__init__(cached_sessions)
 
     # -- the connection ------------------------------------------------------------------
     async def _call(
@@ -265,18 +263,7 @@ class PostgresJournal(StoreBase):
                 f"to v{SCHEMA_VERSION}). Upgrade jeeves to read this journal."
             )
 
-    # -- steps -------------------------------------------------------------------------
-    def _session_steps(self, conn: psycopg.Connection[Any], session_id: str) -> dict[int, str]:
-        steps = self._cache.get(session_id)
-        if steps is None:
-            rows = conn.execute("SELECT idx, record FROM jeeves_steps WHERE session_id = %s", (session_id,))
-            steps = self._cache[session_id] = {int(idx): str(text) for idx, text in rows}
-            if len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
-        else:
-            self._cache.move_to_end(session_id)
-        return steps
-
+    # -- writes ------------------------------------------------------------------------
     def _put_step(self, conn: psycopg.Connection[Any], record: StepRecord, text: str) -> None:
         conn.execute(
             "INSERT INTO jeeves_steps (session_id, idx, record) VALUES (%s, %s, %s) "
@@ -284,58 +271,29 @@ class PostgresJournal(StoreBase):
             (record.session_id, record.index, text),
         )
 
-    def _cache_step(self, record: StepRecord, text: str) -> None:
-        """Written through once committed (never before: a batch that fails leaves no trace)."""
-        cached = self._cache.get(record.session_id)
-        if cached is not None:
-            cached[record.index] = text
-
-    async def get_step(self, session_id: str, index: int) -> StepRecord | None:
-        cached = self._cache.get(session_id)
-        steps = cached if cached is not None else await self._call(self._session_steps, session_id)
-        text = steps.get(index)
-        return None if text is None else self._step(session_id, index, text)
-
-    def _step(self, session_id: str, index: int, text: str) -> StepRecord:
-        what = f"session {session_id!r} step {index}"
-        record = decode_text(text, f"{self.path} ({what})", StepRecord)
-        if (record.session_id, record.index) != (session_id, index):  # a row copied or edited by hand
-            raise JournalError(
-                f"{self.path} ({what}): the row holds step {record.index} of {excerpt(record.session_id)}. {DAMAGED}"
-            )
-        return record
-
     async def put_step(self, record: StepRecord) -> None:
         text = encode_record(record)
         await self._call(
             self._put_step,
             record,
             text,
-            after=lambda _: self._cache_step(record, text),
+            after=lambda _: self._cache_step(record.session_id, record.index, text),
             merge=Merge(_PUT_STEPS, (record.session_id, record.index, text), 2),
         )
 
-    async def step_indices(self, session_id: str) -> list[int]:
-        cached = self._cache.get(session_id)
-        if cached is not None:  # written through, so as current as the table for this object
-            return sorted(cached)
-        rows = await self._call(
-            self._rows, "SELECT idx FROM jeeves_steps WHERE session_id = %s ORDER BY idx", session_id
-        )
-        return [int(idx) for (idx,) in rows]
+    _SELECT_STEPS = "SELECT idx, record FROM jeeves_steps WHERE session_id = %s"
+    _SELECT_INDICES = "SELECT idx FROM jeeves_steps WHERE session_id = %s ORDER BY idx"
+    _SELECT_SESSION = "SELECT record FROM jeeves_sessions WHERE session_id = %s"
+    _SELECT_SESSIONS = "SELECT session_id, record FROM jeeves_sessions ORDER BY seq"
+    _SELECT_TREE = (
+        "SELECT session_id, record FROM jeeves_sessions WHERE session_id = %s "
+        "OR left(session_id, %s) = %s ORDER BY seq"
+    )
 
     # -- sessions ------------------------------------------------------------------------
     def _rows(self, conn: psycopg.Connection[Any], sql: str, *args: object) -> list[Any]:
         cursor = conn.execute(sql, args)
         return cursor.fetchall() if cursor.description is not None else []
-
-    async def get_session(self, session_id: str) -> SessionRecord | None:
-        rows = await self._call(
-            self._rows, "SELECT record FROM jeeves_sessions WHERE session_id = %s", session_id
-        )
-        if not rows:
-            return None
-        return decode_text(str(rows[0][0]), f"{self.path} (session {session_id!r})", SessionRecord)
 
     async def put_session(self, record: SessionRecord) -> None:
         """Committed on return, except a child's record (its start, its end) once this store is
@@ -350,17 +308,6 @@ class PostgresJournal(StoreBase):
             return
         await self._call(self._rows, _PUT_SESSION, *args, merge=merge)
 
-    async def sessions(self, root: str | None = None) -> list[SessionRecord]:
-        if root is None:
-            rows = await self._call(self._rows, "SELECT session_id, record FROM jeeves_sessions ORDER BY seq")
-        else:
-            sql = (
-                "SELECT session_id, record FROM jeeves_sessions WHERE session_id = %s "
-                "OR left(session_id, %s) = %s ORDER BY seq"
-            )
-            rows = await self._call(self._rows, sql, root, len(root) + 2, root + "__")
-        return [decode_text(str(text), f"{self.path} (session {sid!r})", SessionRecord) for sid, text in rows]
-
     # -- a whole run ---------------------------------------------------------------------
     def _read_run(self, conn: psycopg.Connection[Any], root: str) -> tuple[list[Any], list[Any]]:
         where = "WHERE session_id = %s OR left(session_id, %s) = %s"
@@ -371,19 +318,6 @@ class PostgresJournal(StoreBase):
             )
             steps = conn.execute(f"SELECT session_id, idx, record FROM jeeves_steps {where}", args)
             return sessions.fetchall(), steps.fetchall()
-
-    async def read_run(self, root: str) -> RunSnapshot:
-        """Root session `root` and its subtree, every session and step, read in one round trip
-        (one query per table) and decoded on first use."""
-        session_rows, step_rows = await self._call(self._read_run, root)
-        return RunSnapshot.from_rows(
-            session_rows,
-            step_rows,
-            decode_session=lambda sid, text: decode_text(
-                text, f"{self.path} (session {sid!r})", SessionRecord
-            ),
-            decode_step=self._step,
-        )
 
     # -- closing -------------------------------------------------------------------------
     def close(self) -> None:

@@ -27,7 +27,6 @@ import os
 import sqlite3
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,10 +36,10 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from jeeves.errors import JournalError, UserError
-from jeeves.journal.records import DAMAGED, SCHEMA_VERSION, SessionRecord, StepRecord, excerpt
+from jeeves.journal.records import SCHEMA_VERSION, SessionRecord, StepRecord
 from jeeves.journal.retry import mark_reached, retry
-from jeeves.journal.snapshot import RunSnapshot
-from jeeves.journal.store import StoreBase, decode_text, encode_record
+from jeeves.journal.sql import SQLStore
+from jeeves.journal.store import encode_record
 
 __all__ = ["SQLiteJournal"]
 
@@ -57,7 +56,7 @@ CREATE TABLE IF NOT EXISTS steps (
 """
 
 
-class SQLiteJournal(StoreBase):
+class SQLiteJournal(SQLStore):
     """A journal in a SQLite file (one file, any number of runs).
 
     Args:
@@ -81,8 +80,7 @@ class SQLiteJournal(StoreBase):
         self._retry_s = retry_s
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
-        self._cache: OrderedDict[str, dict[int, str]] = OrderedDict()
-        self._cache_size = max(1, cached_sessions)
+        super().__init__(cached_sessions)
         self._group = _GroupCommit(self._commit)
 
     # -- the connection ------------------------------------------------------------------
@@ -142,18 +140,7 @@ class SQLiteJournal(StoreBase):
                 f"to v{SCHEMA_VERSION}). Upgrade jeeves to read this journal."
             )
 
-    # -- steps -------------------------------------------------------------------------
-    def _session_steps(self, conn: sqlite3.Connection, session_id: str) -> dict[int, str]:
-        steps = self._cache.get(session_id)
-        if steps is None:
-            rows = conn.execute("SELECT idx, record FROM steps WHERE session_id = ?", (session_id,))
-            steps = self._cache[session_id] = {int(idx): str(text) for idx, text in rows}
-            if len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
-        else:
-            self._cache.move_to_end(session_id)
-        return steps
-
+    # -- writes ------------------------------------------------------------------------
     def _commit(self, writes: list[_Write]) -> None:
         """Commit `writes` in one transaction (in a worker thread; a busy file retries it whole)."""
         self._locked(self._transaction, writes)
@@ -169,62 +156,29 @@ class SQLiteJournal(StoreBase):
                 conn.execute("ROLLBACK")
             raise
         for write in writes:  # committed: write the steps through to the cache
-            if write.step is not None and (cached := self._cache.get(write.step[0])) is not None:
-                cached[write.step[1]] = write.args[2]
-
-    async def get_step(self, session_id: str, index: int) -> StepRecord | None:
-        cached = self._cache.get(session_id)
-        steps = cached if cached is not None else await self._call(self._session_steps, session_id)
-        text = steps.get(index)
-        return None if text is None else self._step(session_id, index, text)
-
-    def _step(self, session_id: str, index: int, text: str) -> StepRecord:
-        what = f"session {session_id!r} step {index}"
-        record = self._decode(text, what, StepRecord)
-        if (record.session_id, record.index) != (session_id, index):  # a row copied or edited by hand
-            raise JournalError(
-                f"{self.path} ({what}): the row holds step {record.index} of {excerpt(record.session_id)}. {DAMAGED}"
-            )
-        return record
+            if write.step is not None:
+                self._cache_step(write.step[0], write.step[1], write.args[2])
 
     async def put_step(self, record: StepRecord) -> None:
         args = (record.session_id, record.index, encode_record(record))
         await self._group.write(_Write(_PUT_STEP, args, (record.session_id, record.index)))
 
-    async def step_indices(self, session_id: str) -> list[int]:
-        cached = self._cache.get(session_id)
-        if cached is not None:  # written through, so as current as the table for this object
-            return sorted(cached)
-        rows = await self._call(
-            self._rows, "SELECT idx FROM steps WHERE session_id = ? ORDER BY idx", session_id
-        )
-        return [int(idx) for (idx,) in rows]
+    _SELECT_STEPS = "SELECT idx, record FROM steps WHERE session_id = ?"
+    _SELECT_INDICES = "SELECT idx FROM steps WHERE session_id = ? ORDER BY idx"
+    _SELECT_SESSION = "SELECT record FROM sessions WHERE session_id = ?"
+    _SELECT_SESSIONS = "SELECT session_id, record FROM sessions ORDER BY rowid"
+    _SELECT_TREE = (
+        "SELECT session_id, record FROM sessions WHERE session_id = ? "
+        "OR substr(session_id, 1, ?) = ? ORDER BY rowid"
+    )
 
-    # -- sessions ------------------------------------------------------------------------
     def _rows(self, conn: sqlite3.Connection, sql: str, *args: object) -> list[Any]:
         return conn.execute(sql, args).fetchall()
-
-    async def get_session(self, session_id: str) -> SessionRecord | None:
-        rows = await self._call(self._rows, "SELECT record FROM sessions WHERE session_id = ?", session_id)
-        if not rows:
-            return None
-        return self._decode(str(rows[0][0]), f"session {session_id!r}", SessionRecord)
 
     async def put_session(self, record: SessionRecord) -> None:
         await self._group.write(
             _Write(_PUT_SESSION, (record.session_id, record.parent_id, encode_record(record)))
         )
-
-    async def sessions(self, root: str | None = None) -> list[SessionRecord]:
-        if root is None:
-            rows = await self._call(self._rows, "SELECT session_id, record FROM sessions ORDER BY rowid")
-        else:
-            sql = (
-                "SELECT session_id, record FROM sessions WHERE session_id = ? "
-                "OR substr(session_id, 1, ?) = ? ORDER BY rowid"
-            )
-            rows = await self._call(self._rows, sql, root, len(root) + 2, root + "__")
-        return [self._decode(str(text), f"session {sid!r}", SessionRecord) for sid, text in rows]
 
     # -- a whole run ---------------------------------------------------------------------
     def _read_run(self, conn: sqlite3.Connection, root: str) -> tuple[list[Any], list[Any]]:
@@ -239,20 +193,6 @@ class SQLiteJournal(StoreBase):
             return sessions.fetchall(), steps.fetchall()
         finally:
             conn.execute("COMMIT")
-
-    async def read_run(self, root: str) -> RunSnapshot:
-        """Root session `root` and its subtree, every session and step, read in one round trip
-        (one query per table) and decoded on first use."""
-        session_rows, step_rows = await self._call(self._read_run, root)
-        return RunSnapshot.from_rows(
-            session_rows,
-            step_rows,
-            decode_session=lambda sid, text: self._decode(text, f"session {sid!r}", SessionRecord),
-            decode_step=self._step,
-        )
-
-    def _decode(self, text: str, what: str, cls: type[R]) -> R:
-        return decode_text(text, f"{self.path} ({what})", cls)
 
     # -- closing -------------------------------------------------------------------------
     def close(self) -> None:

@@ -1,0 +1,129 @@
+"""What the SQL stores share: the step cache and the reads, over one table layout.
+
+`SQLiteJournal` and `PostgresJournal` keep the same two tables (sessions, steps) and read
+them the same way; they differ in how a statement reaches the database (a worker thread on
+one SQLite connection; a PostgreSQL batch on a kept connection), in their SQL dialect and
+in how they write. A subclass gives `_call` (run `fn(connection, *args)` off the event
+loop), `_rows`, `_read_run` and its statements; this base does the rest.
+
+Steps of recently used sessions are cached, written through once a write is committed
+(never before: a write that fails leaves no trace), so a replay or a resume reads each
+session's steps in one query.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from jeeves.errors import JournalError
+from jeeves.journal.records import DAMAGED, SessionRecord, StepRecord, excerpt
+from jeeves.journal.snapshot import RunSnapshot
+from jeeves.journal.store import StoreBase, decode_text
+
+__all__ = ["SQLStore"]
+
+T = TypeVar("T")
+R = TypeVar("R", StepRecord, SessionRecord)
+
+
+class SQLStore(StoreBase):
+    """The reads and the step cache of a store over the sessions and steps tables."""
+
+    path: Any
+    """What error messages name the store by (a file path, a URL with its password masked)."""
+
+    _SELECT_STEPS: str
+    """A session's steps: (idx, record) rows, one parameter (the session id)."""
+    _SELECT_INDICES: str
+    """A session's step indices, ordered."""
+    _SELECT_SESSION: str
+    """One session's record."""
+    _SELECT_SESSIONS: str
+    """Every (session_id, record), in the order first recorded."""
+    _SELECT_TREE: str
+    """(session_id, record) of a root and its subtree, in the order first recorded; parameters:
+    the root, the length of its children's prefix, that prefix (`root__`)."""
+
+    def __init__(self, cached_sessions: int) -> None:
+        self._cache: OrderedDict[str, dict[int, str]] = OrderedDict()
+        self._cache_size = max(1, cached_sessions)
+
+    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        raise NotImplementedError
+
+    def _rows(self, conn: Any, sql: str, *args: object) -> list[Any]:
+        raise NotImplementedError
+
+    def _read_run(self, conn: Any, root: str) -> tuple[list[Any], list[Any]]:
+        raise NotImplementedError
+
+    # -- steps -------------------------------------------------------------------------
+    def _session_steps(self, conn: Any, session_id: str) -> dict[int, str]:
+        steps = self._cache.get(session_id)
+        if steps is None:
+            rows = self._rows(conn, self._SELECT_STEPS, session_id)
+            steps = self._cache[session_id] = {int(idx): str(text) for idx, text in rows}
+            if len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(session_id)
+        return steps
+
+    def _cache_step(self, session_id: str, index: int, text: str) -> None:
+        """A committed step, written through to a cached session."""
+        cached = self._cache.get(session_id)
+        if cached is not None:
+            cached[index] = text
+
+    async def get_step(self, session_id: str, index: int) -> StepRecord | None:
+        cached = self._cache.get(session_id)
+        steps = cached if cached is not None else await self._call(self._session_steps, session_id)
+        text = steps.get(index)
+        return None if text is None else self._step(session_id, index, text)
+
+    def _step(self, session_id: str, index: int, text: str) -> StepRecord:
+        what = f"session {session_id!r} step {index}"
+        record = self._decode(text, what, StepRecord)
+        if (record.session_id, record.index) != (session_id, index):  # a row copied or edited by hand
+            raise JournalError(
+                f"{self.path} ({what}): the row holds step {record.index} of {excerpt(record.session_id)}. {DAMAGED}"
+            )
+        return record
+
+    async def step_indices(self, session_id: str) -> list[int]:
+        cached = self._cache.get(session_id)
+        if cached is not None:  # written through, so as current as the table for this object
+            return sorted(cached)
+        rows = await self._call(self._rows, self._SELECT_INDICES, session_id)
+        return [int(idx) for (idx,) in rows]
+
+    # -- sessions ------------------------------------------------------------------------
+    async def get_session(self, session_id: str) -> SessionRecord | None:
+        rows = await self._call(self._rows, self._SELECT_SESSION, session_id)
+        if not rows:
+            return None
+        return self._decode(str(rows[0][0]), f"session {session_id!r}", SessionRecord)
+
+    async def sessions(self, root: str | None = None) -> list[SessionRecord]:
+        if root is None:
+            rows = await self._call(self._rows, self._SELECT_SESSIONS)
+        else:
+            rows = await self._call(self._rows, self._SELECT_TREE, root, len(root) + 2, root + "__")
+        return [self._decode(str(text), f"session {sid!r}", SessionRecord) for sid, text in rows]
+
+    # -- a whole run ---------------------------------------------------------------------
+    async def read_run(self, root: str) -> RunSnapshot:
+        """Root session `root` and its subtree, every session and step, read in one round trip
+        (one query per table) and decoded on first use."""
+        session_rows, step_rows = await self._call(self._read_run, root)
+        return RunSnapshot.from_rows(
+            session_rows,
+            step_rows,
+            decode_session=lambda sid, text: self._decode(text, f"session {sid!r}", SessionRecord),
+            decode_step=self._step,
+        )
+
+    def _decode(self, text: str, what: str, cls: type[R]) -> R:
+        return decode_text(text, f"{self.path} ({what})", cls)
