@@ -11,8 +11,8 @@ import pytest
 import jeeves
 from jeeves.errors import JournalError, UserError
 from jeeves.journal import SQLiteJournal, list_runs
-from tests.replay import archs
-from tests.replay.test_base import session, step
+from tests.journal import archs
+from tests.journal.test_base import session, step
 
 pytestmark = pytest.mark.anyio
 

@@ -372,11 +372,11 @@ async def test_a_bad_architecture_ref_without_a_journal_fails_the_run_not_the_re
     nothing hangs."""
     model = ScriptedModel(["never"])
     with pytest.raises(UserError, match="has no attribute 'typo'"):
-        await jeeves.run(Agent("x"), "t", model=model, architecture_ref="tests.replay.archs:typo")
+        await jeeves.run(Agent("x"), "t", model=model, architecture_ref="tests.journal.archs:typo")
     with pytest.raises(UserError, match="has no attribute 'typo'"):
         with anyio.fail_after(10):
             async with jeeves.stream(
-                Agent("x"), "t", model=model, architecture_ref="tests.replay.archs:typo"
+                Agent("x"), "t", model=model, architecture_ref="tests.journal.archs:typo"
             ) as events:
                 assert [e async for e in events] == []
     assert model.requests == []

@@ -1,6 +1,6 @@
 """The process the gate crash tests kill: a support agent whose refund needs approval.
 
-Run as `python -m tests.gate_crash_child DIR POINT`, POINT one of:
+Run as `python -m tests._run.gate_crash_child DIR POINT`, POINT one of:
 - `before`: the read-only `lookup` call before the gate writes `DIR/blocked` and hangs;
 - `waiting`: the live approver writes `DIR/blocked` and never answers;
 - `after`: the gate is approved, then the refund writes `DIR/blocked` and hangs.

@@ -24,7 +24,7 @@ from jeeves.journal.records import (
     served_events,
 )
 from jeeves.journal.store import decode_record, decode_text
-from tests.replay import archs
+from tests.journal import archs
 
 pytestmark = pytest.mark.anyio
 

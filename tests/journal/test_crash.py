@@ -21,8 +21,8 @@ import pytest
 
 import jeeves
 from tests.conftest import REPO, subprocess_env
+from tests.journal.crash_child import tick_run
 from tests.models.mock_openai import MockOpenAI, Text, Tool, serve
-from tests.replay.crash_child import tick_run
 
 CALLS = 5
 """Model calls in a whole run: four ticks, then the answer."""
@@ -36,7 +36,7 @@ def script(mock: MockOpenAI, first: int = 0) -> None:
 
 
 def child(mock: MockOpenAI, journal: Path, *extra: str) -> subprocess.Popen[str]:
-    command = [sys.executable, "-m", "tests.replay.crash_child", mock.base_url, str(journal), "job-1", *extra]
+    command = [sys.executable, "-m", "tests.journal.crash_child", mock.base_url, str(journal), "job-1", *extra]
     return subprocess.Popen(
         command, cwd=REPO, env=subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )

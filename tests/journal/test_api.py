@@ -12,8 +12,8 @@ from jeeves._run.context import Context
 from jeeves._run.replay import attach
 from jeeves.errors import JournalError, ProviderError, UserError
 from jeeves.journal import JSONLJournal, MemoryJournal, SQLiteJournal, list_runs, open_journal
-from tests.replay import archs
-from tests.replay.test_base import step
+from tests.journal import archs
+from tests.journal.test_base import step
 
 pytestmark = pytest.mark.anyio
 
@@ -99,7 +99,7 @@ async def test_a_bad_architecture_ref_fails_before_anything_runs() -> None:
             "t",
             model=model,
             journal=MemoryJournal(),
-            architecture_ref="tests.replay.archs:typo",
+            architecture_ref="tests.journal.archs:typo",
         )
     assert model.requests == []
 

@@ -18,8 +18,8 @@ from jeeves.journal.records import (
     SQLiteJournal,
     StepRecord,
 )
-from tests.replay import archs
-from tests.replay.conftest import Stores
+from tests.journal import archs
+from tests.journal.conftest import Stores
 
 pytestmark = pytest.mark.anyio
 

@@ -31,7 +31,7 @@ from tests.conftest import REPO, subprocess_env
 # -- SIGKILL at each point ---------------------------------------------------------------
 def _kill_at(root: Path, point: str) -> None:
     child = subprocess.Popen(
-        [sys.executable, "-m", "tests.gate_crash_child", str(root), point],
+        [sys.executable, "-m", "tests._run.gate_crash_child", str(root), point],
         cwd=REPO,
         env=subprocess_env(),
         stdout=subprocess.DEVNULL,
@@ -51,7 +51,7 @@ def _kill_at(root: Path, point: str) -> None:
 
 @pytest.mark.parametrize("point", ["before", "waiting", "after"])
 def test_sigkill_at_each_point_then_resume_repeats_no_completed_call(tmp_path: Path, point: str) -> None:
-    from tests.gate_crash_child import gated_run, resumed
+    from tests._run.gate_crash_child import gated_run, resumed
 
     whole = tmp_path / "whole"
     whole.mkdir()

@@ -19,12 +19,12 @@ from jeeves.cli.main import main
 from jeeves.errors import JournalError, ReplayDivergence
 from jeeves.journal import JournalStore, JournalWarning, SessionRecord, StepRecord, list_runs
 from tests.conftest import REPO, offline_env
-from tests.replay import archs
-from tests.replay.conftest import KINDS_ON_DISK, Stores, rewrite_postgres, stores_of
+from tests.journal import archs
+from tests.journal.conftest import KINDS_ON_DISK, Stores, rewrite_postgres, stores_of
 
 pytestmark = pytest.mark.anyio
 
-REF = "tests.replay.archs:build_checked"
+REF = "tests.journal.archs:build_checked"
 ACTOR, CRITIC = "r1__actor_0", "r1__critic_0"
 BIG = "A" * 4_000_000
 
