@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from jeeves.errors import JournalError, UserError
-from jeeves.journal import SCHEMA_VERSION, JournalStore, SessionRecord, StepRecord
+from jeeves.journal import JournalStore, SessionRecord, StepRecord
+from jeeves.journal.records import SCHEMA_VERSION
 from jeeves.journal.store import decode_record, decode_text, encode_record
 from tests.journal.conftest import Stores
 

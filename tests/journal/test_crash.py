@@ -36,7 +36,15 @@ def script(mock: MockOpenAI, first: int = 0) -> None:
 
 
 def child(mock: MockOpenAI, journal: Path, *extra: str) -> subprocess.Popen[str]:
-    command = [sys.executable, "-m", "tests.journal.crash_child", mock.base_url, str(journal), "job-1", *extra]
+    command = [
+        sys.executable,
+        "-m",
+        "tests.journal.crash_child",
+        mock.base_url,
+        str(journal),
+        "job-1",
+        *extra,
+    ]
     return subprocess.Popen(
         command, cwd=REPO, env=subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )

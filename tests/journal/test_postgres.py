@@ -54,7 +54,7 @@ async def test_many_writers_at_once_lose_nothing_and_the_last_write_wins(postgre
 def test_processes_starting_together_on_an_empty_database_all_create_the_journal(postgres_url: str) -> None:
     code = (
         "import sys, anyio\n"
-        "from jeeves.journal.records import PostgresJournal\n"
+        "from jeeves.journal import PostgresJournal\n"
         "from jeeves.journal.records import SessionRecord\n"
         "async def main():\n"
         "    async with PostgresJournal(sys.argv[1]) as j:\n"

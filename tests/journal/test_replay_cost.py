@@ -11,11 +11,11 @@ import pytest
 from pydantic import TypeAdapter
 
 import jeeves
-from jeeves import _runstate
+from jeeves._run import state as _runstate
 from jeeves._run.replay import _Served
 from jeeves.errors import JournalError
 from jeeves.events import EVENT_ADAPTER, Event
-from jeeves.journal.records import (
+from jeeves.journal import (
     TERMINAL,
     MemoryJournal,
     SessionRecord,

@@ -10,7 +10,7 @@ import pytest
 
 import jeeves
 from jeeves.errors import JournalError, ReplayDivergence
-from jeeves.journal.records import (
+from jeeves.journal import (
     JournalStore,
     MemoryJournal,
     RunSnapshot,
