@@ -182,7 +182,7 @@ def test_jeeves_runs_and_replay_take_a_database_url(postgres_url: str) -> None:
 
 def test_import_jeeves_imports_neither_psycopg_nor_dbos() -> None:
     code = (
-        "import sys, jeeves, jeeves.replay\n"
+        "import sys, jeeves, jeeves.journal\n"
         "bad = [m for m in sys.modules if m.split('.')[0] in ('psycopg', 'dbos', 'sqlalchemy')]\n"
         "assert not bad, bad\n"
     )
