@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import offline
 from tests.postgres import postgres_cluster, postgres_url  # noqa: F401  (fixtures for every folder)
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -28,6 +29,16 @@ REPO = Path(__file__).resolve().parent.parent
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
+
+
+@pytest.fixture(autouse=True)
+def offline_unless_live(request: pytest.FixtureRequest) -> Iterator[None]:
+    """No real model call and no outside host in a test not marked `live` (tests/offline.py)."""
+    live = request.node.get_closest_marker("live") is not None
+    with offline.guard(request.node.nodeid, live=live) as refused:
+        yield
+    if refused:
+        pytest.fail("\n".join(refused), pytrace=False)
 
 
 @pytest.fixture
