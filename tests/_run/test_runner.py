@@ -76,11 +76,13 @@ async def test_a_stream_entered_twice_says_to_start_another_and_the_first_run_st
 
 async def test_leaving_the_stream_early_cancels_the_tree_and_spares_the_caller() -> None:
     state = {"tool": "not started"}
+    began = anyio.Event()
 
     @tool
     async def slow() -> str:
         """Sleeps a long time."""
         state["tool"] = "running"
+        began.set()
         try:
             await anyio.sleep(10)
         except anyio.get_cancelled_exc_class():
@@ -93,11 +95,12 @@ async def test_leaving_the_stream_early_cancels_the_tree_and_spares_the_caller()
     async with jeeves.stream(Agent("x", tools=[slow]), "t", model=model) as events:
         async for event in events:
             if event.type == "tool.started":
-                await anyio.sleep(0.05)  # let the tool begin
+                with anyio.fail_after(5):
+                    await began.wait()  # the tool is running
                 break
     # The caller's next await completes normally: nothing leaked a cancellation into it.
     with anyio.fail_after(5):
-        await anyio.sleep(0.1)
+        await anyio.lowlevel.checkpoint()
     assert state["tool"] == "cancelled"
 
 
