@@ -28,6 +28,7 @@ async def tick_run(
         """Count one tick."""
         if n == block_at:
             Path(journal + ".blocked").write_text(str(n))
+            print("blocked", flush=True)  # the test waits for this line
             time.sleep(3600)  # until SIGKILL
         return f"tick {n} done"
 

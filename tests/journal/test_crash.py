@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ import anyio
 import pytest
 
 import jeeves
-from tests.conftest import REPO, subprocess_env
+from tests.conftest import REPO, subprocess_env, wait_for_line
 from tests.journal.crash_child import tick_run
 from tests.models.mock_openai import MockOpenAI, Text, Tool, serve
 
@@ -86,11 +85,7 @@ def test_a_killed_run_resumes_without_repeating_a_completed_call(
     script(server)
 
     crashed = child(server, journal, str(KILLED_AFTER))
-    deadline = time.monotonic() + 120
-    while not Path(f"{journal}.blocked").exists():
-        assert crashed.poll() is None, crashed.communicate()[1]
-        assert time.monotonic() < deadline, "the child never reached the blocking tick"
-        time.sleep(0.05)
+    wait_for_line(crashed, "blocked")  # printed at the blocking tick
     assert len(server.requests) == KILLED_AFTER
     os.kill(crashed.pid, signal.SIGKILL)
     crashed.communicate(timeout=30)
