@@ -1,6 +1,6 @@
 """Replay vs live: the same recorded run, run live with a scripted model and replayed offline.
 
-The run is the one the replay tests check event for event (`tests/replay/archs.py`): a
+The run is the one the replay tests check event for event (`tests/journal/archs.py`): a
 Supervisor with two parallel workers, an ActorCritic coder (two rounds, an LLM critic
 and a function critic) and a tool-using agent; 9 model calls, 7 sessions. "live" runs it with scripted models and records it;
 "replay" serves every step from the journal. With an instant scripted model, live time
@@ -30,7 +30,7 @@ from jeeves.journal.sqlite import SQLiteJournal  # noqa: E402
 from jeeves.journal.store import JournalStore  # noqa: E402
 from jeeves.messages import ModelRequest, ModelResponse  # noqa: E402
 from jeeves.models.base import DeltaSink, ModelClient  # noqa: E402
-from tests.replay.archs import build_team, team_models  # noqa: E402
+from tests.journal.archs import build_team, team_models  # noqa: E402
 
 TASK = "add and count"
 

@@ -12,12 +12,14 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from tests import offline
 from tests.postgres import postgres_cluster, postgres_url  # noqa: F401  (fixtures for every folder)
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -28,6 +30,16 @@ REPO = Path(__file__).resolve().parent.parent
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
+
+
+@pytest.fixture(autouse=True)
+def offline_unless_live(request: pytest.FixtureRequest) -> Iterator[None]:
+    """No real model call and no outside host in a test not marked `live` (tests/offline.py)."""
+    live = request.node.get_closest_marker("live") is not None
+    with offline.guard(request.node.nodeid, live=live) as refused:
+        yield
+    if refused:
+        pytest.fail("\n".join(refused), pytrace=False)
 
 
 @pytest.fixture
@@ -62,6 +74,29 @@ def jeeves_cli(
         env=offline_env() if env is None else env,
         timeout=300,
     )
+
+
+def wait_for_line(child: subprocess.Popen[str], marker: str, timeout: float = 120) -> None:
+    """Read the child's stdout until a line holding `marker`: the child says it got there.
+
+    Fails with the child's stderr if it ends first, or after `timeout` seconds. The rest of
+    its output stays in the pipe for `communicate()`.
+    """
+    assert child.stdout is not None, "start the child with stdout=subprocess.PIPE"
+    found, ended = threading.Event(), threading.Event()
+
+    def read() -> None:
+        try:
+            for line in child.stdout:  # type: ignore[union-attr]
+                if marker in line:
+                    found.set()
+                    return
+        finally:
+            ended.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    assert ended.wait(timeout), f"the child never printed {marker!r} in {timeout} s"
+    assert found.is_set(), f"the child ended before printing {marker!r}: {child.communicate()[1]}"
 
 
 @contextmanager

@@ -37,6 +37,7 @@ def build(root: Path, block_at: int | None) -> tuple[Goal, FunctionModel]:
         world.write_text(json.dumps(state))
         if state["test_runs"] == block_at:
             (root / "blocked").write_text("1")
+            print("blocked", flush=True)  # the test waits for this line
             time.sleep(3600)  # until SIGKILL
         if not state["fixed"]:
             raise RuntimeError("1 failed: test_add")

@@ -6,7 +6,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ from jeeves.events import Event
 from jeeves.messages import ModelRequest
 from jeeves.stop import MaxToolCalls, WatchdogVerdict
 from jeeves.testing import Reply, call
-from tests.conftest import REPO, subprocess_env
+from tests.conftest import REPO, subprocess_env, wait_for_line
 from tests.memory_journal import DictJournal
 
 pytestmark = pytest.mark.anyio
@@ -335,16 +334,12 @@ def test_resume_after_sigkill_mid_run_repeats_nothing(tmp_path: Path) -> None:
         [sys.executable, "-m", "tests.architectures.goal_crash_child", str(killed), "2"],
         cwd=REPO,
         env=subprocess_env(),
-        stdout=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     try:
-        deadline = time.monotonic() + 120
-        while not (killed / "blocked").exists():  # written when its tool call is in flight
-            assert child.poll() is None, child.communicate()[1]
-            assert time.monotonic() < deadline, "the child never reached its blocking tool call"
-            time.sleep(0.05)
+        wait_for_line(child, "blocked")  # printed when its tool call is in flight
         child.send_signal(signal.SIGKILL)
     finally:
         child.communicate(timeout=30)

@@ -105,7 +105,7 @@ def test_bad_evidence_is_a_user_error() -> None:
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_the_audits_telemetry_is_on_the_critique_event_and_span_and_replays_exactly() -> None:
     from tests.memory_journal import DictJournal
-    from tests.test_telemetry import Traced, attrs
+    from tests.telemetry.test_telemetry import Traced, attrs
 
     def run_it(mode: str, traced: Traced, journal: DictJournal) -> Any:
         model = ScriptedModel(

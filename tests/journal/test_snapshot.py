@@ -15,8 +15,8 @@ from jeeves.journal.records import SessionRecord, StepRecord
 from jeeves.journal.snapshot import RunSnapshot
 from jeeves.journal.sqlite import SQLiteJournal
 from jeeves.journal.store import JournalStore
-from tests.replay import archs
-from tests.replay.conftest import Stores
+from tests.journal import archs
+from tests.journal.conftest import Stores
 
 pytestmark = pytest.mark.anyio
 

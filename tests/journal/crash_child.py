@@ -1,6 +1,6 @@
 """The process the crash test kills: an Agent whose model is a local OpenAI-compatible server.
 
-Run as `python -m tests.replay.crash_child BASE_URL JOURNAL SESSION_ID [BLOCK_AT]`. Each
+Run as `python -m tests.journal.crash_child BASE_URL JOURNAL SESSION_ID [BLOCK_AT]`. Each
 model reply asks for `tick(n)`; with BLOCK_AT set, tick BLOCK_AT writes `JOURNAL.blocked`
 and hangs (in its worker thread), so the test can SIGKILL the process at a known point (after BLOCK_AT model
 calls have completed and been journaled). Prints the run's result as JSON when it ends.
@@ -28,6 +28,7 @@ async def tick_run(
         """Count one tick."""
         if n == block_at:
             Path(journal + ".blocked").write_text(str(n))
+            print("blocked", flush=True)  # the test waits for this line
             time.sleep(3600)  # until SIGKILL
         return f"tick {n} done"
 

@@ -19,8 +19,8 @@ from jeeves.journal.records import fingerprint
 from jeeves.journal.store import JournalStore
 from jeeves.messages import ModelRequest
 from jeeves.testing import Reply
-from tests.replay import archs
-from tests.replay.conftest import Stores, postgres_rows
+from tests.journal import archs
+from tests.journal.conftest import Stores, postgres_rows
 
 pytestmark = pytest.mark.anyio
 
@@ -112,7 +112,7 @@ async def test_replay_rebuilds_the_architecture_from_its_recorded_reference(stor
         model=archs.model(),
         journal=stores.open(),
         session_id="r1",
-        architecture_ref="tests.replay.archs:build_fanout",
+        architecture_ref="tests.journal.archs:build_fanout",
     )
     result = await jeeves.replay(None, stores.open(), "r1")
     assert result.text == recorded.text
@@ -303,7 +303,7 @@ def _never(request: object) -> str:
 
 
 async def test_a_resumed_run_keeps_its_recorded_reference(stores: Stores) -> None:
-    ref = "tests.replay.archs:build_agent"
+    ref = "tests.journal.archs:build_agent"
     await jeeves.run(
         archs.build_agent(),
         "count these",

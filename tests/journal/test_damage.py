@@ -21,12 +21,12 @@ from jeeves.journal.open import list_runs
 from jeeves.journal.records import SessionRecord, StepRecord
 from jeeves.journal.store import JournalStore, JournalWarning
 from tests.conftest import REPO, offline_env
-from tests.replay import archs
-from tests.replay.conftest import KINDS_ON_DISK, Stores, rewrite_postgres, stores_of
+from tests.journal import archs
+from tests.journal.conftest import KINDS_ON_DISK, Stores, rewrite_postgres, stores_of
 
 pytestmark = pytest.mark.anyio
 
-REF = "tests.replay.archs:build_checked"
+REF = "tests.journal.archs:build_checked"
 ACTOR, CRITIC = "r1__actor_0", "r1__critic_0"
 BIG = "A" * 4_000_000
 

@@ -12,7 +12,7 @@ from jeeves._run.steering import watchdog_evaluation
 from jeeves.architectures.plan_execute import plan_evaluation
 from jeeves.critics.plan import CriticReport, VerifyVerdict
 from jeeves.events import WatchdogVerdictEvent
-from tests.test_telemetry import Traced, _python, attrs, collector  # noqa: F401 (a fixture)
+from tests.telemetry.test_telemetry import Traced, _python, attrs, collector  # noqa: F401 (a fixture)
 
 EVALUATION = "gen_ai.evaluation.result"
 

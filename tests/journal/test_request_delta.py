@@ -21,9 +21,9 @@ from jeeves.journal.store import JournalStore, encode_record
 from jeeves.messages import Message, ModelRequest, ToolSpec
 from jeeves.server.recorded import JournalBrowser
 from jeeves.server.requests import whole_requests
-from tests.replay import delta_archs
-from tests.replay.conftest import Stores
-from tests.replay.delta_archs import CHANGES, Convo
+from tests.journal import delta_archs
+from tests.journal.conftest import Stores
+from tests.journal.delta_archs import CHANGES, Convo
 
 pytestmark = pytest.mark.anyio
 

@@ -15,9 +15,9 @@ import jeeves
 from jeeves.cli.main import main
 from jeeves.errors import ProviderError
 from tests.conftest import subprocess_env
-from tests.replay import archs
+from tests.journal import archs
 
-FANOUT = "tests.replay.archs:build_fanout"
+FANOUT = "tests.journal.archs:build_fanout"
 
 
 def record(path: Path, session_id: str, **kwargs: Any) -> jeeves.RunResult:
@@ -116,7 +116,7 @@ def test_replay_failures_exit_2_with_the_reason(tmp_path: Path, capsys: pytest.C
     record(path, "job-1")
     assert main(["replay", str(path), "job-1"]) == 2
     assert "does not say how to rebuild the architecture of run 'job-1'" in capsys.readouterr().err
-    assert main(["replay", str(path), "job-1", "--spec", "tests.replay.archs:build_agent"]) == 2
+    assert main(["replay", str(path), "job-1", "--spec", "tests.journal.archs:build_agent"]) == 2
     assert "error: Session 'job-1' step 0 (model call) differs" in capsys.readouterr().err
     assert main(["replay", str(path), "nobody", "--spec", FANOUT]) == 2
     assert "holds no run 'nobody'; its runs are: 'job-1'" in capsys.readouterr().err
@@ -138,7 +138,7 @@ def test_replaying_a_failed_run_fails_the_same_way_with_exit_1(
                 model=model,
                 journal=path,
                 session_id="job-1",
-                architecture_ref="tests.replay.archs:build_agent",
+                architecture_ref="tests.journal.archs:build_agent",
             )
 
     anyio.run(go)
@@ -152,7 +152,7 @@ def test_the_command_imports_the_architecture_from_the_current_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "my_arch.py").write_text(
-        "from tests.replay.archs import Fanout\n\n\ndef build():\n    return Fanout()\n"
+        "from tests.journal.archs import Fanout\n\n\ndef build():\n    return Fanout()\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     path = tmp_path / "runs.db"
@@ -187,7 +187,7 @@ def test_a_failed_run_that_replays_into_another_failure_is_a_divergence_with_exi
                 model=model,
                 journal=path,
                 session_id="job-1",
-                architecture_ref="tests.replay.archs:build_agent",
+                architecture_ref="tests.journal.archs:build_agent",
             )
 
     anyio.run(go)

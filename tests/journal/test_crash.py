@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,9 +19,9 @@ import anyio
 import pytest
 
 import jeeves
-from tests.conftest import REPO, subprocess_env
+from tests.conftest import REPO, subprocess_env, wait_for_line
+from tests.journal.crash_child import tick_run
 from tests.models.mock_openai import MockOpenAI, Text, Tool, serve
-from tests.replay.crash_child import tick_run
 
 CALLS = 5
 """Model calls in a whole run: four ticks, then the answer."""
@@ -36,7 +35,15 @@ def script(mock: MockOpenAI, first: int = 0) -> None:
 
 
 def child(mock: MockOpenAI, journal: Path, *extra: str) -> subprocess.Popen[str]:
-    command = [sys.executable, "-m", "tests.replay.crash_child", mock.base_url, str(journal), "job-1", *extra]
+    command = [
+        sys.executable,
+        "-m",
+        "tests.journal.crash_child",
+        mock.base_url,
+        str(journal),
+        "job-1",
+        *extra,
+    ]
     return subprocess.Popen(
         command, cwd=REPO, env=subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -78,11 +85,7 @@ def test_a_killed_run_resumes_without_repeating_a_completed_call(
     script(server)
 
     crashed = child(server, journal, str(KILLED_AFTER))
-    deadline = time.monotonic() + 120
-    while not Path(f"{journal}.blocked").exists():
-        assert crashed.poll() is None, crashed.communicate()[1]
-        assert time.monotonic() < deadline, "the child never reached the blocking tick"
-        time.sleep(0.05)
+    wait_for_line(crashed, "blocked")  # printed at the blocking tick
     assert len(server.requests) == KILLED_AFTER
     os.kill(crashed.pid, signal.SIGKILL)
     crashed.communicate(timeout=30)

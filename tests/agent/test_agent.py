@@ -184,7 +184,7 @@ async def test_an_unserialisable_tool_result_is_an_error_the_model_reads_and_rep
         recorded = [e async for e in live]
     assert recorded[-1].type == "session.completed"
     (done,) = [e for e in recorded if isinstance(e, ToolCompleted)]
-    assert done.is_error and "returned a value of type tests.test_agent._Opaque" in done.result
+    assert done.is_error and "returned a value of type tests.agent.test_agent._Opaque" in done.result
     assert [m.content for m in model.requests[1].messages if m.role == "tool"] == [done.result]
     step = await journal.get_step("s", 1)
     assert step is not None and step.kind == "tool"

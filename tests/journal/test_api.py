@@ -16,8 +16,8 @@ from jeeves.journal.memory import MemoryJournal
 from jeeves.journal.open import list_runs, open_journal
 from jeeves.journal.records import SessionRecord, StepRecord
 from jeeves.journal.sqlite import SQLiteJournal
-from tests.replay import archs
-from tests.replay.test_base import step
+from tests.journal import archs
+from tests.journal.test_base import step
 
 pytestmark = pytest.mark.anyio
 
@@ -103,7 +103,7 @@ async def test_a_bad_architecture_ref_fails_before_anything_runs() -> None:
             "t",
             model=model,
             journal=MemoryJournal(),
-            architecture_ref="tests.replay.archs:typo",
+            architecture_ref="tests.journal.archs:typo",
         )
     assert model.requests == []
 

@@ -10,7 +10,7 @@ import pytest
 from jeeves.errors import JournalError, UserError
 from jeeves.journal.records import SCHEMA_VERSION, SessionRecord, StepRecord
 from jeeves.journal.store import JournalStore, decode_record, decode_text, encode_record
-from tests.replay.conftest import Stores
+from tests.journal.conftest import Stores
 
 pytestmark = pytest.mark.anyio
 

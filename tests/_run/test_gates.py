@@ -5,7 +5,6 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import anyio
@@ -25,25 +24,21 @@ from jeeves.events import ApprovalDecided, ApprovalRequested, Progress
 from jeeves.journal.open import list_runs
 from jeeves.messages import ModelRequest
 from jeeves.testing import FunctionModel, Reply, call
-from tests.conftest import REPO, subprocess_env
+from tests.conftest import REPO, subprocess_env, wait_for_line
 
 
 # -- SIGKILL at each point ---------------------------------------------------------------
 def _kill_at(root: Path, point: str) -> None:
     child = subprocess.Popen(
-        [sys.executable, "-m", "tests.gate_crash_child", str(root), point],
+        [sys.executable, "-m", "tests._run.gate_crash_child", str(root), point],
         cwd=REPO,
         env=subprocess_env(),
-        stdout=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     try:
-        deadline = time.monotonic() + 120
-        while not (root / "blocked").exists():  # written at the crash point
-            assert child.poll() is None, child.communicate()[1]
-            assert time.monotonic() < deadline, f"the child never reached {point!r}"
-            time.sleep(0.05)
+        wait_for_line(child, "blocked")  # printed at the crash point
         child.send_signal(signal.SIGKILL)
     finally:
         child.communicate(timeout=30)
@@ -51,7 +46,7 @@ def _kill_at(root: Path, point: str) -> None:
 
 @pytest.mark.parametrize("point", ["before", "waiting", "after"])
 def test_sigkill_at_each_point_then_resume_repeats_no_completed_call(tmp_path: Path, point: str) -> None:
-    from tests.gate_crash_child import gated_run, resumed
+    from tests._run.gate_crash_child import gated_run, resumed
 
     whole = tmp_path / "whole"
     whole.mkdir()

@@ -76,11 +76,13 @@ async def test_a_stream_entered_twice_says_to_start_another_and_the_first_run_st
 
 async def test_leaving_the_stream_early_cancels_the_tree_and_spares_the_caller() -> None:
     state = {"tool": "not started"}
+    began = anyio.Event()
 
     @tool
     async def slow() -> str:
         """Sleeps a long time."""
         state["tool"] = "running"
+        began.set()
         try:
             await anyio.sleep(10)
         except anyio.get_cancelled_exc_class():
@@ -93,11 +95,12 @@ async def test_leaving_the_stream_early_cancels_the_tree_and_spares_the_caller()
     async with jeeves.stream(Agent("x", tools=[slow]), "t", model=model) as events:
         async for event in events:
             if event.type == "tool.started":
-                await anyio.sleep(0.05)  # let the tool begin
+                with anyio.fail_after(5):
+                    await began.wait()  # the tool is running
                 break
     # The caller's next await completes normally: nothing leaked a cancellation into it.
     with anyio.fail_after(5):
-        await anyio.sleep(0.1)
+        await anyio.lowlevel.checkpoint()
     assert state["tool"] == "cancelled"
 
 
@@ -372,11 +375,11 @@ async def test_a_bad_architecture_ref_without_a_journal_fails_the_run_not_the_re
     nothing hangs."""
     model = ScriptedModel(["never"])
     with pytest.raises(UserError, match="has no attribute 'typo'"):
-        await jeeves.run(Agent("x"), "t", model=model, architecture_ref="tests.replay.archs:typo")
+        await jeeves.run(Agent("x"), "t", model=model, architecture_ref="tests.journal.archs:typo")
     with pytest.raises(UserError, match="has no attribute 'typo'"):
         with anyio.fail_after(10):
             async with jeeves.stream(
-                Agent("x"), "t", model=model, architecture_ref="tests.replay.archs:typo"
+                Agent("x"), "t", model=model, architecture_ref="tests.journal.archs:typo"
             ) as events:
                 assert [e async for e in events] == []
     assert model.requests == []

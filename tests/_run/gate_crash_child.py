@@ -1,6 +1,6 @@
 """The process the gate crash tests kill: a support agent whose refund needs approval.
 
-Run as `python -m tests.gate_crash_child DIR POINT`, POINT one of:
+Run as `python -m tests._run.gate_crash_child DIR POINT`, POINT one of:
 - `before`: the read-only `lookup` call before the gate writes `DIR/blocked` and hangs;
 - `waiting`: the live approver writes `DIR/blocked` and never answers;
 - `after`: the gate is approved, then the refund writes `DIR/blocked` and hangs.
@@ -31,6 +31,7 @@ def build(root: Path, point: str | None) -> Agent:
         """Look an order up."""
         if point == "before":
             (root / "blocked").write_text("1")
+            print("blocked", flush=True)  # the test waits for this line
             time.sleep(3600)  # until SIGKILL
         return json.dumps({"order_id": order_id, "paid": 12.5})
 
@@ -42,6 +43,7 @@ def build(root: Path, point: str | None) -> Agent:
             f.write(key + "\n")
         if point == "after":
             (root / "blocked").write_text("1")
+            print("blocked", flush=True)  # the test waits for this line
             time.sleep(3600)  # until SIGKILL
         applied = root / "refunds"
         keys = applied.read_text().splitlines() if applied.exists() else []
@@ -72,6 +74,7 @@ async def approve(gate: PendingGate) -> Decision:
 async def gated_run(root: Path, point: str | None = None) -> jeeves.RunResult:
     async def hang(gate: PendingGate) -> Decision:
         (root / "blocked").write_text("1")
+        print("blocked", flush=True)  # the test waits for this line
         await anyio.sleep_forever()
         raise AssertionError("unreachable")
 

@@ -13,8 +13,8 @@ import jeeves
 from jeeves.errors import JournalError, UserError
 from jeeves.journal.open import list_runs
 from jeeves.journal.sqlite import SQLiteJournal
-from tests.replay import archs
-from tests.replay.test_base import session, step
+from tests.journal import archs
+from tests.journal.test_base import session, step
 
 pytestmark = pytest.mark.anyio
 

@@ -15,8 +15,8 @@ from jeeves.journal import jsonl
 from jeeves.journal.jsonl import JSONLJournal
 from jeeves.journal.records import StepRecord
 from jeeves.journal.store import JournalWarning, encode_record
-from tests.replay import archs
-from tests.replay.test_base import session, step
+from tests.journal import archs
+from tests.journal.test_base import session, step
 
 pytestmark = pytest.mark.anyio
 

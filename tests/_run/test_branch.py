@@ -29,7 +29,7 @@ from jeeves.journal.memory import MemoryJournal
 from jeeves.messages import ModelRequest
 from jeeves.models.router import Router
 from tests.architectures.test_plan_execute import detail, run_stream, slice_script, sliced
-from tests.replay.archs import build_team, passes_tests, team_models
+from tests.journal.archs import build_team, passes_tests, team_models
 
 pytestmark = pytest.mark.anyio
 TASK = "add and count"
@@ -307,7 +307,7 @@ async def test_outside_a_worker_spread_children_run_here() -> None:
 
 
 async def test_adopted_sessions_are_marked_on_their_spans_and_make_no_model_call_spans() -> None:
-    from tests.test_telemetry import Traced, attrs
+    from tests.telemetry.test_telemetry import Traced, attrs
 
     traced = Traced()
     calls: Counter[str] = Counter()

@@ -38,9 +38,9 @@ async def test_returned_values_become_text() -> None:
 @pytest.mark.parametrize(
     ("value", "kind"),
     [
-        (Opaque(), "tests.test_tools.Opaque"),
+        (Opaque(), "tests.agent.test_tools.Opaque"),
         ({"nested": Opaque()}, "builtins.dict"),
-        (Holder(value=Opaque()), "tests.test_tools.Holder"),
+        (Holder(value=Opaque()), "tests.agent.test_tools.Holder"),
         (b"\xff\xfe", "builtins.bytes"),
     ],
 )

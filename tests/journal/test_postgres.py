@@ -13,8 +13,8 @@ from jeeves.errors import JournalError, UserError
 from jeeves.journal.open import list_runs, open_journal
 from jeeves.journal.postgres import PostgresJournal, display_url
 from tests.conftest import REPO, jeeves_cli, subprocess_env
-from tests.replay import archs
-from tests.replay.test_base import session, step
+from tests.journal import archs
+from tests.journal.test_base import session, step
 
 psycopg = pytest.importorskip("psycopg")
 
@@ -203,7 +203,7 @@ def test_jeeves_runs_and_replay_take_a_database_url(postgres_url: str) -> None:
                 model=archs.model(),
                 journal=journal,
                 session_id="job-17",
-                architecture_ref="tests.replay.archs:build_agent",
+                architecture_ref="tests.journal.archs:build_agent",
             )
 
     anyio.run(record)

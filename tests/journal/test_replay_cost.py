@@ -19,7 +19,7 @@ from jeeves.journal.memory import MemoryJournal
 from jeeves.journal.records import TERMINAL, SessionRecord, StepRecord, served_events
 from jeeves.journal.sqlite import SQLiteJournal
 from jeeves.journal.store import decode_record, decode_text
-from tests.replay import archs
+from tests.journal import archs
 
 pytestmark = pytest.mark.anyio
 

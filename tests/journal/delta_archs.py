@@ -1,6 +1,6 @@
 """Architectures whose model requests the journal-delta tests change one part at a time.
 
-`tool_agent()` with `tool_model()` recorded tests/replay/data/v2_agent.jsonl with jeeves
+`tool_agent()` with `tool_model()` recorded tests/journal/data/v2_agent.jsonl with jeeves
 at commit cfc7d86 (journal schema v2, every model request stored whole):
 
     jeeves.run(tool_agent(), "Find k.", model=tool_model(), journal=path, session_id="v2run")

@@ -10,27 +10,27 @@ import pytest
 from jeeves import Agent
 from jeeves._run.source import _LOADERS, load_architecture, register_loader, resolve_ref, source_of
 from jeeves.errors import UserError
-from tests.replay import archs
+from tests.journal import archs
 
 AGENT = archs.build_agent()
 
 
 def test_a_reference_names_an_architecture_a_factory_or_a_class() -> None:
-    assert resolve_ref("tests.replay.test_source:AGENT") is AGENT
-    assert isinstance(resolve_ref("tests.replay.archs:build_agent"), Agent)
-    assert isinstance(resolve_ref("tests.replay.archs:Fanout"), archs.Fanout)
+    assert resolve_ref("tests.journal.test_source:AGENT") is AGENT
+    assert isinstance(resolve_ref("tests.journal.archs:build_agent"), Agent)
+    assert isinstance(resolve_ref("tests.journal.archs:Fanout"), archs.Fanout)
 
 
 @pytest.mark.parametrize(
     ("ref", "message"),
     [
-        ("tests.replay.archs", "is not an import path; write 'package.module:attribute'"),
+        ("tests.journal.archs", "is not an import path; write 'package.module:attribute'"),
         ("__main__:build", "points into __main__, which another process cannot import"),
-        ("tests.replay.nowhere:build", "Cannot import 'tests.replay.nowhere'"),
-        ("tests.replay.archs:missing", "has no attribute 'missing'"),
-        ("tests.replay.archs:not_an_architecture", "is 42: not an architecture, nor a factory"),
+        ("tests.journal.nowhere:build", "Cannot import 'tests.journal.nowhere'"),
+        ("tests.journal.archs:missing", "has no attribute 'missing'"),
+        ("tests.journal.archs:not_an_architecture", "is 42: not an architecture, nor a factory"),
         ("os:getcwd", "nor a factory function or class defined in 'os'"),
-        ("tests.replay.archs:model", r"gave FunctionModel\(.*\), which is not an architecture"),
+        ("tests.journal.archs:model", r"gave FunctionModel\(.*\), which is not an architecture"),
     ],
 )
 def test_bad_references_say_what_to_fix(ref: str, message: str) -> None:
@@ -40,12 +40,12 @@ def test_bad_references_say_what_to_fix(ref: str, message: str) -> None:
 
 def test_sources_are_checked_when_a_run_is_recorded() -> None:
     assert source_of(None) is None
-    assert source_of("tests.replay.archs:build_agent") == {
+    assert source_of("tests.journal.archs:build_agent") == {
         "kind": "import",
-        "ref": "tests.replay.archs:build_agent",
+        "ref": "tests.journal.archs:build_agent",
     }
     with pytest.raises(UserError, match="has no attribute 'typo'"):
-        source_of("tests.replay.archs:typo")
+        source_of("tests.journal.archs:typo")
     with pytest.raises(UserError, match=r"not a source jeeves can rebuild.*\['import'"):
         source_of({"kind": "yaml", "text": "..."})
 
