@@ -13,7 +13,6 @@ import time
 
 import anyio
 
-from jeeves._run.handoff import Waiter, is_asyncio
 from jeeves.events import Event
 
 __all__ = ["EventChannel"]
@@ -29,12 +28,10 @@ class EventChannel:
         bytes per run in flight); the read prefix is dropped when the reader catches up, or
         once it is half the list, so taking an event stays O(1) for any `max_buffer`."""
         self._head = 0
-        self._blocked: list[tuple[Waiter, Event]] = []
+        self._blocked: list[tuple[anyio.Event, Event]] = []
         """Producers waiting for room, in arrival order (a list: usually empty, and an empty
         deque costs 760 bytes per run in flight)."""
-        self._reader: Waiter | None = None
-        self._asyncio: bool | None = None
-        """The backend, found at the first wait (a channel lives in one event loop)."""
+        self._reader: anyio.Event | None = None
         self._closed = False
         self._seq = 0
         self.consume = True
@@ -51,11 +48,6 @@ class EventChannel:
         `ts` it takes, as `offer` would have stamped and dropped it."""
         self._seq += 1
         return self._seq, time.time()
-
-    def _waiter(self) -> Waiter:
-        if self._asyncio is None:
-            self._asyncio = is_asyncio()
-        return Waiter(self._asyncio)
 
     def _wake_reader(self) -> None:
         if self._reader is not None:
@@ -90,7 +82,7 @@ class EventChannel:
             self._buffer.append(event)
             self._wake_reader()
             return
-        entry = (self._waiter(), event)
+        entry = (anyio.Event(), event)
         self._blocked.append(entry)
         try:
             await entry[0].wait()
@@ -125,10 +117,10 @@ class EventChannel:
     def closed(self) -> bool:
         return self._closed
 
-    def readable(self) -> Waiter:
+    def readable(self) -> anyio.Event:
         """A wake-up for the reader, set when an event arrives or the channel closes: `await`
         it after `take()` found nothing on an open channel (one reader at a time)."""
-        self._reader = waiter = self._waiter()
+        self._reader = waiter = anyio.Event()
         return waiter
 
     async def get(self) -> Event:
@@ -139,7 +131,7 @@ class EventChannel:
                 return event
             if self._closed:
                 raise anyio.EndOfStream
-            await self.readable()
+            await self.readable().wait()
 
     def close(self) -> None:
         """No more events: the reader drains what is buffered, then sees the end. Blocked producers go on."""

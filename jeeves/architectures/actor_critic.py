@@ -28,8 +28,7 @@ from typing import Any, TypeAlias
 
 from jeeves._base.ids import validate_name
 from jeeves._base.validate import check_str
-from jeeves._run.architecture import Architecture, Caller
-from jeeves._run.context import Context
+from jeeves._run.context import Architecture, Caller, Context
 from jeeves.agent.agent import Agent
 from jeeves.architectures._loop import (
     ActorCriticOutput,
@@ -177,7 +176,7 @@ class ActorCritic:
         )
 
     def model_callers(self, path: tuple[str, ...], routed: tuple[str, ...]) -> list[Caller] | None:
-        """The actor's and the critic's callers (see `jeeves._run.architecture.model_callers`)."""
+        """The actor's and the critic's callers (see `jeeves._run.context.model_callers`)."""
         return loop_callers(self.actor, self.critic, self.settings, path, routed)
 
     def run(self, ctx: Context, task: str) -> Coroutine[Any, Any, ActorCriticOutput]:

@@ -27,8 +27,7 @@ from __future__ import annotations
 
 from jeeves._base.ids import validate_name
 from jeeves._base.validate import check_str
-from jeeves._run.architecture import Architecture, Caller
-from jeeves._run.context import Context
+from jeeves._run.context import Architecture, Caller, Context
 from jeeves.architectures._loop import (
     ActorCriticOutput,
     CriticLoop,
@@ -119,7 +118,7 @@ class SelfRefine:
         )
 
     def model_callers(self, path: tuple[str, ...], routed: tuple[str, ...]) -> list[Caller] | None:
-        """The agent's and the feedback critic's callers (see `jeeves._run.architecture.model_callers`)."""
+        """The agent's and the feedback critic's callers (see `jeeves._run.context.model_callers`)."""
         return loop_callers(self.agent, self.feedback, self.settings, path, routed)
 
     async def run(self, ctx: Context, task: str) -> SelfRefineOutput:

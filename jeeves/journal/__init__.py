@@ -43,7 +43,6 @@ from jeeves.journal.records import (
 from jeeves.journal.store import JournalStore, JournalWarning
 
 if TYPE_CHECKING:
-    from jeeves._run.source import register_loader, resolve_ref
     from jeeves.journal.jsonl import JSONLJournal
     from jeeves.journal.open import RunSummary, list_runs, open_journal
     from jeeves.journal.postgres import PostgresJournal

@@ -43,8 +43,7 @@ import string
 from collections.abc import Sequence
 from typing import Any
 
-from jeeves._run.architecture import Architecture
-from jeeves._run.context import Context
+from jeeves._run.context import Architecture, Context
 from jeeves.agent.agent import Agent as JeevesAgent
 from jeeves.architectures._loop import CriticLoop
 from jeeves.architectures._templates import PromptFields, PromptRenderer

@@ -21,8 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from jeeves._base.ids import validate_name
-from jeeves._run.architecture import Architecture, Output
-from jeeves._run.context import Context
+from jeeves._run.context import Architecture, Context, Output
 from jeeves.agent.agent import Agent as JeevesAgent
 from jeeves.agent.tools import ToolOutcome
 from jeeves.architectures._delegation import Delegation, Ledger, run_turn, worker_prompt
