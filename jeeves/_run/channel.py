@@ -24,13 +24,12 @@ class EventChannel:
     def __init__(self, max_buffer: int = 256) -> None:
         self._max = max(1, max_buffer)
         self._buffer: list[Event] = []
-        """Events, oldest first, unread from `_head` on (a list: an empty deque costs 760
-        bytes per run in flight); the read prefix is dropped when the reader catches up, or
-        once it is half the list, so taking an event stays O(1) for any `max_buffer`."""
+        """Events, oldest first, unread from `_head` on; the read prefix is dropped when the
+        reader catches up, or once it is half the list, so taking an event stays O(1) for any
+        `max_buffer`."""
         self._head = 0
         self._blocked: list[tuple[anyio.Event, Event]] = []
-        """Producers waiting for room, in arrival order (a list: usually empty, and an empty
-        deque costs 760 bytes per run in flight)."""
+        """Producers waiting for room, in arrival order."""
         self._reader: anyio.Event | None = None
         self._closed = False
         self._seq = 0
@@ -39,15 +38,9 @@ class EventChannel:
 
     def _stamp(self, event: Event) -> None:
         self._seq += 1
-        fields = event.__dict__  # plain field storage: 5x cheaper than pydantic's __setattr__
+        fields = event.__dict__  # `seq` and `ts` are stamped, not set: they stay out of the fields set
         fields["seq"] = self._seq
         fields["ts"] = time.time()
-
-    def skip(self) -> tuple[int, float]:
-        """Stamp an event nobody reads without building it (`consume` is False): the `seq` and
-        `ts` it takes, as `offer` would have stamped and dropped it."""
-        self._seq += 1
-        return self._seq, time.time()
 
     def _wake_reader(self) -> None:
         if self._reader is not None:
@@ -61,26 +54,15 @@ class EventChannel:
             self._stamp(event)
             return True
         if not self._blocked and len(self._buffer) - self._head < self._max:
-            self._seq += 1  # `_stamp`, inline: this runs once per event of every streamed run
-            fields = event.__dict__
-            fields["seq"] = self._seq
-            fields["ts"] = time.time()
+            self._stamp(event)
             self._buffer.append(event)
-            if self._reader is not None:
-                self._reader.set()
-                self._reader = None
+            self._wake_reader()
             return True
         return False
 
     async def put(self, event: Event) -> None:
         """Stamp `event` with the next seq and enqueue it (waiting while the buffer is full)."""
-        if not self.consume or self._closed:
-            self._stamp(event)
-            return
-        if not self._blocked and len(self._buffer) - self._head < self._max:
-            self._stamp(event)
-            self._buffer.append(event)
-            self._wake_reader()
+        if self.offer(event):
             return
         entry = (anyio.Event(), event)
         self._blocked.append(entry)

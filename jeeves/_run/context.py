@@ -158,9 +158,7 @@ class Context(Session):
         Architectures pass it for branches that run in parallel (Supervisor's delegations,
         PlanExecute's steps).
 
-        Await it as any coroutine (`await ctx.run(...)`): without `budget=` it returns the
-        child session's own coroutine, so a nested run keeps one coroutine frame per level
-        alive, not two (with `budget=`, one more frame raises the slice's error).
+        Await it as any coroutine (`await ctx.run(...)`).
         """
         validate_name(role)
         sid = child_id(self.session_id, role, index)

@@ -51,7 +51,7 @@ from jeeves.journal.records import fingerprint
 from jeeves.messages import Message, ModelRequest, ToolCall, ToolSpec
 from jeeves.models.base import ModelClient, Route
 
-__all__ = ["Agent", "extract_json"]
+__all__ = ["Agent", "extract_json", "run_tool_calls"]
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 
@@ -415,3 +415,12 @@ def _json_object(arguments: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
+
+
+async def run_tool_calls(agent: Agent, ctx: Context, calls: Sequence[ToolCall]) -> list[ToolOutcome]:
+    """Run `calls` with `agent`'s tools (its own and its toolsets') in session `ctx`, as one
+    of its turns would: concurrently, gated by the run's policy, journaled, events in the
+    order listed. For an architecture that drives an Agent's tools itself (the jeevesagent
+    supervisor runs the model's calls of its own tools through this)."""
+    kit = await agent._kit(ctx)
+    return await agent._run_tools(ctx, calls, kit.tools)

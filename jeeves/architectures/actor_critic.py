@@ -30,7 +30,8 @@ from jeeves._base.ids import validate_name
 from jeeves._base.validate import check_str
 from jeeves._run.context import Architecture, Caller, Context
 from jeeves.agent.agent import Agent
-from jeeves.architectures._loop import (
+from jeeves.architectures._templates import ACTOR_REFINE_TEMPLATE, CRITIC_TEMPLATE
+from jeeves.architectures.critic_loop import (
     ActorCriticOutput,
     CriticLoop,
     LoopSettings,
@@ -38,7 +39,6 @@ from jeeves.architectures._loop import (
     OnCriticError,
     loop_callers,
 )
-from jeeves.architectures._templates import ACTOR_REFINE_TEMPLATE, CRITIC_TEMPLATE
 from jeeves.critics import (
     VERDICT_FORMAT,
     CombinedCritic,

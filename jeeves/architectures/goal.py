@@ -40,8 +40,8 @@ from jeeves._run.sessions import span_note
 from jeeves._run.steering import Intervention, ToolStep, Turn
 from jeeves.agent.agent import Agent
 from jeeves.agent.tools import Tool
-from jeeves.architectures._loop import check_stop
 from jeeves.architectures.actor_critic import CriticLike, build_critic
+from jeeves.architectures.critic_loop import check_stop
 from jeeves.critics import CriticSession, Review, Verdict
 from jeeves.critics.verdict import critique_event
 from jeeves.critics.watchdog import Watchdog, WatchdogFiring, WatchdogReview, describe_step

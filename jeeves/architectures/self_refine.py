@@ -28,7 +28,8 @@ from __future__ import annotations
 from jeeves._base.ids import validate_name
 from jeeves._base.validate import check_str
 from jeeves._run.context import Architecture, Caller, Context
-from jeeves.architectures._loop import (
+from jeeves.architectures._templates import CRITIC_TEMPLATE, FEEDBACK_INSTRUCTIONS, SELF_REFINE_TEMPLATE
+from jeeves.architectures.critic_loop import (
     ActorCriticOutput,
     CriticLoop,
     LoopSettings,
@@ -36,7 +37,6 @@ from jeeves.architectures._loop import (
     OnCriticError,
     loop_callers,
 )
-from jeeves.architectures._templates import CRITIC_TEMPLATE, FEEDBACK_INSTRUCTIONS, SELF_REFINE_TEMPLATE
 from jeeves.critics import VERDICT_FORMAT, LLMCritic
 from jeeves.errors import UserError
 from jeeves.stop import StopCondition

@@ -34,7 +34,7 @@ from jeeves._base.validate import check_bool, check_int, check_mapping, check_st
 from jeeves._run import model_calls
 from jeeves._run.context import Architecture, Caller, Context, Output, join_callers, model_callers
 from jeeves.approvals.policy import APPROVAL_MODES, ApprovalMode
-from jeeves.architectures._delegation import Delegation, Ledger, run_turn, worker_prompt
+from jeeves.architectures.delegation import Delegation, Ledger, run_turn, worker_prompt
 from jeeves.errors import BudgetExceeded, MaxTurnsExceeded, UserError
 from jeeves.messages import Message, ModelRequest, ToolSpec, Usage
 from jeeves.models.base import ModelClient, Route
