@@ -179,7 +179,7 @@ class UsageTally:
         return self.input_tokens + self.output_tokens
 
     def snapshot(self) -> Usage:
-        return Usage.model_construct(  # a tally's sums: ints and floats already
+        return Usage(
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,
             model_calls=self.model_calls,

@@ -10,8 +10,7 @@ run has one that records).
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-
-from pydantic import BaseModel, ConfigDict
+from dataclasses import dataclass
 
 from jeeves._base.redact import scrub, scrub_error
 from jeeves._run.sessions import started
@@ -27,8 +26,10 @@ from jeeves.telemetry.tracer import SpanHandle
 __all__ = ["Traced", "call_model", "route"]
 
 
-class _ModelStep(BaseModel):
-    model_config = ConfigDict(defer_build=True)
+@dataclass
+class _ModelStep:
+    """A model call's journaled result: the reply, and whether a fallback model gave it."""
+
     response: ModelResponse
     fallback: bool = False
 
@@ -67,7 +68,7 @@ async def call_model(session: Session, request: ModelRequest, route_: Route | No
             response.usage = response.usage.model_copy(update={"model_calls": 1})
         if response.usage.cost_usd is None or response.usage.unpriced_calls:
             await _unpriced(session, response, emitted)
-        return _ModelStep.model_construct(response=response, fallback=along.fallback)
+        return _ModelStep(response=response, fallback=along.fallback)
 
     step, replayed = await journaled(
         session, "model", "", index, request.fingerprint_payload, live, _ModelStep, emitted

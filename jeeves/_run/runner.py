@@ -177,7 +177,7 @@ def _state(
 
 def _result(state: RunState, root: Context, output: Output | None, stop_reason: str) -> RunResult:
     # every value is the run's own (typed) bookkeeping or an Output already validated
-    return RunResult.model_construct(
+    return RunResult(
         session_id=root.session_id,
         output=output.value if output else None,
         text=output.text if output else "",
