@@ -247,9 +247,9 @@ async def execute(ctx: Context, arch: Architecture, task: str, index: int = 0) -
     # An adopted session's records are its branch worker's (`jeeves._run.branch`): they are
     # already final, and rewriting them (in progress, then ended) would make a parent
     # taken over mid-adoption read the branch as unfinished.
-    journaled_ = state.journal is not None and not ctx._adopted
+    recorded = state.journal is not None and not ctx._adopted
     started = await sessions.start(ctx, getattr(arch, "name", type(arch).__name__), model, index, task)
-    if journaled_:
+    if recorded:
         await sessions.record(ctx, "in_progress")
     with state.tracer.session(started) as span:
         state.spans[ctx.session_id] = span
@@ -266,7 +266,7 @@ async def execute(ctx: Context, arch: Architecture, task: str, index: int = 0) -
         except anyio.get_cancelled_exc_class():
             raise
         except BaseException as exc:
-            await sessions.fail(ctx, span, exc, journaled=journaled_)
+            await sessions.fail(ctx, span, exc, journaled=recorded)
             raise
         finally:
             state.spans.pop(ctx.session_id, None)
@@ -275,7 +275,7 @@ async def execute(ctx: Context, arch: Architecture, task: str, index: int = 0) -
             if ctx._adopted:  # its work (and its model-call spans) ran on another worker
                 span.set_attribute("jeeves.adopted", True)
         sessions.describe_output(span, output, index)
-    await sessions.complete(ctx, output, journaled=journaled_)
+    await sessions.complete(ctx, output, journaled=recorded)
     return output
 
 

@@ -44,15 +44,16 @@ def route(session: Session) -> Route:
     return session._route
 
 
-async def call_model(session: Session, request: ModelRequest, route_: Route | None = None) -> ModelResponse:
-    """One model call of `session`: routed, budgeted, journaled, traced, streamed as events."""
+async def call_model(session: Session, request: ModelRequest, given: Route | None = None) -> ModelResponse:
+    """One model call of `session`: routed (by `given`, else `route(session)`), budgeted,
+    journaled, traced, streamed as events."""
     index = next_index(session)
     request.session_id = session.session_id
     request.role_path = session.role_path
     emitted: list[Event] = []
 
     async def live() -> _ModelStep:
-        routed = route_ or route(session)
+        routed = given or route(session)
         along = WithFallbacks(
             _client(session, routed, request), routed, on_retry=_retry_notice(session, request, emitted)
         )
