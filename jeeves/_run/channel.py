@@ -42,10 +42,6 @@ class EventChannel:
         fields["seq"] = self._seq
         fields["ts"] = time.time()
 
-    def drop(self) -> None:
-        """Count an event nobody reads (`consume` is False) without it: it takes its `seq`."""
-        self._seq += 1
-
     def _wake_reader(self) -> None:
         if self._reader is not None:
             self._reader.set()

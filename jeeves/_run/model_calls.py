@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from jeeves._base.redact import scrub, scrub_error
 from jeeves._run.sessions import started
-from jeeves._run.state import Session, emit, emit_unrecorded
+from jeeves._run.state import Session, emit
 from jeeves._run.steps import completed, journaled, next_index
 from jeeves.errors import ModelError
 from jeeves.events import BudgetUnpriced, Event, ModelCompleted, ModelDelta, ModelRetrying
@@ -79,9 +79,9 @@ async def call_model(session: Session, request: ModelRequest, given: Route | Non
     state.add_usage(session.session_id, response.usage, live=not replayed, meter=session._meter)
     if not replayed and (state.journal is not None or state.progress_interval_s is not None):
         await completed(session, index)  # after the charge: the budget left counts this call
-    await emit_unrecorded(
+    await emit(
         session,
-        lambda: ModelCompleted(
+        ModelCompleted(
             session_id=session.session_id,
             text=response.text,
             tool_calls=list(response.tool_calls),

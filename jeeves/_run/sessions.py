@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import anyio
 
-from jeeves._run.state import RunState, Session, emit, emit_unrecorded
+from jeeves._run.state import RunState, Session, emit
 from jeeves._run.steering import INJECT_STEP, Intervention, Turn, span_event, watchdog_evaluation
 from jeeves._run.steps import journaled, next_index
 from jeeves.budget import AXES, Budget, clamp
@@ -142,9 +142,9 @@ async def fail(session: Session, span: SpanHandle, exc: BaseException, *, journa
 async def complete(session: Session, output: Ended, *, journaled: bool) -> None:
     """End `session` with `output`: `session.completed` and (`journaled`) its record."""
     state = session._state
-    await emit_unrecorded(
+    await emit(
         session,
-        lambda: SessionCompleted(
+        SessionCompleted(
             session_id=session.session_id,
             output=output.text,
             stop_reason=output.stop_reason,

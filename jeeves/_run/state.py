@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, NamedTuple, TypeVar
 
@@ -35,7 +34,6 @@ __all__ = [
     "Suspension",
     "count_tool_call",
     "emit",
-    "emit_unrecorded",
     "lease_owner",
     "tool_calls",
     "type_adapter",
@@ -364,17 +362,6 @@ async def emit(session: Session, event: Event) -> None:
         event.replayed = True
     if not state.channel.offer(event):  # the buffer is full: wait for the reader
         await state.channel.put(event)
-
-
-async def emit_unrecorded(session: Session, build: Callable[[], Event]) -> None:
-    """Emit the event `build` makes, an event no step records (a session's end, a model
-    call's completion): in a run whose events nobody reads (`jeeves.run`) it is not built,
-    only counted in `seq`. The one place the kernel acts on who reads (bench/results/KERNEL.md)."""
-    channel = session._state.channel
-    if not channel.consume:
-        channel.drop()
-        return
-    await emit(session, build())
 
 
 def count_tool_call(session: Session, name: str) -> None:
