@@ -126,3 +126,14 @@ async def test_events_arrive_in_emit_order_with_seq_increasing() -> None:
     rounds = [e.round for e in seen if isinstance(e, RoundStarted)]
     assert rounds == [0, 1]
     assert kinds.index("model.completed") > max(i for i, k in enumerate(kinds) if k == "round.started")
+
+
+async def test_jeeves_run_gives_the_result_a_read_stream_gives() -> None:
+    """Whoever reads the events, the run is the same: `jeeves.run`'s result, usage books
+    included, is the stream's, and the stream's seq numbers run without a gap."""
+    run = await jeeves.run(Parent(), "t", model=ScriptedModel(["a", "b"]), session_id="e1")
+    async with jeeves.stream(Parent(), "t", model=ScriptedModel(["a", "b"]), session_id="e1") as events:
+        seen = [e async for e in events]
+        streamed = await events.result()
+    assert run.model_dump() == streamed.model_dump()
+    assert [e.seq for e in seen] == list(range(1, len(seen) + 1))
