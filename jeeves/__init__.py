@@ -10,8 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from jeeves._base.ids import child_id
-from jeeves._run.architecture import Architecture, Output
-from jeeves._run.context import Context
+from jeeves._run.context import Architecture, Context, Output
 from jeeves._run.runner import RunResult, RunStream, replay, resume, run, stream
 from jeeves.agent.agent import Agent
 from jeeves.agent.tools import Tool, tool

@@ -12,7 +12,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from jeeves._base.redact import mask_credentials, strip_credentials
-from jeeves._base.trusted import trusted
 
 __all__ = [
     "Message",
@@ -171,10 +170,6 @@ def format_cost(usage: Usage) -> str:
     return f"{format_usd(usage.priced_usd)} + {calls}"
 
 
-_usage = trusted(Usage)
-"""Usage from a tally's sums (ints and floats already): not validated again (jeeves._base.trusted)."""
-
-
 class UsageTally:
     """A mutable running total of Usage: cheaper than adding pydantic models on every call."""
 
@@ -204,7 +199,7 @@ class UsageTally:
         return self.input_tokens + self.output_tokens
 
     def snapshot(self) -> Usage:
-        return _usage(
+        return Usage(
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,
             model_calls=self.model_calls,

@@ -8,8 +8,7 @@ from pydantic import ValidationError
 
 import jeeves
 from jeeves import events as ev
-from jeeves._run.architecture import Output
-from jeeves._run.context import Context
+from jeeves._run.context import Context, Output
 from jeeves.messages import ToolCall, Usage
 
 SAMPLES: dict[str, dict[str, object]] = {

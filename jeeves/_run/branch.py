@@ -19,9 +19,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from jeeves._base.ids import validate_name
-from jeeves._run.architecture import Architecture
 from jeeves._run.channel import EventChannel
-from jeeves._run.context import Context, RunState
+from jeeves._run.context import Architecture, Context, RunState
 from jeeves._run.lifecycle import supervise
 from jeeves._run.runner import RunResult, RunStream, _ended, _result, build_router, streamed
 from jeeves.approvals.policy import Approvals

@@ -13,7 +13,6 @@ import time
 
 import anyio
 
-from jeeves._run.handoff import Waiter, is_asyncio
 from jeeves.events import Event
 
 __all__ = ["EventChannel"]
@@ -25,16 +24,13 @@ class EventChannel:
     def __init__(self, max_buffer: int = 256) -> None:
         self._max = max(1, max_buffer)
         self._buffer: list[Event] = []
-        """Events, oldest first, unread from `_head` on (a list: an empty deque costs 760
-        bytes per run in flight); the read prefix is dropped when the reader catches up, or
-        once it is half the list, so taking an event stays O(1) for any `max_buffer`."""
+        """Events, oldest first, unread from `_head` on; the read prefix is dropped when the
+        reader catches up, or once it is half the list, so taking an event stays O(1) for any
+        `max_buffer`."""
         self._head = 0
-        self._blocked: list[tuple[Waiter, Event]] = []
-        """Producers waiting for room, in arrival order (a list: usually empty, and an empty
-        deque costs 760 bytes per run in flight)."""
-        self._reader: Waiter | None = None
-        self._asyncio: bool | None = None
-        """The backend, found at the first wait (a channel lives in one event loop)."""
+        self._blocked: list[tuple[anyio.Event, Event]] = []
+        """Producers waiting for room, in arrival order."""
+        self._reader: anyio.Event | None = None
         self._closed = False
         self._seq = 0
         self.consume = True
@@ -42,20 +38,9 @@ class EventChannel:
 
     def _stamp(self, event: Event) -> None:
         self._seq += 1
-        fields = event.__dict__  # plain field storage: 5x cheaper than pydantic's __setattr__
+        fields = event.__dict__  # `seq` and `ts` are stamped, not set: they stay out of the fields set
         fields["seq"] = self._seq
         fields["ts"] = time.time()
-
-    def skip(self) -> tuple[int, float]:
-        """Stamp an event nobody reads without building it (`consume` is False): the `seq` and
-        `ts` it takes, as `offer` would have stamped and dropped it."""
-        self._seq += 1
-        return self._seq, time.time()
-
-    def _waiter(self) -> Waiter:
-        if self._asyncio is None:
-            self._asyncio = is_asyncio()
-        return Waiter(self._asyncio)
 
     def _wake_reader(self) -> None:
         if self._reader is not None:
@@ -69,28 +54,17 @@ class EventChannel:
             self._stamp(event)
             return True
         if not self._blocked and len(self._buffer) - self._head < self._max:
-            self._seq += 1  # `_stamp`, inline: this runs once per event of every streamed run
-            fields = event.__dict__
-            fields["seq"] = self._seq
-            fields["ts"] = time.time()
+            self._stamp(event)
             self._buffer.append(event)
-            if self._reader is not None:
-                self._reader.set()
-                self._reader = None
+            self._wake_reader()
             return True
         return False
 
     async def put(self, event: Event) -> None:
         """Stamp `event` with the next seq and enqueue it (waiting while the buffer is full)."""
-        if not self.consume or self._closed:
-            self._stamp(event)
+        if self.offer(event):
             return
-        if not self._blocked and len(self._buffer) - self._head < self._max:
-            self._stamp(event)
-            self._buffer.append(event)
-            self._wake_reader()
-            return
-        entry = (self._waiter(), event)
+        entry = (anyio.Event(), event)
         self._blocked.append(entry)
         try:
             await entry[0].wait()
@@ -125,10 +99,10 @@ class EventChannel:
     def closed(self) -> bool:
         return self._closed
 
-    def readable(self) -> Waiter:
+    def readable(self) -> anyio.Event:
         """A wake-up for the reader, set when an event arrives or the channel closes: `await`
         it after `take()` found nothing on an open channel (one reader at a time)."""
-        self._reader = waiter = self._waiter()
+        self._reader = waiter = anyio.Event()
         return waiter
 
     async def get(self) -> Event:
@@ -139,7 +113,7 @@ class EventChannel:
                 return event
             if self._closed:
                 raise anyio.EndOfStream
-            await self.readable()
+            await self.readable().wait()
 
     def close(self) -> None:
         """No more events: the reader drains what is buffered, then sees the end. Blocked producers go on."""

@@ -1,22 +1,20 @@
-"""The Context an architecture runs in: emit events, run children, call models, run steps.
+"""The Context an architecture runs in, the Architecture protocol and the Output it returns.
 
 One `RunState` is shared by every session of a run (the event channel, the router, the
 budget meter, the journal, the tracer, the usage ledger, the approval policy); each
 session gets its own `Context` with its id, its role path and its own step counter.
 
-`Context` is the one object an architecture sees. It is assembled from parts that each do
-one job and can be read alone:
-
-- `jeeves._run.steps`: identity, events, journaled steps and progress envelopes (the base);
-- `jeeves._run.sessions`: a session's start, end and journal record (the lifecycle, the lease);
-- `jeeves._run.model_calls`: routed, budgeted, journaled, traced model calls;
-- `jeeves._run.gates`: approval gates, journaled as steps;
-- `jeeves._run.state`: what the sessions of one run share, and how a run suspends.
+`Context` is the one object an architecture sees, and its public members are the whole of
+what an architecture author uses: `emit`, `run`, `call_model`, `step`, `usage`,
+`replaying`, `started`, and the session's `session_id`, `parent_id`, `role` and
+`role_path`. What the kernel does with a session (its lifecycle, its journaled steps, its
+model calls, its gates) are functions of the kernel module that owns that state, each
+taking the session: `jeeves._run.sessions`, `steps`, `model_calls`, `gates`, `state`.
 
 Invariants:
 - ids come only from `child_id(parent, role, index)`; nothing here reads a clock or a
   random source to name anything;
-- step indices are allocated in program order within a session (`next_step_index`), so
+- step indices are allocated in program order within a session (`steps.next_index`), so
   callers that start steps concurrently allocate the indices first, in a fixed order;
 - a journaled step that ran live is recorded with the events it emitted; replayed, it
   re-emits those events marked `replayed=True` and charges no usage or budget.
@@ -24,92 +22,102 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, Literal, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 import anyio
+from pydantic import BaseModel, ConfigDict
 
 from jeeves._base.ids import child_id, validate_name
 from jeeves._base.validate import short_repr
-from jeeves._run.architecture import Architecture, Output
-from jeeves._run.gates import Gates
-from jeeves._run.model_calls import ModelCalls
-from jeeves._run.sessions import Sessions
-from jeeves._run.state import RunState, StepResult
-from jeeves._run.steering import INJECT_STEP, Intervener, Intervention, Turn, span_event, watchdog_evaluation
+from jeeves._run import model_calls, sessions
+from jeeves._run.state import RunState, Session, StepResult, emit
+from jeeves._run.steering import Intervener
+from jeeves._run.steps import journaled, next_index
 from jeeves.budget import Budget
-from jeeves.errors import PROGRAM_ERRORS, BudgetExceeded, JournalError, UserTypeError
-from jeeves.events import SteeringInjected, WatchdogVerdictEvent
-from jeeves.messages import Usage
-from jeeves.telemetry.tracer import EventAttributes, Tracer
+from jeeves.errors import PROGRAM_ERRORS, BudgetExceeded, JournalError, UserError, UserTypeError
+from jeeves.events import Event, SessionStarted
+from jeeves.messages import ModelRequest, ModelResponse, Usage
+from jeeves.models.base import Route
 
-__all__ = ["SPREADER", "Context", "RunState", "Spreader", "StepResult"]
+__all__ = [
+    "SPREADER",
+    "Architecture",
+    "Caller",
+    "Context",
+    "Output",
+    "RunState",
+    "Spreader",
+    "StepResult",
+    "execute",
+    "join_callers",
+    "model_callers",
+]
 
-Spreader = Callable[["Context", Architecture, str, int], Awaitable[bool]]
-"""Runs a child session elsewhere (another worker), given its prepared context, the child
-its task and index, and returns once it ended there: True when it ran (the session is then
-adopted from the journal), False when it cannot leave this process (it runs here)."""
-
-SPREADER: ContextVar[Spreader | None] = ContextVar("jeeves_spreader", default=None)
-"""Set by a durable worker around a run it executes, so `ctx.run(..., spread=True)`
-children may run on other workers (`jeeves.durable`); unset, every child runs here."""
-
-
-def check_budget(budget: object) -> Budget | None:
-    if budget is None or isinstance(budget, Budget):
-        return budget
-    raise UserTypeError(
-        f"ctx.run(budget=) must be a jeeves.Budget or None, got {short_repr(budget)}; e.g. Budget(max_tokens=2000)."
-    )
+T = TypeVar("T")
 
 
-async def _run_spread(ctx: Context, child: Architecture, task: str, index: int, spreader: Spreader) -> Output:
-    """A child run on another worker, then adopted here from what that worker recorded.
+class Output(BaseModel):
+    """What an architecture returns to whoever ran it.
 
-    The spreader failing (the queue's database unreachable, a branch that ended without an
-    outcome) stops the run as a `JournalError`: no architecture reads it as the child's
-    failure, which would be recorded and make the run's record depend on an outage."""
-    try:
-        ctx._adopted = await spreader(ctx, child, task, index)
-    except anyio.get_cancelled_exc_class():
-        raise
-    except PROGRAM_ERRORS:
-        raise
-    except Exception as exc:
-        raise JournalError(
-            f"Session {ctx.session_id!r} could not run on another worker ({type(exc).__name__}: {exc}); the "
-            f"run stops here, keeping every step done: fix the cause and resume it."
-        ) from exc
-    if ctx._slice is None:
-        return await ctx.execute(child, task, index=index)
-    return await _run_sliced(ctx, child, task, index)
+    `value` is the typed result (a str, or an instance of an Agent's `output_type`);
+    `text` is its text form, which parents put into prompts and events. Architectures
+    subclass it to add what they know (rounds and verdicts, delegations).
+    """
 
+    model_config = ConfigDict(defer_build=True, arbitrary_types_allowed=True)
 
-async def _run_sliced(ctx: Context, child: Architecture, task: str, index: int) -> Output:
-    """A child run under a budget slice: its Output, or the slice's `BudgetExceeded` (with
-    that Output on `error.output`) when the slice stopped one of its steps."""
-    output = await ctx.execute(child, task, index=index)
-    stopped = ctx.slice_stopped()
-    if stopped is not None:
-        error = BudgetExceeded(
-            str(stopped),
-            limit=stopped.limit,
-            allowed=stopped.allowed,
-            spent=stopped.spent,
-            slice_id=stopped.slice_id,
-        )
-        error.output = output
-        raise error
-    return output
+    value: Any = None
+    text: str = ""
+    stop_reason: str = "completed"
+    """completed, approved, max_rounds, no_improvement, budget, critic_failed, forwarded…"""
+
+    @classmethod
+    def of(cls, value: Any, *, stop_reason: str = "completed") -> Output:
+        """An Output whose text is `value` itself (str) or its JSON (pydantic models)."""
+        if isinstance(value, str):
+            text = value
+        elif isinstance(value, BaseModel):
+            text = value.model_dump_json()
+        else:
+            text = str(value)
+        return cls(value=value, text=text, stop_reason=stop_reason)
 
 
-class Context(Sessions, ModelCalls, Gates):
+@runtime_checkable
+class Architecture(Protocol):
+    """Anything that runs a task in a Context and returns an Output.
+
+    An architecture reports progress with `await ctx.emit(event)` and runs children with
+    `await ctx.run(child, task, role=..., index=...)`; it never makes ids, reads clocks or
+    draws random numbers itself, so a replay takes the same path.
+    """
+
+    name: str
+    """The architecture's kind, shown in `session.started` (agent, actor_critic, …)."""
+
+    async def run(self, ctx: Context, task: str) -> Output: ...
+
+
+def describe_model(arch: object, ctx: Context) -> str | None:
+    """The model an architecture calls itself, if it says (Agents do); None otherwise."""
+    describe = getattr(arch, "describe_model", None)
+    return describe(ctx) if callable(describe) else None
+
+
+class Context(Session):
     """One session's handle on the run. Architectures get one in `run(ctx, task)`."""
 
     __slots__ = ()
 
-    # -- children ----------------------------------------------------------------------
+    async def emit(self, event: Event) -> None:
+        """Send an event into the run's stream; `seq` and `ts` are stamped here.
+
+        In a strict replay every event is marked `replayed`: nothing in it ran live.
+        """
+        await emit(self, event)
+
     def run(
         self,
         child: Architecture,
@@ -150,9 +158,7 @@ class Context(Sessions, ModelCalls, Gates):
         Architectures pass it for branches that run in parallel (Supervisor's delegations,
         PlanExecute's steps).
 
-        Await it as any coroutine (`await ctx.run(...)`): without `budget=` it returns the
-        child session's own coroutine, so a nested run keeps one coroutine frame per level
-        alive, not two (with `budget=`, one more frame raises the slice's error).
+        Await it as any coroutine (`await ctx.run(...)`).
         """
         validate_name(role)
         sid = child_id(self.session_id, role, index)
@@ -173,79 +179,38 @@ class Context(Sessions, ModelCalls, Gates):
             if spreader is not None and self._state.journal is not None:
                 return _run_spread(ctx, child, task, index, spreader)
         if ctx._slice is None:
-            return ctx.execute(child, task, index=index)
+            return execute(ctx, child, task, index)
         return _run_sliced(ctx, child, task, index)
 
-    @property
-    def steered(self) -> bool:
-        """Whether a parent attached an intervener to this session (`ctx.run(..., intervene=)`)."""
-        return self._intervene is not None
+    def call_model(
+        self, request: ModelRequest, *, route: Route | None = None
+    ) -> Coroutine[Any, Any, ModelResponse]:
+        """One model call for this session: routed (by `route`, else the router's match for
+        this session's role path), budgeted, journaled, traced, streamed as events. Await it."""
+        return model_calls.call_model(self, request, route)
 
-    async def intervention(self, turn: Turn) -> Intervention | None:
-        """What this session's intervener (if its parent attached one) asks after `turn`."""
-        if self._intervene is None:
-            return None
-        return await self._intervene(turn)
+    async def step(
+        self,
+        kind: Literal["tool", "function"],
+        name: str,
+        request: Any,
+        run: Callable[[], Awaitable[T]],
+        result_type: Any,
+        *,
+        index: int | None = None,
+    ) -> StepResult[T]:
+        """Run one nondeterministic step through the journal.
 
-    async def injected(self, turn: int) -> tuple[str, ...]:
-        """A human's messages for this session, taken at the boundary after `turn`.
-
-        Taken from the run's inbox as a journaled `function` step named `inject` (request:
-        the turn), made only when there are messages. A replay, or a resume that reaches
-        the boundary where the recording took messages, finds that step at this session's
-        next index and is served it; the inbox is not read then. Each message is announced
-        as `steering.injected` (source `human`) and put on this session's span.
+        `request` (JSON-able) is fingerprinted; `result_type` says how the result is
+        stored and restored. With a journal holding this step, the recorded result is
+        returned (or its recorded exception raised) and `run` is not called. `index` is a
+        step index allocated earlier (`jeeves._run.steps.next_index`), for steps started
+        concurrently; by default the next one.
         """
-        state = self._state
-        served = False
-        if state.journal is not None and not (state.fresh and not self._adopted):  # a new run has no step
-            record = await state.journal.get_step(self.session_id, self._steps)
-            served = record is not None and record.kind == "function" and record.name == INJECT_STEP
-        if not served and (state.mode == "replay" or self._adopted or not len(state.inbox)):
-            return ()
-        messages = state.inbox.take(self.session_id) if not served else ()
-        if not served and not messages:
-            return ()
+        step_index = next_index(self) if index is None else index
+        return await journaled(self, kind, name, step_index, lambda: request, run, result_type, [])
 
-        async def take() -> list[str]:
-            return list(messages)
-
-        taken, replayed = await self.step("function", INJECT_STEP, {"turn": turn}, take, list[str])
-        for text in taken:
-            event = SteeringInjected(
-                session_id=self.session_id,
-                target_session_id=self.session_id,
-                cause="human",
-                source="human",
-                message=text,
-                replayed=replayed,
-            )
-            self.span_event(self.session_id, event)
-            await self.emit(event)
-        return tuple(taken)
-
-    def span_event(self, session_id: str, event: WatchdogVerdictEvent | SteeringInjected) -> None:
-        """Put a verdict or an injected message on session `session_id`'s span, if it is open
-        (a watchdog verdict also as a `gen_ai.evaluation.result`, see `jeeves._run.steering`)."""
-        span = self._state.spans.get(session_id)
-        if span is not None:
-            span.add_event(*span_event(event))
-            if isinstance(event, WatchdogVerdictEvent):
-                span.add_event(*watchdog_evaluation(event, session_id))
-
-    def add_span_event(self, session_id: str, name: str, attributes: EventAttributes) -> None:
-        """Put an event on session `session_id`'s span, if it is open (a critic's verdict as a
-        `gen_ai.evaluation.result` on the session it judged); a no-op without telemetry."""
-        span = self._state.spans.get(session_id)
-        if span is not None:
-            span.add_event(name, attributes)
-
-    @property
-    def tracer(self) -> Tracer:
-        """The run's tracer (a no-op unless telemetry is configured)."""
-        return self._state.tracer
-
-    def tree_usage(self, session_id: str | None = None) -> Usage:
+    def usage(self, session_id: str | None = None) -> Usage:
         """Usage of a session (this one by default) and everything below it.
 
         Replayed calls count, as in events, so a replay reports the same numbers; what
@@ -253,10 +218,161 @@ class Context(Sessions, ModelCalls, Gates):
         """
         return self._state.tree_usage(session_id or self.session_id)
 
-    def count_tool_call(self, name: str) -> None:
-        """Note that this session called tool `name` (live or replayed); stop conditions read it."""
-        self._state.tool_calls.setdefault(self.session_id, []).append(name)
+    @property
+    def replaying(self) -> bool:
+        """Whether this run is a strict replay: every step is served from the journal, and an
+        architecture must reach the same ends without deciding anything live (BestOfN does not
+        cancel candidates then: each replays up to where its recording stopped)."""
+        return self._state.mode == "replay"
 
-    def tool_calls(self, session_id: str | None = None) -> list[str]:
-        """The tools called by a session (this one by default) and everything below it."""
-        return self._state.tree_tool_calls(session_id or self.session_id)
+    @property
+    def started(self) -> SessionStarted:
+        """This session's `session.started` event (its role, model, parent…), as the stream carried it."""
+        return sessions.started(self)
+
+
+async def execute(ctx: Context, arch: Architecture, task: str, index: int = 0) -> Output:
+    """Run `arch` as `ctx`'s session: its start, its span, its end and its journal record
+    (the runner calls this for the root, `Context.run` for every child)."""
+    state = ctx._state
+    state.role_paths[ctx.session_id] = ctx.role_path
+    setup_error: Exception | None = None
+    try:
+        if state.journal is not None and state.mode == "replay":
+            model = await sessions.recorded_model(ctx)
+        else:
+            model = describe_model(arch, ctx)
+    except Exception as exc:  # no route, a replay missing this session: fail as this session, below
+        model, setup_error = None, exc
+    # An adopted session's records are its branch worker's (`jeeves._run.branch`): they are
+    # already final, and rewriting them (in progress, then ended) would make a parent
+    # taken over mid-adoption read the branch as unfinished.
+    recorded = state.journal is not None and not ctx._adopted
+    started = await sessions.start(ctx, getattr(arch, "name", type(arch).__name__), model, index, task)
+    if recorded:
+        await sessions.record(ctx, "in_progress")
+    with state.tracer.session(started) as span:
+        state.spans[ctx.session_id] = span
+        try:
+            if setup_error is not None:
+                raise setup_error
+            if ctx._slice is not None:
+                await sessions.allot(ctx, ctx._slice)
+            output = await arch.run(ctx, task)
+            if not isinstance(output, Output):
+                raise UserError(
+                    f"{type(arch).__name__}.run returned {output!r}; an architecture must return a jeeves.Output."
+                )
+        except anyio.get_cancelled_exc_class():
+            raise
+        except BaseException as exc:
+            await sessions.fail(ctx, span, exc, journaled=recorded)
+            raise
+        finally:
+            state.spans.pop(ctx.session_id, None)
+            if ctx._replayed:
+                span.set_attribute("jeeves.replayed_steps", ctx._replayed)
+            if ctx._adopted:  # its work (and its model-call spans) ran on another worker
+                span.set_attribute("jeeves.adopted", True)
+        sessions.describe_output(span, output, index)
+    await sessions.complete(ctx, output, journaled=recorded)
+    return output
+
+
+Spreader = Callable[["Context", Architecture, str, int], Awaitable[bool]]
+"""Runs a child session elsewhere (another worker), given its prepared context, the child
+its task and index, and returns once it ended there: True when it ran (the session is then
+adopted from the journal), False when it cannot leave this process (it runs here)."""
+
+SPREADER: ContextVar[Spreader | None] = ContextVar("jeeves_spreader", default=None)
+"""Set by a durable worker around a run it executes, so `ctx.run(..., spread=True)`
+children may run on other workers (`jeeves.durable`); unset, every child runs here."""
+
+
+def check_budget(budget: object) -> Budget | None:
+    if budget is None or isinstance(budget, Budget):
+        return budget
+    raise UserTypeError(
+        f"ctx.run(budget=) must be a jeeves.Budget or None, got {short_repr(budget)}; e.g. Budget(max_tokens=2000)."
+    )
+
+
+async def _run_spread(ctx: Context, child: Architecture, task: str, index: int, spreader: Spreader) -> Output:
+    """A child run on another worker, then adopted here from what that worker recorded.
+
+    The spreader failing (the queue's database unreachable, a branch that ended without an
+    outcome) stops the run as a `JournalError`: no architecture reads it as the child's
+    failure, which would be recorded and make the run's record depend on an outage."""
+    try:
+        ctx._adopted = await spreader(ctx, child, task, index)
+    except anyio.get_cancelled_exc_class():
+        raise
+    except PROGRAM_ERRORS:
+        raise
+    except Exception as exc:
+        raise JournalError(
+            f"Session {ctx.session_id!r} could not run on another worker ({type(exc).__name__}: {exc}); the "
+            f"run stops here, keeping every step done: fix the cause and resume it."
+        ) from exc
+    if ctx._slice is None:
+        return await execute(ctx, child, task, index)
+    return await _run_sliced(ctx, child, task, index)
+
+
+async def _run_sliced(ctx: Context, child: Architecture, task: str, index: int) -> Output:
+    """A child run under a budget slice: its Output, or the slice's `BudgetExceeded` (with
+    that Output on `error.output`) when the slice stopped one of its steps."""
+    output = await execute(ctx, child, task, index)
+    stopped = sessions.slice_stopped(ctx)
+    if stopped is not None:
+        error = BudgetExceeded(
+            str(stopped),
+            limit=stopped.limit,
+            allowed=stopped.allowed,
+            spent=stopped.spent,
+            slice_id=stopped.slice_id,
+        )
+        error.output = output
+        raise error
+    return output
+
+
+RolePath = tuple[str, ...]
+
+
+class Caller(NamedTuple):
+    """A session that calls a model, as an architecture tree would run it.
+
+    `path` is the session's role path (what a ScriptedModel's keys match); `routed` is
+    the role path the router resolves for its calls (a child run with `share_route=True`
+    resolves its parent's), or None when the session pins its own model.
+    """
+
+    path: RolePath
+    routed: RolePath | None
+
+
+def model_callers(node: object, path: RolePath, routed: RolePath | None = None) -> list[Caller] | None:
+    """Every session under `node` (run at role path `path`) that calls a model.
+
+    Built-in architectures and critics answer through a `model_callers(path, routed)`
+    method, whose answer does not depend on the task: they always run the same kinds
+    of children under the same roles. None when some node in the tree does not say
+    (an architecture or critic of the user's own), so nothing can be concluded from it.
+    `routed` is the path the node's own calls resolve as; unset, `path`.
+    """
+    method = getattr(node, "model_callers", None)
+    if not callable(method):
+        return None
+    found: list[Caller] | None = method(path, path if routed is None else routed)
+    return found
+
+
+def join_callers(parts: Iterable[list[Caller] | None]) -> list[Caller] | None:
+    """The callers of several children together; None if any of them cannot say."""
+    joined: list[Caller] = []
+    for part in parts:
+        if part is None:
+            return None
+        joined += part
+    return joined

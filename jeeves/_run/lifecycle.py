@@ -22,8 +22,7 @@ from typing import Any
 
 import anyio
 
-from jeeves._run.architecture import Architecture, Output
-from jeeves._run.context import Context
+from jeeves._run.context import Architecture, Context, Output, execute
 from jeeves._run.state import RunState
 from jeeves.approvals.policy import Approvals, enforced_policy
 from jeeves.errors import SessionExpired
@@ -144,7 +143,7 @@ async def supervise(
     branch = root.parent_id is not None
     deadline = state.expires_at - time.time() if state.expires_at is not None else None
     if deadline is None and not _helped(state):  # nothing to renew, no gate to park at (`unsupervised`)
-        outcome.output = await root.execute(arch, task, index=index)
+        outcome.output = await execute(root, arch, task, index)
         return outcome
     with anyio.move_on_after(deadline if deadline is not None else float("inf")) as ttl:
         async with anyio.create_task_group() as group:
@@ -159,7 +158,7 @@ async def supervise(
             if not branch:
                 group.start_soon(_heartbeat, state, root.session_id)
             try:
-                outcome.output = await root.execute(arch, task, index=index)
+                outcome.output = await execute(root, arch, task, index)
             except anyio.get_cancelled_exc_class():
                 raise
             except BaseException as exc:

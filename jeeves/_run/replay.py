@@ -15,7 +15,7 @@ from typing import Any
 
 import anyio
 
-from jeeves._run.architecture import Architecture
+from jeeves._run.context import Architecture
 from jeeves._run.source import load_architecture, source_of
 from jeeves.errors import JournalError, ReplayDivergence, UserError
 from jeeves.journal.records import (

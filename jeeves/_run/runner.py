@@ -15,15 +15,13 @@ from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
+from anyio.abc import TaskGroup
 from pydantic import BaseModel, ConfigDict, Field
 
 from jeeves._base.ids import new_root_id, validate_name, validate_root_id
-from jeeves._base.trusted import trusted
 from jeeves._base.validate import check_int, check_number, check_str, short_repr
-from jeeves._run.architecture import Architecture, Output
 from jeeves._run.channel import EventChannel
-from jeeves._run.context import Context, RunState
-from jeeves._run.handoff import Background, Waiter, is_asyncio
+from jeeves._run.context import Architecture, Context, Output, RunState, execute
 from jeeves._run.lifecycle import Outcome, prepare, set_root_status, supervise, unsupervised
 from jeeves.approvals.policy import Approvals, Approver, Decision, PendingGate
 from jeeves.budget import Budget, BudgetMeter
@@ -81,7 +79,6 @@ class RunResult(BaseModel):
         return self.usage.cost
 
 
-_run_result = trusted(RunResult)
 _EMPTY_ROUTER = Router()
 """The base of a run given no router (routers never change: one serves every run)."""
 
@@ -139,7 +136,7 @@ def _check_approvals(
 
 
 def _root_context(state: RunState, arch: Architecture, session_id: str | None, role: str | None) -> Context:
-    if not callable(getattr(arch, "run", None)):  # not isinstance(Protocol): that costs ~15 µs a run
+    if not callable(getattr(arch, "run", None)):  # the one member the kernel calls
         raise UserError(
             f"{arch!r} is not an architecture; pass an Agent, ActorCritic, SelfRefine or Supervisor."
         )
@@ -180,7 +177,7 @@ def _state(
 
 def _result(state: RunState, root: Context, output: Output | None, stop_reason: str) -> RunResult:
     # every value is the run's own (typed) bookkeeping or an Output already validated
-    return _run_result(
+    return RunResult(
         session_id=root.session_id,
         output=output.value if output else None,
         text=output.text if output else "",
@@ -244,7 +241,7 @@ async def _body(
         return _ended(state, root, "expired", "session_ttl")
     try:
         if unsupervised(state):  # nothing to supervise: the root runs alone, awaited here
-            outcome = Outcome(output=await root.execute(arch, task))
+            outcome = Outcome(output=await execute(root, arch, task))
         else:
             outcome = await supervise(state, root, arch, task)
     except BudgetExceeded:
@@ -369,15 +366,14 @@ class RunStream:
         self._result: RunResult | None = None
         self._error: BaseException | None = None
         self._finished = False
-        self._finish_waiter: Waiter | None = None
-        """Built only if `result()` must wait (an anyio.Event per run costs ~1 KB in flight)."""
+        self._finish_waiter: anyio.Event | None = None
+        """Built only if `result()` must wait."""
 
     def __aiter__(self) -> RunStream:
         return self
 
     async def __anext__(self) -> Event:
-        # One coroutine frame per event: buffered events are taken without a wait, and the
-        # wait itself is the channel's wake-up (an awaitable, not a coroutine).
+        # Buffered events are taken without a wait; otherwise wait for the channel's wake-up.
         channel = self._channel
         while True:
             event = channel.take()
@@ -388,7 +384,7 @@ class RunStream:
                     # Keep the error's own cause (a CriticError's critic failure).
                     raise self._error from self._error.__cause__
                 raise StopAsyncIteration
-            await channel.readable()
+            await channel.readable().wait()
 
     def inject(self, text: str, session_id: str | None = None) -> None:
         """Queue a human's message for an agent of this run; it is applied at that agent's
@@ -431,7 +427,7 @@ class RunStream:
         async for _ in self:
             pass
         if not self._finished:
-            self._finish_waiter = Waiter(is_asyncio())
+            self._finish_waiter = anyio.Event()
             await self._finish_waiter.wait()
         if self._error is not None:
             raise self._error
@@ -446,12 +442,12 @@ def _lone(error: BaseException) -> BaseException:
     return error
 
 
-class _Streamed(Background):
-    """The run beside its reader: `execute` runs in a task of its own, its result (or
-    error) lands on the handle, the channel closes when it ends, and leaving the block
-    early cancels it. One plain object per run (no generator-based context managers)."""
+class _Streamed:
+    """The run beside its reader: `execute` runs in a task of an anyio task group, its
+    result (or error) lands on the handle, the channel closes when it ends, and leaving the
+    block early cancels it (`scope`); leaving waits for the task to end."""
 
-    __slots__ = ("_execute", "_handle", "_prepare")
+    __slots__ = ("_execute", "_group", "_handle", "_prepare", "scope")
 
     def __init__(
         self,
@@ -459,7 +455,8 @@ class _Streamed(Background):
         execute: Callable[[], Awaitable[RunResult]] | None,
         prepare: Callable[[], tuple[RunStream, Callable[[], Awaitable[RunResult]]]] | None = None,
     ) -> None:
-        super().__init__()
+        self.scope = anyio.CancelScope()
+        self._group: TaskGroup | None = None
         self._handle = handle
         self._execute = execute
         self._prepare = prepare
@@ -493,7 +490,9 @@ class _Streamed(Background):
                 "call jeeves.stream(...) again for another run (or jeeves.resume(...) to continue this one)."
             )
         assert self._handle is not None
-        await self._start()
+        self._group = anyio.create_task_group()
+        await self._group.__aenter__()
+        self._group.start_soon(self._body)
         return self._handle
 
     async def __aexit__(self, *exc_info: Any) -> bool | None:
@@ -501,9 +500,10 @@ class _Streamed(Background):
         assert handle is not None
         handle._channel.close()
         if not handle._finished:  # left early: cancel the whole tree
-            self.cancel()
+            self.scope.cancel()
+        assert self._group is not None
         try:
-            suppressed = await self._stop(*exc_info)
+            suppressed = await self._group.__aexit__(*exc_info)
         except BaseExceptionGroup as group:
             error = _lone(group)
             raise error from error.__cause__  # its own cause survives; the group context is dropped

@@ -1,41 +1,75 @@
-"""A session's life: its start and end events, its span, and its record in the journal
-(part of `jeeves._run.context.Context`).
+"""A session's life: its start and end events, its span, and its record in the journal.
 
-The root's record also holds what a resume needs (the source, the approval policy), the
-run's lease (owner, renewed_at) and its TTL; its status follows the lifecycle in
+`jeeves._run.context.execute` runs a session through these; the root's record also holds
+what a resume needs (the source, the approval policy), the run's lease (owner,
+renewed_at) and its TTL; its status follows the lifecycle in
 `jeeves.journal.SessionStatus`.
 """
 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, cast
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 import anyio
 
-from jeeves._base.trusted import trusted
-from jeeves._run.architecture import Architecture, Output, describe_model
-from jeeves._run.state import RunState
-from jeeves._run.steps import StepsCore
+from jeeves._run.state import RunState, Session, emit
+from jeeves._run.steering import INJECT_STEP, Intervention, Turn, span_event, watchdog_evaluation
+from jeeves._run.steps import journaled, next_index
 from jeeves.budget import AXES, Budget, clamp
 from jeeves.errors import PROGRAM_ERRORS, BudgetExceeded, ReplayDivergence, RunEnded, UserError, tag_session
-from jeeves.events import AuditStats, BudgetSliced, SessionCompleted, SessionFailed, SessionStarted
+from jeeves.events import (
+    AuditStats,
+    BudgetSliced,
+    SessionCompleted,
+    SessionFailed,
+    SessionStarted,
+    SteeringInjected,
+    WatchdogVerdictEvent,
+)
 from jeeves.journal.records import Journal, SessionRecord, SessionStatus, error_type_name
-from jeeves.telemetry.tracer import NULL_SCOPE, NULL_SPAN, SpanHandle, is_null
+from jeeves.telemetry.tracer import EventAttributes, SpanHandle
 
-if TYPE_CHECKING:
-    from jeeves._run.context import Context
-
-__all__ = ["SLICE_STEP", "Sessions", "root_fields"]
+__all__ = [
+    "SLICE_STEP",
+    "Ended",
+    "add_span_event",
+    "allot",
+    "complete",
+    "describe_output",
+    "fail",
+    "injected",
+    "intervention",
+    "record",
+    "recorded_model",
+    "root_fields",
+    "slice_stopped",
+    "span_note",
+    "start",
+    "started",
+    "steered",
+    "tool_span",
+]
 
 SLICE_STEP = "budget_slice"
 """The name of the step that allots a session its budget slice."""
 
-_started = trusted(SessionStarted)
-_completed = trusted(SessionCompleted)
+
+class Ended(Protocol):
+    """What a session's end reads of its Output (`jeeves._run.context.Output`)."""
+
+    @property
+    def value(self) -> Any: ...
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def stop_reason(self) -> str: ...
 
 
-def _rounds(output: Output | None) -> int | None:
+def _rounds(output: Ended | None) -> int | None:
     """The rounds an Output reports (an int, or a sequence of rounds), if it has a `rounds` field."""
     rounds = getattr(output, "rounds", None)
     if isinstance(rounds, int) and not isinstance(rounds, bool):
@@ -43,7 +77,7 @@ def _rounds(output: Output | None) -> int | None:
     return len(rounds) if isinstance(rounds, list | tuple) else None
 
 
-def _describe_output(span: SpanHandle, output: Output, index: int) -> None:
+def describe_output(span: SpanHandle, output: Ended, index: int) -> None:
     """A finished session's span attributes: its stop reason, a critic's score, an audit's stats."""
     span.set_attribute("jeeves.stop_reason", output.stop_reason)
     score = getattr(output.value, "score", None)
@@ -57,235 +91,282 @@ def _describe_output(span: SpanHandle, output: Output, index: int) -> None:
         span.set_attribute("jeeves.audit.duration_ms", audit.duration_ms)
 
 
-class Sessions(StepsCore):
-    """A session's start, end and record (a part of Context)."""
-
-    __slots__ = ()
-
-    async def execute(self, arch: Architecture, task: str, *, index: int = 0) -> Output:
-        """Run `arch` as this context's session (the runner calls this for the root)."""
-        state = self._state
-        state.role_paths[self.session_id] = self.role_path
-        setup_error: Exception | None = None
-        try:
-            if state.journal is not None and state.mode == "replay":
-                model = await self._recorded_model()
-            else:
-                model = describe_model(arch, cast("Context", self))
-        except Exception as exc:  # no route, a replay missing this session: fail as this session, below
-            model, setup_error = None, exc
-        # An adopted session's records are its branch worker's (`jeeves._run.branch`): they are
-        # already final, and rewriting them (in progress, then ended) would make a parent
-        # taken over mid-adoption read the branch as unfinished.
-        journaled = state.journal is not None and not self._adopted
-        bare = not journaled and is_null(state.tracer)  # nothing but the reader reads session.started
-        name = getattr(arch, "name", type(arch).__name__)
-        await self._start(name, model, index, task, keep=not bare)
-        if journaled:
-            await self._record_session(self.started, "in_progress")
-        with NULL_SCOPE if bare else state.tracer.session(self.started) as span:
-            state.spans[self.session_id] = span
-            try:
-                if setup_error is not None:
-                    raise setup_error
-                if self._slice is not None:
-                    await self._allot(self._slice)
-                output = await arch.run(cast("Context", self), task)
-                if not isinstance(output, Output):
-                    raise UserError(
-                        f"{type(arch).__name__}.run returned {output!r}; an architecture must return a jeeves.Output."
-                    )
-            except anyio.get_cancelled_exc_class():
-                raise
-            except BaseException as exc:
-                tag_session(exc, self.session_id)
-                span.record_error(exc)
-                usage = state.tree_usage(self.session_id)
-                await self.emit(
-                    SessionFailed(
-                        session_id=self.session_id,
-                        error_type=error_type_name(exc),
-                        message=str(exc),
-                        usage=usage,
-                    )
-                )
-                ended = exc.status if isinstance(exc, RunEnded) else "failed"
-                if journaled:
-                    await self._record_session(self.started, ended, error=exc)  # type: ignore[arg-type]
-                raise
-            finally:
-                state.spans.pop(self.session_id, None)
-                if self._replayed:
-                    span.set_attribute("jeeves.replayed_steps", self._replayed)
-                if self._adopted:  # its work (and its model-call spans) ran on another worker
-                    span.set_attribute("jeeves.adopted", True)
-            if span is not NULL_SPAN:  # the default tracer records nothing: skip reading for it
-                _describe_output(span, output, index)
-        if state.channel.consume:  # `self.observed`: in jeeves.run nobody reads it, so it is not built
-            await self.emit(
-                _completed(
-                    session_id=self.session_id,
-                    output=output.text,
-                    stop_reason=output.stop_reason,
-                    usage=state.tree_usage(self.session_id),
-                )
-            )
-        if journaled:
-            await self._record_session(self.started, "completed", output=output)
-        return output
-
-    async def _start(self, name: Any, model: Any, index: int, task: Any, *, keep: bool) -> None:
-        """Emit `session.started`. Unless `keep` (a journal or a tracer reads it), the context
-        keeps only the event's fields (`ctx.started` builds it again if asked), and in
-        `jeeves.run`, where nobody reads events, it is not built at all: it takes its `seq`."""
-        # the task, the name and the model come from user code: validated unless plainly typed
-        plain = type(task) is str and type(name) is str and (model is None or type(model) is str)
-        channel = self._state.channel
-        if not keep and plain and not channel.consume:
-            seq, ts = channel.skip()
-            self._started = (name, model, index, task, seq, ts)
-            return
-        started = (_started if plain else SessionStarted)(
-            session_id=self.session_id,
-            parent_id=self.parent_id,
-            role=self.role,
-            role_path=list(self.role_path),
-            architecture=name,
-            model=model,
-            index=index,
-            task=task,
+def started(session: Session) -> SessionStarted:
+    """`session`'s `session.started` event, as the stream carried it."""
+    event = session._started
+    if event is None:
+        raise UserError(
+            f"Session {session.session_id!r} has not started; use ctx.run(...) to run architectures."
         )
-        self._started = started
-        await self.emit(started)
-        if not keep:
-            self._started = (
-                started.architecture,
-                started.model,
-                index,
-                started.task,
-                started.seq,
-                started.ts,
-            )
+    return event
 
-    async def _allot(self, wanted: Budget) -> None:
-        """Put this session under its slice: `wanted` held to what remains above it, taken as
-        this session's first step (a `function` step named `budget_slice`), so a replay or a
-        resume runs under the slice the recording had, whatever remains when it runs."""
 
-        async def allot() -> Budget:
-            return clamp(wanted, self._meter.remaining())
+async def start(session: Session, architecture: Any, model: Any, index: int, task: Any) -> SessionStarted:
+    """Emit `session`'s `session.started` (and keep it: its span, its record and its model
+    calls' spans read it)."""
+    event = SessionStarted(
+        session_id=session.session_id,
+        parent_id=session.parent_id,
+        role=session.role,
+        role_path=list(session.role_path),
+        architecture=architecture,
+        model=model,
+        index=index,
+        task=task,
+    )
+    session._started = event
+    await emit(session, event)
+    return event
 
-        allotted = (
-            await self.step("function", SLICE_STEP, wanted.model_dump(mode="json"), allot, Budget)
-        ).value
-        self._meter = self._meter.slice(allotted, owner=self.session_id)
-        await self.emit(
-            BudgetSliced(
-                session_id=self.session_id,
-                max_tokens=allotted.max_tokens,
-                max_usd=allotted.max_usd,
-                max_model_calls=allotted.max_model_calls,
-                deadline_s=allotted.deadline_s,
-                clamped=[
-                    axis
-                    for axis, field in AXES.items()
-                    if getattr(wanted, field) is not None
-                    and getattr(allotted, field) < getattr(wanted, field)
-                ],
-            )
+
+async def fail(session: Session, span: SpanHandle, exc: BaseException, *, journaled: bool) -> None:
+    """End `session` as failed with `exc` (tagged with its session id): `session.failed`, its
+    span's error and (`journaled`) its record."""
+    state = session._state
+    tag_session(exc, session.session_id)
+    span.record_error(exc)
+    await emit(
+        session,
+        SessionFailed(
+            session_id=session.session_id,
+            error_type=error_type_name(exc),
+            message=str(exc),
+            usage=state.tree_usage(session.session_id),
+        ),
+    )
+    if journaled:
+        ended = exc.status if isinstance(exc, RunEnded) else "failed"
+        await record(session, ended, error=exc)  # type: ignore[arg-type]
+
+
+async def complete(session: Session, output: Ended, *, journaled: bool) -> None:
+    """End `session` with `output`: `session.completed` and (`journaled`) its record."""
+    state = session._state
+    await emit(
+        session,
+        SessionCompleted(
+            session_id=session.session_id,
+            output=output.text,
+            stop_reason=output.stop_reason,
+            usage=state.tree_usage(session.session_id),
+        ),
+    )
+    if journaled:
+        await record(session, "completed", output=output)
+
+
+async def allot(session: Session, wanted: Budget) -> None:
+    """Put this session under its slice: `wanted` held to what remains above it, taken as
+    this session's first step (a `function` step named `budget_slice`), so a replay or a
+    resume runs under the slice the recording had, whatever remains when it runs."""
+
+    async def allotment() -> Budget:
+        return clamp(wanted, session._meter.remaining())
+
+    allotted = (
+        await journaled(
+            session,
+            "function",
+            SLICE_STEP,
+            next_index(session),
+            lambda: wanted.model_dump(mode="json"),
+            allotment,
+            Budget,
+            [],
         )
+    ).value
+    session._meter = session._meter.slice(allotted, owner=session.session_id)
+    await emit(
+        session,
+        BudgetSliced(
+            session_id=session.session_id,
+            max_tokens=allotted.max_tokens,
+            max_usd=allotted.max_usd,
+            max_model_calls=allotted.max_model_calls,
+            deadline_s=allotted.deadline_s,
+            clamped=[
+                axis
+                for axis, field in AXES.items()
+                if getattr(wanted, field) is not None and getattr(allotted, field) < getattr(wanted, field)
+            ],
+        ),
+    )
 
-    def slice_stopped(self) -> BudgetExceeded | None:
-        """The error this session's own budget slice stopped a step with, if it did."""
-        meter = self._meter
-        return meter.stopped if meter.owner == self.session_id else None
 
-    async def _recorded_model(self) -> str | None:
-        """The model a strict replay's session names: the recorded one (no route is resolved)."""
-        assert self._state.journal is not None
-        record = await self._state.journal.get_session(self.session_id)
-        if record is None:
-            raise ReplayDivergence(
-                f"Replay reached session {self.session_id!r}, which the journal does not hold: the architecture "
-                f"or the task differs from the recorded run. Replay the run with the code that recorded it.",
-                session_id=self.session_id,
-                step=-1,
-            )
-        return record.model
+def slice_stopped(session: Session) -> BudgetExceeded | None:
+    """The error this session's own budget slice stopped a step with, if it did."""
+    meter = session._meter
+    return meter.stopped if meter.owner == session.session_id else None
 
-    async def _record_session(
-        self,
-        started: SessionStarted,
-        status: SessionStatus,
-        *,
-        output: Output | None = None,
-        error: BaseException | None = None,
-    ) -> None:
-        state = self._state
-        journal = state.journal
-        if journal is None:
-            return
-        if state.mode == "replay":
-            await self._check_end(journal, started, status, output, error)
-            return
-        record = self._session_record(
-            started, status, output, error, usage=state.tree_usage(self.session_id).model_dump()
+
+async def recorded_model(session: Session) -> str | None:
+    """The model a strict replay's session names: the recorded one (no route is resolved)."""
+    assert session._state.journal is not None
+    found = await session._state.journal.get_session(session.session_id)
+    if found is None:
+        raise ReplayDivergence(
+            f"Replay reached session {session.session_id!r}, which the journal does not hold: the architecture "
+            f"or the task differs from the recorded run. Replay the run with the code that recorded it.",
+            session_id=session.session_id,
+            step=-1,
         )
-        state.suspension.enter()  # a journal write in flight: a suspending run waits for it
-        try:
-            with anyio.CancelScope(shield=True):
-                if self.parent_id is not None:
-                    await journal.put_session(record)
-                    return
-                async with state.root_lock:
-                    await journal.put_session(record.model_copy(update=root_fields(state, status)))
-        finally:
-            state.suspension.leave()
+    return found.model
 
-    def _session_record(
-        self,
-        started: SessionStarted,
-        status: SessionStatus,
-        output: Output | None,
-        error: BaseException | None,
-        **extra: Any,
-    ) -> SessionRecord:
-        """This session's record at `status`; `extra` adds fields (a live run's usage)."""
-        return SessionRecord(
-            session_id=self.session_id,
-            parent_id=self.parent_id,
-            role=self.role,
-            architecture=started.architecture,
-            model=started.model,
-            task=started.task,
-            status=status,
-            stop_reason=output.stop_reason if output else (error_type_name(error) if error else None),
-            output=output.text if output else (str(error) if error else None),
-            rounds=_rounds(output),
-            **extra,
+
+async def record(
+    session: Session,
+    status: SessionStatus,
+    *,
+    output: Ended | None = None,
+    error: BaseException | None = None,
+) -> None:
+    state = session._state
+    journal = state.journal
+    if journal is None:
+        return
+    event = started(session)
+    if state.mode == "replay":
+        await _check_end(session, journal, event, status, output, error)
+        return
+    entry = _session_record(
+        session, event, status, output, error, usage=state.tree_usage(session.session_id).model_dump()
+    )
+    state.suspension.enter()  # a journal write in flight: a suspending run waits for it
+    try:
+        with anyio.CancelScope(shield=True):
+            if session.parent_id is not None:
+                await journal.put_session(entry)
+                return
+            async with state.root_lock:
+                await journal.put_session(entry.model_copy(update=root_fields(state, status)))
+    finally:
+        state.suspension.leave()
+
+
+def _session_record(
+    session: Session,
+    started: SessionStarted,
+    status: SessionStatus,
+    output: Ended | None,
+    error: BaseException | None,
+    **extra: Any,
+) -> SessionRecord:
+    """This session's record at `status`; `extra` adds fields (a live run's usage)."""
+    return SessionRecord(
+        session_id=session.session_id,
+        parent_id=session.parent_id,
+        role=session.role,
+        architecture=started.architecture,
+        model=started.model,
+        task=started.task,
+        status=status,
+        stop_reason=output.stop_reason if output else (error_type_name(error) if error else None),
+        output=output.text if output else (str(error) if error else None),
+        rounds=_rounds(output),
+        **extra,
+    )
+
+
+async def _check_end(
+    session: Session,
+    journal: Journal,
+    started: SessionStarted,
+    status: SessionStatus,
+    output: Ended | None,
+    error: BaseException | None,
+) -> None:
+    """A strict replay's journal records nothing: it compares each session's end with the
+    recorded one (status, stop reason, output, rounds; `jeeves._run.replay`). So only the end
+    is reported, with only what is compared: no in-progress record, no usage, no root fields.
+    An error of the code or the journal itself is not compared: it says more than a comparison."""
+    if status == "in_progress" or isinstance(error, PROGRAM_ERRORS):
+        return
+    entry = _session_record(session, started, status, output, error)
+    state = session._state
+    state.suspension.enter()
+    try:
+        await journal.put_session(entry)  # a comparison, not a write: nothing to shield here
+    finally:
+        state.suspension.leave()
+
+
+# -- a session's span -------------------------------------------------------------------
+def span_note(session: Session, session_id: str, event: WatchdogVerdictEvent | SteeringInjected) -> None:
+    """Put a verdict or an injected message on session `session_id`'s span, if it is open
+    (a watchdog verdict also as a `gen_ai.evaluation.result`, see `jeeves._run.steering`)."""
+    span = session._state.spans.get(session_id)
+    if span is not None:
+        span.add_event(*span_event(event))
+        if isinstance(event, WatchdogVerdictEvent):
+            span.add_event(*watchdog_evaluation(event, session_id))
+
+
+def add_span_event(session: Session, session_id: str, name: str, attributes: EventAttributes) -> None:
+    """Put an event on session `session_id`'s span, if it is open (a critic's verdict as a
+    `gen_ai.evaluation.result` on the session it judged); a no-op without telemetry."""
+    span = session._state.spans.get(session_id)
+    if span is not None:
+        span.add_event(name, attributes)
+
+
+def tool_span(
+    session: Session, name: str, call_id: str, arguments: str
+) -> AbstractContextManager[SpanHandle]:
+    """The span of one tool call `session` runs live (the run's tracer's)."""
+    return session._state.tracer.tool_call(started(session), name, call_id, arguments)
+
+
+# -- steering ----------------------------------------------------------------------------
+def steered(session: Session) -> bool:
+    """Whether a parent attached an intervener to `session` (`ctx.run(..., intervene=)`)."""
+    return session._intervene is not None
+
+
+async def intervention(session: Session, turn: Turn) -> Intervention | None:
+    """What `session`'s intervener (if its parent attached one) asks after `turn`."""
+    if session._intervene is None:
+        return None
+    return await session._intervene(turn)
+
+
+async def injected(session: Session, turn: int) -> tuple[str, ...]:
+    """A human's messages for `session`, taken at the boundary after `turn`.
+
+    Taken from the run's inbox as a journaled `function` step named `inject` (request:
+    the turn), made only when there are messages. A replay, or a resume that reaches
+    the boundary where the recording took messages, finds that step at this session's
+    next index and is served it; the inbox is not read then. Each message is announced
+    as `steering.injected` (source `human`) and put on this session's span.
+    """
+    state = session._state
+    served = False
+    if state.journal is not None and not (state.fresh and not session._adopted):  # a new run has no step
+        found = await state.journal.get_step(session.session_id, session._steps)
+        served = found is not None and found.kind == "function" and found.name == INJECT_STEP
+    if not served and (state.mode == "replay" or session._adopted or not len(state.inbox)):
+        return ()
+    messages = state.inbox.take(session.session_id) if not served else ()
+    if not served and not messages:
+        return ()
+
+    async def take() -> list[str]:
+        return list(messages)
+
+    taken, replayed = await journaled(
+        session, "function", INJECT_STEP, next_index(session), lambda: {"turn": turn}, take, list[str], []
+    )
+    for text in taken:
+        event = SteeringInjected(
+            session_id=session.session_id,
+            target_session_id=session.session_id,
+            cause="human",
+            source="human",
+            message=text,
+            replayed=replayed,
         )
-
-    async def _check_end(
-        self,
-        journal: Journal,
-        started: SessionStarted,
-        status: SessionStatus,
-        output: Output | None,
-        error: BaseException | None,
-    ) -> None:
-        """A strict replay's journal records nothing: it compares each session's end with the
-        recorded one (status, stop reason, output, rounds; `jeeves._run.replay`). So only the end
-        is reported, with only what is compared: no in-progress record, no usage, no root fields.
-        An error of the code or the journal itself is not compared: it says more than a comparison."""
-        if status == "in_progress" or isinstance(error, PROGRAM_ERRORS):
-            return
-        record = self._session_record(started, status, output, error)
-        state = self._state
-        state.suspension.enter()
-        try:
-            await journal.put_session(record)  # a comparison, not a write: nothing to shield here
-        finally:
-            state.suspension.leave()
+        span_note(session, session.session_id, event)
+        await emit(session, event)
+    return tuple(taken)
 
 
 def root_fields(state: RunState, status: str) -> dict[str, Any]:

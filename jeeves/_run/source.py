@@ -21,7 +21,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from jeeves._run.architecture import Architecture
+from jeeves._run.context import Architecture
 from jeeves.errors import UserError
 
 __all__ = ["import_object", "load_architecture", "register_loader", "resolve_ref", "source_of"]

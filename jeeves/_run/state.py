@@ -15,17 +15,30 @@ import anyio
 from pydantic import TypeAdapter
 
 from jeeves._run.channel import EventChannel
-from jeeves._run.steering import Inbox
+from jeeves._run.steering import Inbox, Intervener
 from jeeves._run.usage_tree import book
 from jeeves.approvals.policy import Approvals, Approver, PendingGate
-from jeeves.budget import BudgetMeter
+from jeeves.budget import Budget, BudgetMeter
 from jeeves.errors import UserError
+from jeeves.events import Event, SessionStarted
+from jeeves.journal.delta import RequestChain
 from jeeves.journal.records import Journal, JournalMode
 from jeeves.messages import Usage, UsageTally
+from jeeves.models.base import Route
 from jeeves.models.router import Router
-from jeeves.telemetry.tracer import NullTracer, SpanHandle, Tracer
+from jeeves.telemetry.tracer import NullTracer, SpanHandle, Tracer, is_null
 
-__all__ = ["RunState", "StepResult", "Suspension", "lease_owner", "type_adapter"]
+__all__ = [
+    "RunState",
+    "Session",
+    "StepResult",
+    "Suspension",
+    "count_tool_call",
+    "emit",
+    "lease_owner",
+    "tool_calls",
+    "type_adapter",
+]
 
 T = TypeVar("T")
 
@@ -196,6 +209,18 @@ class RunState:
     _live_tree: dict[str, UsageTally] = field(default_factory=dict)
     """Per session: its usage plus everything below it, kept as calls are booked (see usage_tree)."""
 
+    traced: bool = field(init=False)
+    """Whether the run's tracer records anything (decided once: the default one does not)."""
+
+    def __post_init__(self) -> None:
+        self.traced = not is_null(self.tracer)
+
+    @property
+    def reads_deltas(self) -> bool:
+        """Whether a model's streamed text is wanted: the run's events are read (`jeeves.stream`)
+        or recorded (a journal). Otherwise a call uses the provider's non-streaming endpoint."""
+        return self.channel.consume or self.journal is not None
+
     @property
     def root_lock(self) -> anyio.Lock:
         """Serialises writes of the root's session record (the context's and the heartbeat's);
@@ -267,3 +292,91 @@ class RunState:
     def usage_by_session(self) -> dict[str, Usage]:
         """Live usage per session id."""
         return {sid: tally.snapshot() for sid, tally in self._live_books()[0].items()}
+
+
+class Session:
+    """What one session of a run holds: its identity, its step counter, the budget its steps
+    run under. `jeeves._run.context.Context` is a Session with the methods an architecture
+    calls; the kernel's functions (`jeeves._run.steps`, `sessions`, `model_calls`, `gates`)
+    take the Session they work on."""
+
+    __slots__ = (
+        "_adopted",
+        "_intervene",
+        "_meter",
+        "_replayed",
+        "_requests",
+        "_route",
+        "_route_as",
+        "_slice",
+        "_started",
+        "_state",
+        "_steps",
+        "parent_id",
+        "role",
+        "role_path",
+        "session_id",
+    )
+
+    def __init__(
+        self,
+        state: RunState,
+        session_id: str,
+        *,
+        role: str,
+        role_path: tuple[str, ...],
+        parent_id: str | None,
+        route_as: tuple[str, ...] | None = None,
+        intervene: Intervener | None = None,
+        meter: BudgetMeter | None = None,
+        slice_budget: Budget | None = None,
+        adopted: bool = False,
+    ) -> None:
+        self._state = state
+        self._adopted = adopted
+        """This session ran on another worker (`jeeves._run.branch`): its steps are served from the
+        journal as that worker recorded them, and count as live here (events not marked
+        `replayed`, usage and budget charged); a step the record lacks is a divergence."""
+        self._intervene = intervene
+        self._requests: RequestChain | None = None
+        """This session's model requests so far, which the next one's journal step extends."""
+        self._meter = meter or state.meter
+        """The budget this session's steps run under: the run's, or a slice of it."""
+        self._slice = slice_budget
+        """The slice this session asked for (`Context.run(..., budget=)`), allotted when it starts."""
+        self.session_id = session_id
+        """This session's id: `child_id(parent, role, index)` below the root."""
+        self.role = role
+        """The role its parent ran it under (the root's: its architecture's name)."""
+        self.role_path = role_path
+        """The roles from the root down to this session (what routes and scripts match)."""
+        self.parent_id = parent_id
+        """The session that ran this one; None for the root."""
+        self._steps = 0
+        self._replayed = 0
+        self._route: Route | None = None
+        self._route_as = route_as
+        self._started: SessionStarted | None = None
+        """The session's `session.started`, once it has started (`sessions.start`)."""
+
+
+async def emit(session: Session, event: Event) -> None:
+    """Send an event into the run's stream; `seq` and `ts` are stamped by the channel.
+
+    In a strict replay every event is marked `replayed`: nothing in it ran live.
+    """
+    state = session._state
+    if state.mode == "replay" and not event.replayed:  # a served step's events come marked
+        event.replayed = True
+    if not state.channel.offer(event):  # the buffer is full: wait for the reader
+        await state.channel.put(event)
+
+
+def count_tool_call(session: Session, name: str) -> None:
+    """Note that `session` called tool `name` (live or replayed); stop conditions read it."""
+    session._state.tool_calls.setdefault(session.session_id, []).append(name)
+
+
+def tool_calls(session: Session, session_id: str | None = None) -> list[str]:
+    """The tools called by a session (`session` by default) and everything below it."""
+    return session._state.tree_tool_calls(session_id or session.session_id)

@@ -1,12 +1,12 @@
 """Journaled steps: the one path every nondeterministic step of a session takes.
 
-`StepsCore` is the base of `jeeves._run.context.Context`: a session's identity, its event
-emission and its step counter, and `_journaled`, which serves a recorded step or runs it
-live under the budget and records it. The context's other parts (sessions, model calls,
-gates) build on it; architectures only ever see the assembled `Context`.
+`journaled` serves a recorded step or runs it live under the budget and records it; a
+model call (`jeeves._run.model_calls`), a tool or function step (`Context.step`) and a
+session's budget slice all take it. Gates are steps too, recorded in two halves
+(`jeeves._run.gates`).
 
 Invariants:
-- step indices are allocated in program order within a session (`next_step_index`), so
+- step indices are allocated in program order within a session (`next_index`), so
   callers that start steps concurrently allocate the indices first, in a fixed order;
 - a journaled step that ran live is recorded with the events it emitted; replayed, it
   re-emits those events marked `replayed=True` and charges no usage or budget;
@@ -19,15 +19,13 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 import anyio
 
-from jeeves._base.trusted import trusted
-from jeeves._run.state import RunState, StepResult
-from jeeves.budget import Budget, BudgetMeter
-from jeeves.errors import BudgetExceeded, MissingCredentials, ModelError, ReplayDivergence, UserError
-from jeeves.events import BudgetExceededEvent, Event, Progress, SessionStarted
+from jeeves._run.state import Session, StepResult, emit
+from jeeves.errors import BudgetExceeded, MissingCredentials, ModelError, ReplayDivergence
+from jeeves.events import BudgetExceededEvent, Event, Progress
 from jeeves.journal.delta import RequestChain, StepKey, plain_key, recorded_request
 from jeeves.journal.records import (
     StepRecord,
@@ -38,18 +36,25 @@ from jeeves.journal.records import (
     served_result,
     step_origin,
 )
-from jeeves.models.base import Route
+from jeeves.messages import ModelRequest
 
-if TYPE_CHECKING:
-    from jeeves._run.steering import Intervener
-
-__all__ = ["StepKind", "StepsCore", "check_recorded", "diverged", "step_name"]
+__all__ = [
+    "StepKind",
+    "check_recorded",
+    "diverged",
+    "journaled",
+    "next_index",
+    "recordable",
+    "recorded",
+    "report_plan",
+    "step_name",
+    "waiting_outside",
+    "will_serve",
+]
 
 T = TypeVar("T")
-StartFields = tuple[str, str | None, int, str, int, float]
-"""A session's own `session.started` fields: architecture, model, index, task, seq, ts."""
-_session_started = trusted(SessionStarted)
 StepKind = Literal["model", "tool", "function", "gate"]
+_NOT_EVENT_FIELDS = {"seq", "ts", "replayed"}
 
 
 def tried_again_on_resume(record: StepRecord) -> bool:
@@ -103,369 +108,269 @@ def diverged(
     )
 
 
-class StepsCore:
-    """A session's identity, events and journaled steps (the base of `Context`)."""
+def recordable(session: Session, index: int, request: Any) -> StepKey:
+    """What a journaled step stores as its request, and the fingerprint a later run's request
+    must match: the one place a step's request becomes its record. A model request is stored
+    as what it adds to the session's previous one, chained to it (`jeeves.journal.delta`), so
+    a step's cost does not grow with the conversation; any other request whole."""
+    if isinstance(request, ModelRequest):
+        if session._requests is None:
+            session._requests = RequestChain()
+        return session._requests.key(request, index)
+    return plain_key(request)
 
-    __slots__ = (
-        "_adopted",
-        "_intervene",
-        "_meter",
-        "_replayed",
-        "_requests",
-        "_route",
-        "_route_as",
-        "_slice",
-        "_started",
-        "_state",
-        "_steps",
-        "parent_id",
-        "role",
-        "role_path",
-        "session_id",
-    )
 
-    def __init__(
-        self,
-        state: RunState,
-        session_id: str,
-        *,
-        role: str,
-        role_path: tuple[str, ...],
-        parent_id: str | None,
-        route_as: tuple[str, ...] | None = None,
-        intervene: Intervener | None = None,
-        meter: BudgetMeter | None = None,
-        slice_budget: Budget | None = None,
-        adopted: bool = False,
-    ) -> None:
-        self._state = state
-        self._adopted = adopted
-        """This session ran on another worker (`jeeves._run.branch`): its steps are served from the
-        journal as that worker recorded them, and count as live here (events not marked
-        `replayed`, usage and budget charged); a step the record lacks is a divergence."""
-        self._intervene = intervene
-        self._meter = meter or state.meter
-        """The budget this session's steps run under: the run's, or a slice of it."""
-        self._slice = slice_budget
-        """The slice this session asked for (`Context.run(..., budget=)`), allotted when it starts."""
-        self.session_id = session_id
-        self.role = role
-        self.role_path = role_path
-        self.parent_id = parent_id
-        self._steps = 0
-        self._replayed = 0
-        self._requests: RequestChain | None = None
-        """This session's model requests so far, which the next one's journal step extends."""
-        self._route: Route | None = None
-        self._route_as = route_as
-        self._started: SessionStarted | StartFields | None = None
-        """The session's `session.started`, or only its own fields (built on demand by
-        `started`): a bare run keeps no event object per open session."""
+# -- indices and records ---------------------------------------------------------------
+def next_index(session: Session) -> int:
+    """Allocate the next step index of `session`. Allocate before starting concurrent steps."""
+    index = session._steps
+    session._steps += 1
+    return index
 
-    # -- events ------------------------------------------------------------------------
-    async def emit(self, event: Event) -> None:
-        """Send an event into the run's stream; `seq` and `ts` are stamped here.
 
-        In a strict replay every event is marked `replayed`: nothing in it ran live.
-        """
-        state = self._state
-        if state.mode == "replay" and not event.replayed:  # a served step's events come marked
-            event.replayed = True
-        if not state.channel.offer(event):  # the buffer is full: wait for the reader
-            await state.channel.put(event)
+async def recorded(session: Session, index: int | None = None) -> StepRecord | None:
+    """The journal's record of step `index` of `session` (default: the next step, which this
+    does not allocate), served or not; None without a journal or a record."""
+    journal = session._state.journal
+    where = session._steps if index is None else index
+    return None if journal is None else await journal.get_step(session.session_id, where)
 
-    @property
-    def observed(self) -> bool:
-        """Whether this run's events reach anyone: a reader (`jeeves.stream`, the server).
 
-        False in `jeeves.run`, whose events nobody reads: an event a step does not record
-        (session start/end, `model.completed`, a round, a critique) need not be built
-        there; `emit` would stamp and drop it. Events a step records are built either way.
-        """
-        return self._state.channel.consume
+async def will_serve(session: Session, index: int | None = None) -> bool:
+    """Whether step `index` (default: the next) will be served from the journal, not run: any
+    step of a strict replay or of a session adopted from another worker, or a recorded step
+    a resume does not try again. A step whose live half needs a resource (an MCP server's
+    process) acquires it only when this is False, so replaying never needs the resource."""
+    if session._state.mode == "replay" or session._adopted:
+        return True
+    record = await recorded(session, index)
+    return record is not None and not tried_again_on_resume(record)
 
-    @property
-    def replaying(self) -> bool:
-        """Whether this run is a strict replay: every step is served from the journal, and an
-        architecture must reach the same ends without deciding anything live (BestOfN does not
-        cancel candidates then: each replays up to where its recording stopped)."""
-        return self._state.mode == "replay"
 
-    @property
-    def started(self) -> SessionStarted:
-        """This session's `session.started` event (its role, model, parent…).
-
-        Equal to the event the stream carried (same fields, `seq`, `ts`, fields set); built
-        from the session's own fields at the first access when the run kept only those (no
-        journal, the default tracer), then kept."""
-        started = self._started
-        if started is None:
-            raise UserError(
-                f"Session {self.session_id!r} has not started; use ctx.run(...) to run architectures."
-            )
-        if not isinstance(started, tuple):
-            return started
-        architecture, model, index, task, seq, ts = started
-        event = _session_started(
-            session_id=self.session_id,
-            parent_id=self.parent_id,
-            role=self.role,
-            role_path=list(self.role_path),
-            architecture=architecture,
-            model=model,
-            index=index,
-            task=task,
-        )
-        if self._state.mode == "replay":
-            event.replayed = True  # as `emit` marks it (pydantic's setattr: in the fields set too)
-        fields = event.__dict__
-        fields["seq"], fields["ts"] = seq, ts  # as the channel stamped it
-        self._started = event
-        return event
-
-    # -- steps -------------------------------------------------------------------------
-    def next_step_index(self) -> int:
-        """Allocate the next step index of this session. Allocate before starting concurrent steps."""
-        index = self._steps
-        self._steps += 1
-        return index
-
-    async def recorded(self, index: int | None = None) -> StepRecord | None:
-        """The journal's record of step `index` of this session (default: the next step, which
-        this does not allocate), served or not; None without a journal or a record."""
-        journal = self._state.journal
-        where = self._steps if index is None else index
-        return None if journal is None else await journal.get_step(self.session_id, where)
-
-    async def will_serve(self, index: int | None = None) -> bool:
-        """Whether step `index` (default: the next) will be served from the journal, not run: any
-        step of a strict replay or of a session adopted from another worker, or a recorded step
-        a resume does not try again. A step whose live half needs a resource (an MCP server's
-        process) acquires it only when this is False, so replaying never needs the resource."""
-        if self._state.mode == "replay" or self._adopted:
-            return True
-        record = await self.recorded(index)
-        return record is not None and not tried_again_on_resume(record)
-
-    @contextmanager
-    def waiting_outside(self) -> Iterator[None]:
-        """While in this block the step running here does not count as in flight: it waits on
-        something outside the run (an MCP server waiting for an elicitation's gate), so a run
-        whose gates park suspends instead of waiting for it. Suspending cancels the step, which
-        is then not recorded: a resume runs it again."""
-        suspension = self._state.suspension
-        suspension.leave()
-        try:
-            yield
-        finally:
-            suspension.enter()
-
-    async def step(
-        self,
-        kind: Literal["tool", "function"],
-        name: str,
-        request: Any,
-        run: Callable[[], Awaitable[T]],
-        result_type: Any,
-        *,
-        index: int | None = None,
-    ) -> StepResult[T]:
-        """Run one nondeterministic step through the journal.
-
-        `request` (JSON-able) is fingerprinted; `result_type` says how the result is
-        stored and restored. With a journal holding this step, the recorded result is
-        returned (or its recorded exception raised) and `run` is not called.
-        """
-        step_index = self.next_step_index() if index is None else index
-        return await self._journaled(kind, name, step_index, lambda: plain_key(request), run, result_type, [])
-
-    async def _journaled(
-        self,
-        kind: StepKind,
-        name: str,
-        index: int,
-        payload: Callable[[], StepKey],
-        run: Callable[[], Awaitable[T]],
-        result_type: Any,
-        emitted: list[Event],
-    ) -> StepResult[T]:
-        state = self._state
-        suspension = state.suspension
+@contextmanager
+def waiting_outside(session: Session) -> Iterator[None]:
+    """While in this block the step running here does not count as in flight: it waits on
+    something outside the run (an MCP server waiting for an elicitation's gate), so a run
+    whose gates park suspends instead of waiting for it. Suspending cancels the step, which
+    is then not recorded: a resume runs it again."""
+    suspension = session._state.suspension
+    suspension.leave()
+    try:
+        yield
+    finally:
         suspension.enter()
-        try:
-            if state.journal is None:  # the common path: run it live, count it, nothing to record
-                value = await (run() if self._meter.unlimited else self._live(kind, run, emitted))
-                state.completed_steps += 1
-                # no journal: the envelope is only an event; a model call's is made once its
-                # usage is charged (`_call_recorded`), so it never reports a budget one call stale
-                if state.progress_interval_s is not None and kind != "model":
-                    await self._completed(index)
-                return StepResult(value, False)
-            return await self._journaled_step(kind, name, index, payload, run, result_type, emitted)
-        finally:
-            suspension.leave()
 
-    async def _journaled_step(
-        self,
-        kind: StepKind,
-        name: str,
-        index: int,
-        payload: Callable[[], StepKey],
-        run: Callable[[], Awaitable[T]],
-        result_type: Any,
-        emitted: list[Event],
-    ) -> StepResult[T]:
-        state = self._state
+
+# -- the step path ---------------------------------------------------------------------
+async def journaled(
+    session: Session,
+    kind: StepKind,
+    name: str,
+    index: int,
+    request: Callable[[], Any],
+    run: Callable[[], Awaitable[T]],
+    result_type: Any,
+    emitted: list[Event],
+) -> StepResult[T]:
+    """Step `index` of `session`: served from the journal when it holds it (its events
+    re-emitted, its result returned or its error raised; `run` is not called), else run
+    live under the budget and, with a journal, recorded with the events in `emitted`.
+
+    `request()` builds the step's JSON-able request (only when a journal needs it)."""
+    state = session._state
+    state.suspension.enter()
+    try:
         journal = state.journal
-        assert journal is not None
-        key = payload()
+        if journal is None:
+            return await _run(session, kind, name, index, None, run, result_type, emitted)
+        key = recordable(session, index, request())
         # a new run has nothing recorded to serve (an adopted session's steps are another worker's)
-        fresh = state.fresh and not self._adopted
-        record = None if fresh else await journal.get_step(self.session_id, index)
+        fresh = state.fresh and not session._adopted
+        record = None if fresh else await journal.get_step(session.session_id, index)
         if record is not None:
             if record.kind != kind or not key.matches(record):
-                raise await self._diverged(record, kind, name, key)
-            adopted = self._adopted  # set only by a live run's spread child (`Context.run`)
-            if state.mode == "replay" or adopted or not tried_again_on_resume(record):
+                raise await _diverged(session, record, kind, name, key)
+            if state.mode == "replay" or session._adopted or not tried_again_on_resume(record):
                 key.commit()
-                if not adopted:
-                    self._replayed += 1
-                where = step_origin(record, journal)
-                for event in served_events(record, where, replayed=not adopted):
-                    await self.emit(event)
-                if record.error is not None:
-                    recorded = decode_error(record.error, where)
-                    self._meter.restore(recorded)  # a slice that stopped this step stopped it again
-                    if step_completed(kind, recorded):
-                        state.completed_steps += 1
-                    raise recorded
-                state.completed_steps += 1  # a step of this run completed by an earlier attempt
-                return StepResult(served_result(record, state.adapter(result_type), where), not adopted)
-        elif self._adopted:
-            raise self._unadopted(index, step_name(kind, name))
+                return await _serve(session, kind, record, result_type)
+        elif session._adopted:
+            raise unadopted(session, index, step_name(kind, name))
         elif state.mode == "replay":
             raise ReplayDivergence(
-                f"Session {self.session_id!r} asked for step {index} ({step_name(kind, name)}), which the journal does not "
-                f"hold: the recorded run ended earlier or took another path. Replay with the code that recorded it.",
-                session_id=self.session_id,
+                f"Session {session.session_id!r} asked for step {index} ({step_name(kind, name)}), which the journal "
+                f"does not hold: the recorded run ended earlier or took another path. Replay with the code that "
+                f"recorded it.",
+                session_id=session.session_id,
                 step=index,
             )
-        error: BaseException | None = None
-        try:
-            result: T | None = await self._live(kind, run, emitted)
-        except anyio.get_cancelled_exc_class():
+        return await _run(session, kind, name, index, key, run, result_type, emitted)
+    finally:
+        state.suspension.leave()
+
+
+async def _diverged(
+    session: Session, record: StepRecord, kind: str, name: str, key: StepKey
+) -> ReplayDivergence:
+    """The divergence at a recorded step asked with another request, with both requests whole
+    (a model step's record holds what it added: read back through the steps before it)."""
+    recorded = record.request
+    journal = session._state.journal
+    if record.kind == "model" and journal is not None:
+        sid = session.session_id
+        recorded = await recorded_request(lambda i: journal.get_step(sid, i), record)
+    return diverged(record, session.session_id, kind, name, recorded, key.whole())
+
+
+async def _serve(session: Session, kind: StepKind, record: StepRecord, result_type: Any) -> StepResult[Any]:
+    """A recorded step, served: its events re-emitted, its result returned or its error raised.
+    An adopted session's steps count as live here (`Session._adopted`)."""
+    state = session._state
+    adopted = session._adopted
+    if not adopted:
+        session._replayed += 1
+    where = step_origin(record, state.journal)
+    for event in served_events(record, where, replayed=not adopted):
+        await emit(session, event)
+    if record.error is not None:
+        error = decode_error(record.error, where)
+        session._meter.restore(error)  # a slice that stopped this step stops it again
+        if step_completed(kind, error):
+            state.completed_steps += 1
+        raise error
+    state.completed_steps += 1  # a step of this run completed by an earlier attempt
+    return StepResult(served_result(record, state.adapter(result_type), where), not adopted)
+
+
+async def _run(
+    session: Session,
+    kind: StepKind,
+    name: str,
+    index: int,
+    record: StepKey | None,
+    run: Callable[[], Awaitable[T]],
+    result_type: Any,
+    emitted: list[Event],
+) -> StepResult[T]:
+    """A step run live under the budget; with `record` (its stored request and fingerprint)
+    written to the journal, result or error, with the events it emitted."""
+    state = session._state
+    error: BaseException | None = None
+    result: T | None = None
+    try:
+        result = await _live(session, kind, run, emitted)
+    except anyio.get_cancelled_exc_class():
+        raise
+    except Exception as exc:
+        if record is None:
             raise
-        except Exception as exc:
-            error, result = exc, None
+        error = exc
+    if record is not None:
         with anyio.CancelScope(shield=True):
-            await journal.put_step(
+            await state.journal.put_step(  # type: ignore[union-attr]
                 StepRecord(
-                    session_id=self.session_id,
+                    session_id=session.session_id,
                     index=index,
                     kind=kind,
                     name=name,
-                    fingerprint=key.fingerprint,
-                    request=key.stored,
+                    fingerprint=record.fingerprint,
+                    request=record.stored,
                     result=None if error else state.adapter(result_type).dump_python(result, mode="json"),
                     error=encode_error(error) if error else None,
-                    events=[e.model_dump(mode="json", exclude={"seq", "ts", "replayed"}) for e in emitted],
+                    events=[e.model_dump(mode="json", exclude=_NOT_EVENT_FIELDS) for e in emitted],
                 )
             )
-        key.commit()
-        if step_completed(kind, error):
-            state.completed_steps += 1
-        if kind != "model" or error is not None:  # a model call's envelope waits for its charge
-            await self._completed(index)
-        if error is not None:
-            raise error
-        return StepResult(result, False)  # type: ignore[arg-type]
+        record.commit()  # a base for the session's next model step only once it is in the journal
+    if step_completed(kind, error):
+        state.completed_steps += 1
+    # a model call's envelope waits for its charge (`model_calls`): it never reports a budget one call stale
+    if kind != "model" or error is not None:
+        if record is not None or state.progress_interval_s is not None:
+            await completed(session, index)
+    if error is not None:
+        raise error
+    return StepResult(result, False)  # type: ignore[arg-type]
 
-    async def _diverged(self, record: StepRecord, kind: str, name: str, key: StepKey) -> ReplayDivergence:
-        """The divergence at a recorded step asked with another request, with both requests whole
-        (a model step's record holds what it added: read back through the steps before it)."""
-        recorded = record.request
-        journal = self._state.journal
-        if record.kind == "model" and journal is not None:
-            sid = self.session_id
-            recorded = await recorded_request(lambda i: journal.get_step(sid, i), record)
-        return diverged(record, self.session_id, kind, name, recorded, key.whole())
 
-    def _unadopted(self, index: int, step: str) -> ReplayDivergence:
-        """The error for a step an adopted session asks for that its worker did not record."""
-        return ReplayDivergence(
-            f"Session {self.session_id!r} ran on another worker, whose record lacks step {index} ({step}): "
-            f"the workers run different code or specs. Give every worker the same code, then resume the run.",
-            session_id=self.session_id,
-            step=index,
+def unadopted(session: Session, index: int, step: str) -> ReplayDivergence:
+    """The error for a step an adopted session asks for that its worker did not record."""
+    return ReplayDivergence(
+        f"Session {session.session_id!r} ran on another worker, whose record lacks step {index} ({step}): "
+        f"the workers run different code or specs. Give every worker the same code, then resume the run.",
+        session_id=session.session_id,
+        step=index,
+    )
+
+
+async def _live(session: Session, kind: str, run: Callable[[], Awaitable[T]], emitted: list[Event]) -> T:
+    """Run a step live under the session's budget (see `BudgetMeter.live`): a step the budget
+    refuses or stops raises BudgetExceeded, which the run's first such step announces."""
+    try:
+        with session._meter.live(model_call=kind == "model"):
+            return await run()
+    except BudgetExceeded as exc:
+        await _announce(session, exc, emitted)
+        raise
+
+
+async def _announce(session: Session, exc: BudgetExceeded, emitted: list[Event]) -> None:
+    """Emit `budget.exceeded` once per budget (the run's, each slice's), from the first step
+    it stopped."""
+    meter = session._meter.owning(exc)
+    if not meter.announced:
+        meter.announced = True
+        event = BudgetExceededEvent(
+            session_id=session.session_id,
+            limit=exc.limit,
+            allowed=exc.allowed,
+            spent=exc.spent,
+            slice_id=exc.slice_id,
         )
+        emitted.append(event)
+        await emit(session, event)
 
-    async def _live(self, kind: str, run: Callable[[], Awaitable[T]], emitted: list[Event]) -> T:
-        """Run a step live under the run's budget (see `BudgetMeter.live`): a step the budget
-        refuses or stops raises BudgetExceeded, which the run's first such step announces."""
-        try:
-            with self._meter.live(model_call=kind == "model"):
-                result = await run()
-        except BudgetExceeded as exc:
-            await self._announce(exc, emitted)
-            raise
-        return result
 
-    async def _announce(self, exc: BudgetExceeded, emitted: list[Event]) -> None:
-        """Emit `budget.exceeded` once per budget (the run's, each slice's), from the first step
-        it stopped."""
-        meter = self._meter.owning(exc)
-        if not meter.announced:
-            meter.announced = True
-            event = BudgetExceededEvent(
-                session_id=self.session_id,
-                limit=exc.limit,
-                allowed=exc.allowed,
-                spent=exc.spent,
-                slice_id=exc.slice_id,
-            )
-            emitted.append(event)
-            await self.emit(event)
+# -- progress --------------------------------------------------------------------------
+async def completed(session: Session, index: int) -> None:
+    """Keep the run's progress envelope after a step completed live (the heartbeat records
+    it); with `progress_s` set, emit it as a `progress` event at most once per `progress_s`
+    seconds (live only: a replay serves steps and reports no progress). The caller has
+    counted the step in `completed_steps`."""
+    state = session._state
+    event = progress(session, index, None)
+    state.progress = event.model_dump(mode="json", exclude={"seq", "ts", "replayed", "type"})
+    now = time.monotonic()
+    if state.progress_interval_s is None or now - state.last_progress < state.progress_interval_s:
+        return
+    state.last_progress = now
+    await emit(session, event)
 
-    # -- progress ----------------------------------------------------------------------
-    async def _completed(self, index: int) -> None:
-        """Count a step completed live and keep the run's progress envelope (the heartbeat
-        records it); with `progress_s` set, emit it as a `progress` event at most once per
-        `progress_s` seconds (live only: a replay serves steps and reports no progress).
-        The caller has counted the step in `completed_steps`."""
-        state = self._state
-        event = self._progress(index, None)
-        state.progress = event.model_dump(mode="json", exclude={"seq", "ts", "replayed", "type"})
-        now = time.monotonic()
-        if state.progress_interval_s is None or now - state.last_progress < state.progress_interval_s:
-            return
-        state.last_progress = now
-        await self.emit(event)
 
-    def report_plan(self, total: int, completed: int, current: str | None = None) -> None:
-        """Tell the run's progress envelopes where it is in the verified plan it executes:
-        `total` steps, `completed` of them done, `current` (a plan step id) in flight."""
-        self._state.plan_progress = (total, completed, current)
+def report_plan(session: Session, total: int, completed: int, current: str | None = None) -> None:
+    """Tell the run's progress envelopes where it is in the verified plan it executes:
+    `total` steps, `completed` of them done, `current` (a plan step id) in flight."""
+    session._state.plan_progress = (total, completed, current)
 
-    def _progress(self, index: int, gate: str | None) -> Progress:
-        meter = self._state.meter
-        plan = self._state.plan_progress
-        b, spent = meter.budget, meter.spent
 
-        def left(allowed: float | None, used: float) -> float | None:
-            return None if allowed is None else max(0.0, allowed - used)
+def progress(session: Session, index: int, gate: str | None) -> Progress:
+    meter = session._state.meter
+    plan = session._state.plan_progress
+    b, spent = meter.budget, meter.spent
 
-        tokens = left(b.max_tokens, spent.total_tokens)
-        calls = left(b.max_model_calls, spent.model_calls)
-        return Progress(
-            session_id=self.session_id,
-            step=index,
-            completed_steps=self._state.completed_steps,
-            tokens_left=None if tokens is None else int(tokens),
-            model_calls_left=None if calls is None else int(calls),
-            usd_left=left(b.max_usd, spent.cost_usd),
-            seconds_left=left(b.deadline_s, meter.elapsed()),
-            gate=gate,
-            total_steps=plan[0] if plan else None,
-            plan_steps_completed=plan[1] if plan else None,
-            current_step=plan[2] if plan else None,
-        )
+    def left(allowed: float | None, used: float) -> float | None:
+        return None if allowed is None else max(0.0, allowed - used)
+
+    tokens = left(b.max_tokens, spent.total_tokens)
+    calls = left(b.max_model_calls, spent.model_calls)
+    return Progress(
+        session_id=session.session_id,
+        step=index,
+        completed_steps=session._state.completed_steps,
+        tokens_left=None if tokens is None else int(tokens),
+        model_calls_left=None if calls is None else int(calls),
+        usd_left=left(b.max_usd, spent.cost_usd),
+        seconds_left=left(b.deadline_s, meter.elapsed()),
+        gate=gate,
+        total_steps=plan[0] if plan else None,
+        plan_steps_completed=plan[1] if plan else None,
+        current_step=plan[2] if plan else None,
+    )

@@ -29,10 +29,14 @@ from pydantic import PydanticUserError, TypeAdapter, ValidationError
 
 from jeeves._base.ids import validate_name
 from jeeves._base.validate import check_int, check_mapping, check_str, short_repr
-from jeeves._run.architecture import Caller, Output
+from jeeves._run import model_calls
 from jeeves._run.concurrency import run_all
-from jeeves._run.context import Context, StepResult
+from jeeves._run.context import Caller, Context, Output, StepResult
+from jeeves._run.gates import approval_action, pass_gate, refusal
+from jeeves._run.sessions import injected, intervention, steered, tool_span
+from jeeves._run.state import count_tool_call
 from jeeves._run.steering import ToolStep, Turn
+from jeeves._run.steps import next_index
 from jeeves.agent.tools import Tool, ToolContext, ToolOutcome, Toolset
 from jeeves.approvals.policy import DEFAULT_MODE, ApprovalMode, GateAction
 from jeeves.errors import (
@@ -47,7 +51,7 @@ from jeeves.journal.records import fingerprint
 from jeeves.messages import Message, ModelRequest, ToolCall, ToolSpec
 from jeeves.models.base import ModelClient, Route
 
-__all__ = ["Agent", "extract_json"]
+__all__ = ["Agent", "extract_json", "run_tool_calls"]
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 
@@ -115,12 +119,12 @@ async def _between_turns(ctx: Context, turn: Turn) -> tuple[str | None, tuple[st
     """At a turn boundary: the intervener's stop reason, or the messages to add before the
     next model call (the intervener's, then a human's from the run's inbox)."""
     added: tuple[str, ...] = ()
-    if ctx.steered:
-        steer = await ctx.intervention(turn)
+    if steered(ctx):
+        steer = await intervention(ctx, turn)
         if steer is not None and steer.stop is not None:
             return steer.stop, ()
         added = steer.messages if steer is not None else ()
-    return None, added + await ctx.injected(turn.turn)
+    return None, added + await injected(ctx, turn.turn)
 
 
 class Agent:
@@ -181,10 +185,10 @@ class Agent:
 
     def describe_model(self, ctx: Context) -> str:
         """The model this agent's calls go to in `ctx` (shown in session.started)."""
-        return (self.route or ctx.route()).model
+        return (self.route or model_calls.route(ctx)).model
 
     def model_callers(self, path: tuple[str, ...], routed: tuple[str, ...]) -> list[Caller]:
-        """This agent's session (see `jeeves._run.architecture.model_callers`)."""
+        """This agent's session (see `jeeves._run.context.model_callers`)."""
         return [Caller(path, None if self.route is not None else routed)]
 
     def _request(self, messages: list[Message], kit: _Kit) -> ModelRequest:
@@ -325,10 +329,10 @@ class Agent:
         arguments = _json_object(call.arguments)
         mode = found.approval if found is not None else None
         action: GateAction = (
-            "run" if found is None or arguments is None else ctx.approval_action(call.name, mode, arguments)
+            "run" if found is None or arguments is None else approval_action(ctx, call.name, mode, arguments)
         )
-        gate = ctx.next_step_index() if action == "ask" else None
-        step = ctx.next_step_index() if action != "refuse" else None
+        gate = next_index(ctx) if action == "ask" else None
+        step = next_index(ctx) if action != "refuse" else None
         return _Slot(action, mode, arguments or {}, gate, step)
 
     @staticmethod
@@ -348,10 +352,10 @@ class Agent:
         self, ctx: Context, call: ToolCall, slot: _Slot, tools: Mapping[str, Tool]
     ) -> StepResult[ToolOutcome]:
         if slot.action == "refuse":
-            return StepResult(ToolOutcome(text=ctx.refusal(call.name, slot.mode), is_error=True), False)
+            return StepResult(ToolOutcome(text=refusal(ctx, call.name, slot.mode), is_error=True), False)
         if slot.gate is not None:
             mode = slot.mode or DEFAULT_MODE
-            refused = await ctx.pass_gate(call.name, call.id, slot.arguments, mode, index=slot.gate)
+            refused = await pass_gate(ctx, call.name, call.id, slot.arguments, mode, index=slot.gate)
             if refused is not None:
                 return StepResult(ToolOutcome(text=refused, is_error=True), False)
         assert slot.step is not None
@@ -361,7 +365,6 @@ class Agent:
     async def _tool_step(
         ctx: Context, call: ToolCall, index: int, tools: Mapping[str, Tool]
     ) -> StepResult[ToolOutcome]:
-        tracer = ctx.tracer
         found = tools.get(call.name)
         request = (
             found.step_request(call.arguments)
@@ -374,14 +377,14 @@ class Agent:
             if found is None:
                 known = ", ".join(sorted(tools)) or "none"
                 return ToolOutcome(text=f"Unknown tool {call.name!r}; the tools are: {known}.", is_error=True)
-            with tracer.tool_call(ctx.started, call.name, call.id, call.arguments) as span:
+            with tool_span(ctx, call.name, call.id, call.arguments) as span:
                 outcome = await found.invoke(call.arguments, context)
                 span.set_attribute("gen_ai.tool.call.result", outcome.text)
                 if outcome.is_error:
                     span.set_attribute("error.type", "tool_error")
                 return outcome
 
-        ctx.count_tool_call(call.name)
+        count_tool_call(ctx, call.name)
         return await ctx.step("tool", call.name, request, live, ToolOutcome, index=index)
 
 
@@ -412,3 +415,12 @@ def _json_object(arguments: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
+
+
+async def run_tool_calls(agent: Agent, ctx: Context, calls: Sequence[ToolCall]) -> list[ToolOutcome]:
+    """Run `calls` with `agent`'s tools (its own and its toolsets') in session `ctx`, as one
+    of its turns would: concurrently, gated by the run's policy, journaled, events in the
+    order listed. For an architecture that drives an Agent's tools itself (the jeevesagent
+    supervisor runs the model's calls of its own tools through this)."""
+    kit = await agent._kit(ctx)
+    return await agent._run_tools(ctx, calls, kit.tools)

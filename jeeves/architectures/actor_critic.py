@@ -28,10 +28,10 @@ from typing import Any, TypeAlias
 
 from jeeves._base.ids import validate_name
 from jeeves._base.validate import check_str
-from jeeves._run.architecture import Architecture, Caller
-from jeeves._run.context import Context
+from jeeves._run.context import Architecture, Caller, Context
 from jeeves.agent.agent import Agent
-from jeeves.architectures._loop import (
+from jeeves.architectures._templates import ACTOR_REFINE_TEMPLATE, CRITIC_TEMPLATE
+from jeeves.architectures.critic_loop import (
     ActorCriticOutput,
     CriticLoop,
     LoopSettings,
@@ -39,7 +39,6 @@ from jeeves.architectures._loop import (
     OnCriticError,
     loop_callers,
 )
-from jeeves.architectures._templates import ACTOR_REFINE_TEMPLATE, CRITIC_TEMPLATE
 from jeeves.critics import (
     VERDICT_FORMAT,
     CombinedCritic,
@@ -177,7 +176,7 @@ class ActorCritic:
         )
 
     def model_callers(self, path: tuple[str, ...], routed: tuple[str, ...]) -> list[Caller] | None:
-        """The actor's and the critic's callers (see `jeeves._run.architecture.model_callers`)."""
+        """The actor's and the critic's callers (see `jeeves._run.context.model_callers`)."""
         return loop_callers(self.actor, self.critic, self.settings, path, routed)
 
     def run(self, ctx: Context, task: str) -> Coroutine[Any, Any, ActorCriticOutput]:

@@ -40,8 +40,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from jeeves._base.ids import validate_name
 from jeeves._base.validate import check_bool, check_int, check_number, check_str
-from jeeves._run.architecture import Architecture, Caller, Output, describe_model, join_callers, model_callers
-from jeeves._run.context import Context
+from jeeves._run.context import (
+    Architecture,
+    Caller,
+    Context,
+    Output,
+    describe_model,
+    join_callers,
+    model_callers,
+)
 from jeeves.architectures._templates import CRITIC_TEMPLATE, check_template, render
 from jeeves.architectures.actor_critic import CriticLike, build_critic
 from jeeves.critics import Critic, CriticSession, Review, Verdict

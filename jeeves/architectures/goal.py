@@ -35,13 +35,13 @@ from pydantic import Field
 
 from jeeves._base.ids import validate_name
 from jeeves._base.validate import check_int, check_number
-from jeeves._run.architecture import Caller, Output, join_callers, model_callers
-from jeeves._run.context import Context
+from jeeves._run.context import Caller, Context, Output, join_callers, model_callers
+from jeeves._run.sessions import span_note
 from jeeves._run.steering import Intervention, ToolStep, Turn
 from jeeves.agent.agent import Agent
 from jeeves.agent.tools import Tool
-from jeeves.architectures._loop import check_stop
 from jeeves.architectures.actor_critic import CriticLike, build_critic
+from jeeves.architectures.critic_loop import check_stop
 from jeeves.critics import CriticSession, Review, Verdict
 from jeeves.critics.verdict import critique_event
 from jeeves.critics.watchdog import Watchdog, WatchdogFiring, WatchdogReview, describe_step
@@ -270,7 +270,7 @@ class _GoalRun:
                 cause=cause,
                 message=message,
             )
-            self.ctx.span_event(turn.session_id, event)
+            span_note(self.ctx, turn.session_id, event)
             await self.ctx.emit(event)
         return Intervention(messages=tuple(m for _, m in messages))
 
@@ -322,7 +322,7 @@ class _GoalRun:
         )
         self.firings.append(firing)
         event = WatchdogVerdictEvent(session_id=self.ctx.session_id, **firing.model_dump())
-        self.ctx.span_event(self.agent_session, event)
+        span_note(self.ctx, self.agent_session, event)
         await self.ctx.emit(event)
         return firing
 
@@ -346,7 +346,7 @@ class _GoalRun:
 
     async def _stop_reason(self, turn: Turn) -> str | None:
         stop = self.goal.stop
-        usage = self.ctx.tree_usage()
+        usage = self.ctx.usage()
         latest = self.firings[-1].verdict if self.firings else None
         state = LoopState(
             round=turn.turn,

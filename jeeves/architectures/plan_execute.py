@@ -40,9 +40,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from jeeves._base.ids import child_id, validate_name
 from jeeves._base.validate import check_int, check_number, short_repr
-from jeeves._run.architecture import Architecture, Caller, Output, join_callers, model_callers
 from jeeves._run.concurrency import run_all
-from jeeves._run.context import Context
+from jeeves._run.context import Architecture, Caller, Context, Output, join_callers, model_callers
+from jeeves._run.gates import approval_action, pass_gate, refusal
+from jeeves._run.sessions import add_span_event
+from jeeves._run.state import count_tool_call
+from jeeves._run.steps import next_index, report_plan
 from jeeves.agent.agent import Agent
 from jeeves.agent.tools import ApprovalMode, Tool, ToolContext, ToolOutcome
 from jeeves.approvals.policy import DEFAULT_MODE
@@ -162,23 +165,23 @@ class _ToolStep:
         refused above the safety mode; behind a gate (its own step, before the call's) when
         the policy asks; a denial is the step's failed result, which goes back to the planner."""
         tool, arguments = self.tool, dict(self.step.arguments)
-        action = ctx.approval_action(tool.name, tool.approval, arguments)
+        action = approval_action(ctx, tool.name, tool.approval, arguments)
         if action == "refuse":
-            return ToolOutcome(text=ctx.refusal(tool.name, tool.approval), is_error=True)
+            return ToolOutcome(text=refusal(ctx, tool.name, tool.approval), is_error=True)
         if action == "ask":
             mode = tool.approval or DEFAULT_MODE
-            gate = ctx.next_step_index()
-            refused = await ctx.pass_gate(tool.name, f"step-{self.step.id}", arguments, mode, index=gate)
+            gate = next_index(ctx)
+            refused = await pass_gate(ctx, tool.name, f"step-{self.step.id}", arguments, mode, index=gate)
             if refused is not None:
                 return ToolOutcome(text=refused, is_error=True)
         text = json.dumps(arguments, sort_keys=True)
         request = {"name": tool.name, "arguments": text}
-        index = ctx.next_step_index()
+        index = next_index(ctx)
 
         async def live() -> ToolOutcome:  # a served step runs none of this (nor its fingerprint)
             return await tool.invoke(text, ToolContext(ctx.session_id, index, fingerprint(request)))
 
-        ctx.count_tool_call(tool.name)
+        count_tool_call(ctx, tool.name)
         return (await ctx.step("tool", tool.name, request, live, ToolOutcome, index=index)).value
 
 
@@ -348,7 +351,7 @@ class PlanExecute:
                     rationale=report.rationale,
                 )
             )
-            ctx.add_span_event(ctx.session_id, *plan_evaluation(report))
+            add_span_event(ctx, ctx.session_id, *plan_evaluation(report))
             if decision == "accept":
                 return runs.output("completed", steps)
             if decision == "escalate":
@@ -522,7 +525,7 @@ class _Runs:
         done: dict[str, StepResult] = {}
         remaining = list(plan.steps)
         self.plan_total, self.plan_done = len(plan.steps), 0
-        ctx.report_plan(self.plan_total, 0)  # progress envelopes carry the verified plan's total
+        report_plan(ctx, self.plan_total, 0)  # progress envelopes carry the verified plan's total
         while remaining:
             ready = [s for s in remaining if all(d in done for d in s.depends_on)]
             remaining = [s for s in remaining if s not in ready]
@@ -538,7 +541,7 @@ class _Runs:
         budget = arch.step_slice(step)
 
         async def go() -> StepResult:
-            ctx.report_plan(self.plan_total, self.plan_done, step.id)
+            report_plan(ctx, self.plan_total, self.plan_done, step.id)
             try:
                 result = await self._step(ctx, step, k, done, budget)
             except BudgetExceeded as exc:
@@ -551,7 +554,7 @@ class _Runs:
                 return StepResult(text=text, step_id=step.id, failed=True, failure="budget_exceeded")
             if not result.failed:
                 self.plan_done += 1
-                ctx.report_plan(self.plan_total, self.plan_done, step.id)
+                report_plan(ctx, self.plan_total, self.plan_done, step.id)
             return result
 
         return go

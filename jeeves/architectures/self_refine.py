@@ -27,9 +27,9 @@ from __future__ import annotations
 
 from jeeves._base.ids import validate_name
 from jeeves._base.validate import check_str
-from jeeves._run.architecture import Architecture, Caller
-from jeeves._run.context import Context
-from jeeves.architectures._loop import (
+from jeeves._run.context import Architecture, Caller, Context
+from jeeves.architectures._templates import CRITIC_TEMPLATE, FEEDBACK_INSTRUCTIONS, SELF_REFINE_TEMPLATE
+from jeeves.architectures.critic_loop import (
     ActorCriticOutput,
     CriticLoop,
     LoopSettings,
@@ -37,7 +37,6 @@ from jeeves.architectures._loop import (
     OnCriticError,
     loop_callers,
 )
-from jeeves.architectures._templates import CRITIC_TEMPLATE, FEEDBACK_INSTRUCTIONS, SELF_REFINE_TEMPLATE
 from jeeves.critics import VERDICT_FORMAT, LLMCritic
 from jeeves.errors import UserError
 from jeeves.stop import StopCondition
@@ -119,7 +118,7 @@ class SelfRefine:
         )
 
     def model_callers(self, path: tuple[str, ...], routed: tuple[str, ...]) -> list[Caller] | None:
-        """The agent's and the feedback critic's callers (see `jeeves._run.architecture.model_callers`)."""
+        """The agent's and the feedback critic's callers (see `jeeves._run.context.model_callers`)."""
         return loop_callers(self.agent, self.feedback, self.settings, path, routed)
 
     async def run(self, ctx: Context, task: str) -> SelfRefineOutput:

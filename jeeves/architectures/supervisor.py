@@ -31,10 +31,10 @@ from pydantic import Field
 
 from jeeves._base.ids import validate_name
 from jeeves._base.validate import check_bool, check_int, check_mapping, check_str
-from jeeves._run.architecture import Architecture, Caller, Output, join_callers, model_callers
-from jeeves._run.context import Context
+from jeeves._run import model_calls
+from jeeves._run.context import Architecture, Caller, Context, Output, join_callers, model_callers
 from jeeves.approvals.policy import APPROVAL_MODES, ApprovalMode
-from jeeves.architectures._delegation import Delegation, Ledger, run_turn, worker_prompt
+from jeeves.architectures.delegation import Delegation, Ledger, run_turn, worker_prompt
 from jeeves.errors import BudgetExceeded, MaxTurnsExceeded, UserError
 from jeeves.messages import Message, ModelRequest, ToolSpec, Usage
 from jeeves.models.base import ModelClient, Route
@@ -141,10 +141,10 @@ class Supervisor:
 
     def describe_model(self, ctx: Context) -> str:
         """The model the coordinator's calls go to in `ctx` (shown in session.started)."""
-        return (self.route or ctx.route()).model
+        return (self.route or model_calls.route(ctx)).model
 
     def model_callers(self, path: tuple[str, ...], routed: tuple[str, ...]) -> list[Caller] | None:
-        """The coordinator and every worker's callers (see `jeeves._run.architecture.model_callers`)."""
+        """The coordinator and every worker's callers (see `jeeves._run.context.model_callers`)."""
         own = [Caller(path, None if self.route is not None else routed)]
         workers = (model_callers(w, (*path, name)) for name, w in self.workers.items())
         return join_callers([own, *workers])
@@ -259,6 +259,6 @@ class Supervisor:
             stop_reason=stop_reason,
             delegations=list(ledger.records),
             usage_by_worker=by_worker,
-            usage=ctx.tree_usage(),
+            usage=ctx.usage(),
             forwarded_from=forwarded_from,
         )

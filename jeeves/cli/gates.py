@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal, TextIO
 
-from jeeves._run.architecture import Architecture
+from jeeves._run.context import Architecture
 from jeeves._run.replay import plan_replay
 from jeeves._run.runner import RunResult, stream
 from jeeves._run.source import import_object

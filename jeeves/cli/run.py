@@ -18,7 +18,7 @@ from typing import TextIO
 
 import anyio
 
-from jeeves._run.architecture import Architecture
+from jeeves._run.context import Architecture
 from jeeves._run.runner import RunResult, stream
 from jeeves._run.source import resolve_ref
 from jeeves.approvals.decide import Approvals

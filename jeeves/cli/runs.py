@@ -14,7 +14,7 @@ from typing import Any, TextIO
 
 import anyio
 
-from jeeves._run.architecture import Architecture
+from jeeves._run.context import Architecture
 from jeeves._run.replay import ReplayPlan, plan_replay
 from jeeves._run.runner import RunResult, stream
 from jeeves._run.source import resolve_ref

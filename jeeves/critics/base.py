@@ -20,7 +20,8 @@ import anyio.to_thread
 
 from jeeves._base.ids import validate_name
 from jeeves._base.validate import check_mapping, check_number
-from jeeves._run.architecture import Caller, Output, join_callers, model_callers
+from jeeves._run.context import Caller, Output, join_callers, model_callers
+from jeeves._run.sessions import add_span_event
 from jeeves.critics.verdict import Verdict, combine_verdicts, evaluation_events
 from jeeves.errors import UserError
 
@@ -214,6 +215,6 @@ class CriticSession:
         for name, attributes in evaluation_events(
             verdict, threshold=self.review.threshold, evaluated=evaluated
         ):
-            ctx.add_span_event(parent, name, attributes)
+            add_span_event(ctx, parent, name, attributes)
         # `evidence` is left out of the text, so sessions recorded before it existed replay
         return Output(value=verdict, text=verdict.model_dump_json(exclude={"parts", "evidence"}))

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from jeeves._base.ids import validate_name
 from jeeves._base.validate import check_number, check_str
-from jeeves._run.architecture import Caller
+from jeeves._run.context import Caller
 from jeeves.critics.base import Review
 from jeeves.critics.verdict import Verdict, computed_verdict
 from jeeves.errors import UserError
@@ -142,7 +142,7 @@ class CitationCritic:
         self.name = validate_name(name, what="critic")
 
     def model_callers(self, path: tuple[str, ...], routed: tuple[str, ...]) -> list[Caller]:
-        """None: it calls no model (see `jeeves._run.architecture.model_callers`)."""
+        """None: it calls no model (see `jeeves._run.context.model_callers`)."""
         return []
 
     async def review(self, ctx: Context, review: Review) -> Verdict:

@@ -35,7 +35,7 @@ from anyio.abc import Process
 
 from jeeves._base.ids import validate_name
 from jeeves._base.validate import check_int, check_number
-from jeeves._run.architecture import Caller
+from jeeves._run.context import Caller
 from jeeves.critics import reaper
 from jeeves.critics.base import Review
 from jeeves.critics.junit import STARTED, PytestReport, read_report
@@ -168,7 +168,7 @@ class CodeCritic:
         self.evidence: Literal["task_tests", "model_tests"] = evidence
 
     def model_callers(self, path: tuple[str, ...], routed: tuple[str, ...]) -> list[Caller]:
-        """None: it calls no model (see `jeeves._run.architecture.model_callers`)."""
+        """None: it calls no model (see `jeeves._run.context.model_callers`)."""
         return []
 
     async def review(self, ctx: Context, review: Review) -> Verdict:

@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from jeeves._base.ids import validate_name
-from jeeves._run.architecture import Caller
+from jeeves._run import model_calls
+from jeeves._run.context import Caller
 from jeeves.critics.base import Review
 from jeeves.critics.citations import HEDGES, claims_with_citations
 from jeeves.critics.verdict import Verdict
@@ -182,7 +183,7 @@ class GroundedAuditCritic:
         self.hedges = tuple(hedges)
 
     def describe_model(self, ctx: Context) -> str:
-        return (self.route or ctx.route()).model
+        return (self.route or model_calls.route(ctx)).model
 
     def model_callers(self, path: tuple[str, ...], routed: tuple[str, ...]) -> list[Caller]:
         return [Caller(path, None if self.route is not None else routed)]

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from jeeves._base.ids import validate_name
 from jeeves._base.validate import check_bool, check_mapping, check_str
-from jeeves._run.architecture import Caller
+from jeeves._run import model_calls
+from jeeves._run.context import Caller
 from jeeves.critics.base import Review
 from jeeves.critics.parse import parse_verdict
 from jeeves.critics.verdict import Verdict, verdict_reply_schema
@@ -81,10 +82,10 @@ class LLMCritic:
 
     def describe_model(self, ctx: Context) -> str:
         """The model this critic's calls go to in `ctx` (shown in session.started)."""
-        return (self.route or ctx.route()).model
+        return (self.route or model_calls.route(ctx)).model
 
     def model_callers(self, path: tuple[str, ...], routed: tuple[str, ...]) -> list[Caller]:
-        """The critic session it reviews in (see `jeeves._run.architecture.model_callers`)."""
+        """The critic session it reviews in (see `jeeves._run.context.model_callers`)."""
         return [Caller(path, None if self.route is not None else routed)]
 
     def _request(self, messages: list[Message]) -> ModelRequest:

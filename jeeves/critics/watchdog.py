@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from jeeves._run.architecture import Caller, Output
+from jeeves._run import model_calls
+from jeeves._run.context import Caller, Output
 from jeeves._run.steering import ToolStep
 from jeeves.errors import UserError
 from jeeves.journal.records import fingerprint
@@ -211,7 +212,7 @@ class WatchdogReview:
         self.watchdog = watchdog
 
     def describe_model(self, ctx: Context) -> str:
-        return (self.watchdog.route or ctx.route()).model
+        return (self.watchdog.route or model_calls.route(ctx)).model
 
     def model_callers(self, path: tuple[str, ...], routed: tuple[str, ...]) -> list[Caller]:
         return [Caller(path, None if self.watchdog.route is not None else routed)]

@@ -27,9 +27,8 @@ from typing import Any
 
 import anyio
 
-from jeeves._run.architecture import Architecture
 from jeeves._run.branch import placement_of
-from jeeves._run.context import Context
+from jeeves._run.context import Architecture, Context
 from jeeves.durable import engine
 from jeeves.durable.targets import QUEUE_PREFIX
 from jeeves.errors import JournalError, UserError

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jeeves._run.architecture import Architecture
+from jeeves._run.context import Architecture
 from jeeves._run.source import resolve_ref, source_of
 from jeeves.approvals.decide import Approvals
 from jeeves.errors import UserError

@@ -26,9 +26,8 @@ import anyio
 import sniffio
 
 from jeeves._base.validate import check_int, check_number
-from jeeves._run.architecture import Architecture
 from jeeves._run.branch import Placement, stream_branch
-from jeeves._run.context import SPREADER
+from jeeves._run.context import SPREADER, Architecture
 from jeeves._run.runner import RunResult, RunStream
 from jeeves._run.runner import stream as stream_architecture
 from jeeves.approvals.decide import Approvals, PendingGate

@@ -16,8 +16,7 @@ import time
 
 from pydantic import Field
 
-from jeeves._run.architecture import Architecture, Output, describe_model
-from jeeves._run.context import Context
+from jeeves._run.context import Architecture, Context, Output, describe_model
 from jeeves.critics import CodeCritic, Verdict
 from jeeves.critics.code import extract_code
 from jeeves.evals.calibration import Judged
@@ -124,7 +123,7 @@ class EvalCase:
             passed=None if final is None else final.approves(1.0),
             round_passed=[bool(v and v.approves(1.0)) for v in (judged[t] for t in texts)],
             oracle=final,
-            usage=ctx.tree_usage(),
+            usage=ctx.usage(),
             latency_s=latency,
             judgements=_judgements(ctx.session_id, task, reviewed, judged),
             right_candidate=_any_right(answer, judged),

@@ -27,7 +27,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from jeeves._run.architecture import model_callers
+from jeeves._run.context import model_callers
 from jeeves._run.runner import run
 from jeeves.architectures.plan_execute import AttemptRecord
 from jeeves.critics import Critic, CriticSession, Review, Verdict

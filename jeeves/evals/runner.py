@@ -32,8 +32,7 @@ import anyio.abc
 from pydantic import BaseModel, Field
 
 from jeeves._base.ids import validate_name
-from jeeves._run.architecture import Architecture, Output
-from jeeves._run.context import Context
+from jeeves._run.context import Architecture, Context, Output
 from jeeves._run.runner import replay as replay_run
 from jeeves._run.runner import run
 from jeeves._run.source import register_loader

@@ -1,4 +1,4 @@
-"""Retries and fallbacks for one model call, by route.
+"""Retries and fallbacks for one model call, by route: a `ModelClient` that wraps another.
 
 Each model in `[route.model, *route.fallbacks]` gets `1 + route.retries` attempts. A
 retryable failure (rate limit, timeout, 5xx, dropped connection) waits and tries again,
@@ -21,7 +21,7 @@ from jeeves.errors import ModelError
 from jeeves.messages import ModelRequest, ModelResponse
 from jeeves.models.base import DeltaSink, ModelClient, Route
 
-__all__ = ["RetryNotice", "after_first_attempt", "complete_with_fallbacks"]
+__all__ = ["RetryNotice", "WithFallbacks", "complete_with_fallbacks"]
 
 RetryNotice = Callable[[str, str, int, ModelError, float], Awaitable[None]]
 """(failed model, next model, attempt number, error, delay in seconds)."""
@@ -35,11 +35,6 @@ def _delay(route: Route, attempt: int, error: ModelError) -> float:
     return min(float(delay), 60.0)
 
 
-def _attempts(route: Route) -> list[tuple[str, int]]:
-    models = [route.model, *route.fallbacks]
-    return [(model, attempt) for model in models for attempt in range(route.retries + 1)]
-
-
 async def complete_with_fallbacks(
     client: ModelClient,
     route: Route,
@@ -49,59 +44,53 @@ async def complete_with_fallbacks(
     on_retry: RetryNotice | None = None,
 ) -> tuple[ModelResponse, bool]:
     """Call `client` along the route; returns the reply and whether a fallback gave it."""
-    return await _along(client, route, request, on_delta, on_retry, None)
+    along = WithFallbacks(client, route, on_retry=on_retry)
+    response = await along.complete(request, on_delta=on_delta)
+    return response, along.fallback
 
 
-async def after_first_attempt(
-    client: ModelClient,
-    route: Route,
-    request: ModelRequest,
-    error: ModelError,
-    *,
-    on_delta: DeltaSink | None = None,
-    on_retry: RetryNotice | None = None,
-) -> tuple[ModelResponse, bool]:
-    """Go on along the route after its first attempt (`route.model`, with `request` as
-    given) failed with `error`: the rest of `complete_with_fallbacks`.
+class WithFallbacks:
+    """`client` called along `route`: its model, then its fallbacks, each retried.
 
-    A caller that makes the first attempt itself (`await client.complete(request, ...)`,
-    with `request.model == route.model` and `request.timeout_s == route.timeout_s`) keeps
-    one coroutine frame fewer alive per call in flight; on success the reply's empty
-    `model` is the route's model and no fallback gave it."""
-    return await _along(client, route, request, on_delta, on_retry, error)
+    After `complete`, `fallback` says whether a fallback model gave the reply. A reply
+    whose `model` is empty names the model that gave it."""
 
+    __slots__ = ("_client", "_on_retry", "_route", "fallback")
 
-async def _along(
-    client: ModelClient,
-    route: Route,
-    request: ModelRequest,
-    on_delta: DeltaSink | None,
-    on_retry: RetryNotice | None,
-    failed: ModelError | None,
-) -> tuple[ModelResponse, bool]:
-    plan = _attempts(route)
-    for position, (model, attempt) in enumerate(plan):
-        try:
-            if failed is not None:  # the caller made this attempt
-                error, failed = failed, None
-                raise error
-            wanted = {"model": model, "timeout_s": route.timeout_s}
-            same = (request.model, request.timeout_s) == (model, route.timeout_s)
-            attempt_request = request if same else request.model_copy(update=wanted)
-            response = await client.complete(attempt_request, on_delta=on_delta)
-        except ModelError as error:
-            if error.model is None:
-                error.model = model
-            if not error.retryable or position + 1 == len(plan):
-                raise
-            next_model, _ = plan[position + 1]
-            delay = _delay(route, attempt, error) if next_model == model else 0.0
-            if on_retry is not None:
-                await on_retry(model, next_model, attempt + 1, error, delay)
-            if delay:
-                await anyio.sleep(delay)
-            continue
-        if not response.model:
-            response.model = model
-        return response, model != route.model
-    raise AssertionError("unreachable: a route always has at least one attempt")  # pragma: no cover
+    def __init__(self, client: ModelClient, route: Route, *, on_retry: RetryNotice | None = None) -> None:
+        self._client = client
+        self._route = route
+        self._on_retry = on_retry
+        self.fallback = False
+
+    async def complete(self, request: ModelRequest, *, on_delta: DeltaSink | None = None) -> ModelResponse:
+        route = self._route
+        plan = [
+            (model, attempt)
+            for model in (route.model, *route.fallbacks)
+            for attempt in range(route.retries + 1)
+        ]
+        for position, (model, attempt) in enumerate(plan):
+            try:
+                same = (request.model, request.timeout_s) == (model, route.timeout_s)
+                wanted = {"model": model, "timeout_s": route.timeout_s}
+                response = await self._client.complete(
+                    request if same else request.model_copy(update=wanted), on_delta=on_delta
+                )
+            except ModelError as error:
+                if error.model is None:
+                    error.model = model
+                if not error.retryable or position + 1 == len(plan):
+                    raise
+                next_model, _ = plan[position + 1]
+                delay = _delay(route, attempt, error) if next_model == model else 0.0
+                if self._on_retry is not None:
+                    await self._on_retry(model, next_model, attempt + 1, error, delay)
+                if delay:
+                    await anyio.sleep(delay)
+                continue
+            if not response.model:
+                response.model = model
+            self.fallback = model != route.model
+            return response
+        raise AssertionError("unreachable: a route always has at least one attempt")  # pragma: no cover

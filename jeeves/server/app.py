@@ -57,7 +57,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from jeeves._run.architecture import Architecture
+from jeeves._run.context import Architecture
 from jeeves._run.steering import InboxFull, MessageTooLarge
 from jeeves.approvals.decide import Approvals, BadGateId, GateConflict, GateNotFound
 from jeeves.budget import Budget

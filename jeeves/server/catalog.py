@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from jeeves._run.architecture import Architecture
+from jeeves._run.context import Architecture
 from jeeves.approvals.decide import Approvals
 from jeeves.errors import UserError
 from jeeves.models.router import Router

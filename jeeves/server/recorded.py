@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from jeeves._base.redact import mask_credentials
-from jeeves._run.architecture import Architecture
+from jeeves._run.context import Architecture
 from jeeves._run.replay import plan_replay
 from jeeves._run.runner import stream
 from jeeves.errors import UserError

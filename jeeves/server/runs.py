@@ -37,7 +37,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from jeeves._base.ids import new_root_id, validate_root_id
-from jeeves._run.architecture import Architecture
+from jeeves._run.context import Architecture
 from jeeves._run.runner import RunResult, RunStream, check_injection, stream
 from jeeves._run.source import register_loader
 from jeeves._run.steering import Inbox

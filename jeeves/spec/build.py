@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar, assert_never
 
-from jeeves._run.architecture import Architecture, Caller
+from jeeves._run.context import Architecture, Caller
 from jeeves._run.source import import_object
 from jeeves.agent.agent import Agent
 from jeeves.agent.tools import Tool

@@ -4,7 +4,7 @@ A `[models]` key, a `--model ROLE=…` or a `[demo.script]` key that no session 
 spec would ever look up is a mistake, and a quiet one: a typo in `critik = "openai/gpt-4o"`
 sends the critic to the default model, and the first sign is the bill. Built-in
 architectures say which sessions call models and which role path each resolves
-(`jeeves._run.architecture.model_callers`), so building a spec checks every key against them
+(`jeeves._run.context.model_callers`), so building a spec checks every key against them
 and names the key, the sessions and the keys that would match. A tree holding an
 architecture or critic of the user's own cannot say, and is not checked.
 
@@ -18,7 +18,7 @@ import difflib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from jeeves._run.architecture import Caller, model_callers
+from jeeves._run.context import Caller, model_callers
 from jeeves.models.base import Route
 from jeeves.models.router import Router, role_keys
 

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from jeeves._base.redact import strip_credentials
-from jeeves._run.architecture import Architecture
+from jeeves._run.context import Architecture
 from jeeves._run.source import register_loader
 from jeeves.errors import UserError
 from jeeves.spec.build import build

@@ -12,7 +12,7 @@ import pytest
 
 import jeeves
 from jeeves import ActorCritic, Agent, CitationCritic, LLMCritic, SelfRefine, Supervisor
-from jeeves._run.architecture import Caller, model_callers
+from jeeves._run.context import Caller, model_callers
 from jeeves.models.base import Route
 from jeeves.models.router import Router
 from jeeves.spec import build, load_spec

@@ -17,9 +17,8 @@ import pytest
 
 import jeeves
 from jeeves import ActorCritic, Agent, Budget, FunctionModel
-from jeeves._run.architecture import Architecture
 from jeeves._run.branch import Placement, placement_of, stream_branch
-from jeeves._run.context import SPREADER, Context
+from jeeves._run.context import SPREADER, Architecture, Context
 from jeeves._run.runner import build_router
 from jeeves.critics import LLMCritic
 from jeeves.durable.spread import arch_path, resolve_path

@@ -7,8 +7,9 @@ import pytest
 
 import jeeves
 from jeeves import Agent, FunctionModel
-from jeeves._run.architecture import Output
-from jeeves._run.context import Context
+from jeeves._run.context import Context, Output
+from jeeves._run.gates import gate
+from jeeves._run.steps import next_index
 from jeeves.approvals.decide import Approvals
 from jeeves.errors import UserError
 from jeeves.journal.memory import MemoryJournal
@@ -59,7 +60,7 @@ class _GatesWithoutPolicy:
     name = "gated"
 
     async def run(self, ctx: Context, task: str) -> Output:
-        await ctx.gate("pay", "call-1", {"amount": 5}, "destructive", index=ctx.next_step_index())
+        await gate(ctx, "pay", "call-1", {"amount": 5}, "destructive", index=next_index(ctx))
         return Output.of("paid")
 
 

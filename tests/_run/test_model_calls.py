@@ -1,5 +1,5 @@
-"""jeeves._run.model_calls: the journal-less model call (one coroutine, the route's first attempt
-awaited directly) keeps the recorded path's events, retries, cancellation and cleanup."""
+"""jeeves._run.model_calls: the one model-call path: its events, retries and fallbacks
+(`WithFallbacks`), cancellation and cleanup, and a provider's error scrubbed of the key."""
 
 from __future__ import annotations
 
@@ -45,38 +45,39 @@ def _shape(events: list[Any]) -> list[dict[str, Any]]:
     return [e.model_dump(mode="json", exclude={"seq", "ts"}) for e in events]
 
 
+@pytest.mark.parametrize("journal", [False, True])
 @pytest.mark.parametrize("failures", [0, 1, 2, 4])
-async def test_the_bare_call_emits_and_retries_as_the_recorded_call(failures: int) -> None:
-    """Success, a retry, a fallback, and every attempt failing: the journal-less call (its
-    first attempt made in place) gives the same events, attempts and error as the recorded
-    path (`complete_with_fallbacks` under a journaled step)."""
-    outcomes: list[tuple[list[dict[str, Any]], list[str], str]] = []
-    for journal in (None, MemoryJournal()):
-        client = Flaky(failures)
-        seen: list[Any] = []
-        error = ""
-        try:
-            async with jeeves.stream(
-                Agent("x"), "t", router=_router(client), session_id="f1", journal=journal
-            ) as events:
-                async for event in events:
-                    seen.append(event)
-        except RateLimited as exc:
-            error = f"{type(exc).__name__} {exc.model} {exc.session_id}"
-        outcomes.append((_shape(seen), client.models, error))
-    assert outcomes[0] == outcomes[1]
-    shape, models, error = outcomes[0]
-    assert models == ["a", "a", "b", "b"][: failures + 1]
+async def test_a_call_retries_then_falls_back_and_says_so(failures: int, journal: bool) -> None:
+    """Success, a retry, a fallback, and every attempt failing: the attempts made, the
+    `model.retrying` events, the fallback flag and the final error, with or without a journal."""
+    client = Flaky(failures)
+    seen: list[Any] = []
+    error = ""
+    try:
+        async with jeeves.stream(
+            Agent("x"),
+            "t",
+            router=_router(client),
+            session_id="f1",
+            journal=MemoryJournal() if journal else None,
+        ) as events:
+            async for event in events:
+                seen.append(event)
+    except RateLimited as exc:
+        error = f"{type(exc).__name__} {exc.model} {exc.session_id}"
+    shape = _shape(seen)
+    assert client.models == ["a", "a", "b", "b"][: failures + 1]
     assert [e["type"] for e in shape].count("model.retrying") == min(failures, 3)
     assert error == ("RateLimited b f1" if failures == 4 else "")
-    if failures == 2:
+    if failures < 4:
         completed = next(e for e in shape if e["type"] == "model.completed")
-        assert completed["fallback"] is True and completed["model"] == "b"
+        assert completed["fallback"] is (failures >= 2) and completed["model"] == (
+            "b" if failures >= 2 else "a"
+        )
 
 
-async def test_cancelling_a_bare_call_in_flight_cleans_up_and_counts_no_step() -> None:
-    """Leaving the stream while the provider is awaited (the one coroutine of the call)
-    cancels the provider, runs its cleanup, and leaves no step counted in flight."""
+async def test_cancelling_a_call_in_flight_cleans_up_and_counts_no_step() -> None:
+    """Leaving the stream while the provider is awaited cancels the provider, runs its cleanup, and leaves no step counted in flight."""
     state: dict[str, Any] = {}
     entered = anyio.Event()
 
@@ -106,7 +107,7 @@ async def test_cancelling_a_bare_call_in_flight_cleans_up_and_counts_no_step() -
     assert state["run"].completed_steps == 0
 
 
-async def test_an_error_from_a_bare_call_fails_its_session_with_the_key_scrubbed() -> None:
+async def test_an_error_from_a_call_fails_its_session_with_the_key_scrubbed() -> None:
     secret = "sk-test-0123456789abcdef"
 
     class Leaky:

@@ -1,5 +1,5 @@
-"""jeeves._run.sessions: a bare session keeps its `session.started` fields, not the event, and
-`ctx.started` builds one equal to the event the stream carried (fields, seq, ts, fields set)."""
+"""jeeves._run.sessions: `ctx.started` is the event the stream carried (fields, seq, ts, fields
+set), with or without a journal or a tracer, in `jeeves.run` as in `jeeves.stream`."""
 
 from __future__ import annotations
 
@@ -24,10 +24,8 @@ class Peek:
 
     def __init__(self) -> None:
         self.seen: list[SessionStarted] = []
-        self.kept: object = None
 
     async def run(self, ctx: Context, task: str) -> Output:
-        self.kept = ctx._started  # what the context holds before anyone asks
         self.seen.append(ctx.started)
         await ctx.run(jeeves.Agent("x", role="inner"), task, role="inner")
         self.seen.append(ctx.started)
@@ -61,19 +59,17 @@ async def test_ctx_started_is_the_streamed_event(journal: bool, tracer: bool) ->
         streamed = [e async for e in events if isinstance(e, SessionStarted)]
     root = streamed[0]
     assert root.seq == 1 and root.ts > 0
-    assert isinstance(arch.kept, SessionStarted if journal or tracer else tuple)  # bare: fields only
     _same(arch.seen[0], root)
     assert arch.seen[1] is arch.seen[0]  # built once, then kept
     if spans is not None:  # a tracer gets the event the stream carried, as before
         assert spans.started[0] is arch.seen[0] and spans.started[1] == streamed[1]
 
 
-async def test_jeeves_run_builds_session_started_on_demand_with_the_seq_it_took() -> None:
-    """In `jeeves.run` nobody reads events: the root's `session.started` is not built until
-    the architecture asks for it, and then carries the seq it took (the run's first)."""
+async def test_jeeves_run_session_started_carries_the_seq_it_took() -> None:
+    """In `jeeves.run` nobody reads events; the root's `session.started` still carries the seq
+    it took (the run's first)."""
     arch = Peek()
     result = await jeeves.run(arch, "t", model=ScriptedModel(["hi"]), session_id="r1")
-    assert isinstance(arch.kept, tuple)  # not built before the architecture asked
     assert result.output == "done"
     started = arch.seen[0]
     assert started.session_id == "r1" and started.seq == 1 and started.ts > 0

@@ -123,7 +123,7 @@ class _CompatPrebaked:
         self.text = text
 
     async def run(self, ctx: Any, task: str) -> Any:
-        from jeeves._run.architecture import Output
+        from jeeves._run.context import Output
 
         return Output.of(self.text)
 

@@ -11,7 +11,7 @@ import pytest
 
 import jeeves
 from jeeves import ActorCritic, Agent, Budget, FunctionModel, LLMCritic, Route, ScriptedModel
-from jeeves._run.architecture import Architecture
+from jeeves._run.context import Architecture
 from jeeves.errors import CriticError, ProviderError, ReplayDivergence
 from jeeves.events import Event
 from jeeves.journal.memory import MemoryJournal

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from jeeves._run.architecture import Architecture
+from jeeves._run.context import Architecture
 from jeeves.errors import UserError
 
 __all__ = ["as_architecture"]

@@ -15,8 +15,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from jeeves._run.architecture import Caller
-from jeeves._run.context import Context
+from jeeves._run import model_calls
+from jeeves._run.context import Caller, Context
 from jeeves.critics import Review, Verdict
 from jeeves.critics.verdict import Obtained
 from jeeves.errors import MaxTurnsExceeded
@@ -117,7 +117,7 @@ class JeevesagentCritic:
         self.params, self.max_turns = dict(params), max_turns
 
     def describe_model(self, ctx: Context) -> str:
-        return (self.route or ctx.route()).model
+        return (self.route or model_calls.route(ctx)).model
 
     def model_callers(self, path: tuple[str, ...], routed: tuple[str, ...]) -> list[Caller]:
         return [Caller(path, None if self.route is not None else routed)]

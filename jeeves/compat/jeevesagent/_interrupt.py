@@ -9,7 +9,7 @@ In jeevesagent an agent out of turns ends its session `interrupted` with reason
 
 from __future__ import annotations
 
-from jeeves._run.architecture import Output
+from jeeves._run.context import Output
 from jeeves.architectures import ActorCriticOutput
 
 __all__ = ["MAX_TURNS", "CompatActorCriticOutput", "CompatOutput", "child_of", "interruption"]

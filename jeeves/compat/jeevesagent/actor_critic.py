@@ -43,12 +43,11 @@ import string
 from collections.abc import Sequence
 from typing import Any
 
-from jeeves._run.architecture import Architecture
-from jeeves._run.context import Context
+from jeeves._run.context import Architecture, Context
 from jeeves.agent.agent import Agent as JeevesAgent
-from jeeves.architectures._loop import CriticLoop
 from jeeves.architectures._templates import PromptFields, PromptRenderer
 from jeeves.architectures.actor_critic import ActorCritic as _ActorCritic
+from jeeves.architectures.critic_loop import CriticLoop
 from jeeves.compat.jeevesagent._convert import as_architecture
 from jeeves.compat.jeevesagent._critique import CriticOutput, JeevesagentCritic, parse_critique
 from jeeves.compat.jeevesagent._interrupt import MAX_TURNS, CompatActorCriticOutput, child_of

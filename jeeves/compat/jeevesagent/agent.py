@@ -20,8 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict
 
 from jeeves._base.validate import check_int, check_str
-from jeeves._run.architecture import Architecture, Output
-from jeeves._run.context import Context
+from jeeves._run.context import Architecture, Context, Output
 from jeeves._run.runner import RunResult as JeevesRunResult
 from jeeves._run.runner import stream as jeeves_stream
 from jeeves.agent.agent import Agent as JeevesAgent

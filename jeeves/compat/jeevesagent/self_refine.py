@@ -22,8 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from jeeves._base.validate import check_int, check_str
-from jeeves._run.architecture import Architecture, Caller
-from jeeves._run.context import Context
+from jeeves._run.context import Architecture, Caller, Context
 from jeeves.compat.jeevesagent._interrupt import MAX_TURNS, CompatOutput
 from jeeves.errors import MaxTurnsExceeded
 from jeeves.events import Critique, Refinement, RoundStarted

@@ -9,7 +9,7 @@ in parallel; an unknown worker is a tool error the model reads; and after a
 `forward_message` the coordinator finishes its turn, then the forwarded worker's output
 replaces its final reply.
 
-What runs is jeeves' delegation (`jeeves.architectures._delegation`): each delegation is
+What runs is jeeves' delegation (`jeeves.architectures.delegation`): each delegation is
 a child session `{supervisor}__{worker}_{k}` (jeevesagent used a random suffix), with
 `delegation.*` events, journaled and replayed like every session.
 """
@@ -21,11 +21,11 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from jeeves._base.ids import validate_name
-from jeeves._run.architecture import Architecture, Output
-from jeeves._run.context import Context
+from jeeves._run.context import Architecture, Context, Output
 from jeeves.agent.agent import Agent as JeevesAgent
+from jeeves.agent.agent import run_tool_calls
 from jeeves.agent.tools import ToolOutcome
-from jeeves.architectures._delegation import Delegation, Ledger, run_turn, worker_prompt
+from jeeves.architectures.delegation import Delegation, Ledger, run_turn, worker_prompt
 from jeeves.architectures.supervisor import Supervisor as _Supervisor
 from jeeves.compat.jeevesagent._convert import as_architecture
 from jeeves.compat.jeevesagent._interrupt import MAX_TURNS, CompatOutput
@@ -231,8 +231,7 @@ class _Bound(_Supervisor):
         own = [i for i, c in enumerate(calls) if c.name not in renamed]
         outcomes: dict[int, ToolOutcome] = {}
         if own:
-            kit = await self.own_tools._kit(ctx)
-            done = await self.own_tools._run_tools(ctx, [calls[i] for i in own], kit.tools)
+            done = await run_tool_calls(self.own_tools, ctx, [calls[i] for i in own])
             outcomes.update(zip(own, done, strict=True))
         chosen = None
         if team:

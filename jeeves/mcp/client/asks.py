@@ -29,7 +29,9 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from jeeves._run.architecture import Output
+from jeeves._run.context import Output
+from jeeves._run.gates import gate
+from jeeves._run.steps import next_index, waiting_outside
 from jeeves.approvals.policy import ApprovalMode
 from jeeves.messages import Message, ModelRequest
 
@@ -160,12 +162,13 @@ class _Elicitation:
             "message": self.params.message,
             "schema": schema,
         }
-        decision = await ctx.gate(
+        decision = await gate(
+            ctx,
             f"{self.server}.elicitation",
             f"elicit-{self.call.step}",
             arguments,
             self.call.mode,
-            index=ctx.next_step_index(),
+            index=next_index(ctx),
         )
         return Output.of({"decision": decision.decision, "note": decision.note})
 
@@ -214,7 +217,7 @@ def elicitation_callback(conn: Connection, server: str) -> Any:
 
         async def job(call: InFlight) -> Output:
             asking = _Elicitation(server, call, params)
-            with call.ctx.waiting_outside():  # the tool step waits for the gate: the run may suspend
+            with waiting_outside(call.ctx):  # the tool step waits for the gate: the run may suspend
                 return await call.ctx.run(
                     asking, params.message, role="mcp_elicitation", index=call.next_index()
                 )

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from jeeves._base.ids import validate_name
 from jeeves._base.validate import check_str, short_repr
+from jeeves._run.steps import next_index, recorded, will_serve
 from jeeves.agent.tools import Tool, ToolContext, ToolOutcome, Toolset
 from jeeves.approvals.policy import APPROVAL_MODES, ApprovalMode
 from jeeves.errors import ReplayDivergence, UserError
@@ -255,9 +256,9 @@ class MCPServer(Toolset):
         if scope.listed is not None and not await self._relists(ctx, scope.connection):
             return self._named(scope.listed, taken, served=scope.served, ctx=ctx)
         conn = scope.connection
-        index = ctx.next_step_index()
+        index = next_index(ctx)
         live: list[ListedTool] | None = None
-        if not await ctx.will_serve(index):
+        if not await will_serve(ctx, index):
             live = await self.listing(conn)
 
         async def listed() -> list[ListedTool]:
@@ -279,10 +280,10 @@ class MCPServer(Toolset):
     async def _relists(self, ctx: Context, conn: Connection) -> bool:
         """Whether a later turn lists again: where the journal has this server's listing step
         next, or, live, when the server's list changed."""
-        record = await ctx.recorded()
+        record = await recorded(ctx)
         if record is not None and record.kind == "function" and record.name == self._step:
             return True
-        if await ctx.will_serve():
+        if await will_serve(ctx):
             return False
         return conn.is_open and (conn.changed or conn.relist)
 

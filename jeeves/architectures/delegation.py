@@ -30,9 +30,11 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from jeeves._base.ids import child_id
-from jeeves._run.architecture import Architecture, Output
 from jeeves._run.concurrency import run_all
-from jeeves._run.context import Context
+from jeeves._run.context import Architecture, Context, Output
+from jeeves._run.gates import approval_action, pass_gate, refusal
+from jeeves._run.sessions import tool_span
+from jeeves._run.steps import next_index
 from jeeves.agent.tools import ToolOutcome
 from jeeves.approvals.policy import ApprovalMode
 from jeeves.errors import PROGRAM_ERRORS, BudgetExceeded
@@ -169,10 +171,10 @@ def _plan(call: ToolCall, workers: Mapping[str, Architecture], ledger: Ledger, c
     if problem is not None or kind == "forward":
         return _Plan(call, kind, worker=worker, error=problem)
     gated = {"worker": worker, "instructions": args["instructions"]}
-    action = ctx.approval_action("delegate", ledger.delegate_mode, gated)
+    action = approval_action(ctx, "delegate", ledger.delegate_mode, gated)
     if action == "refuse":
-        return _Plan(call, kind, worker=worker, error=ctx.refusal("delegate", ledger.delegate_mode))
-    gate = ctx.next_step_index() if action == "ask" else None
+        return _Plan(call, kind, worker=worker, error=refusal(ctx, "delegate", ledger.delegate_mode))
+    gate = next_index(ctx) if action == "ask" else None
     index = ledger.counts.get(worker, 0)
     ledger.counts[worker] = index + 1
     record = Delegation(
@@ -218,7 +220,7 @@ async def _delegate(
 ) -> None:
     """Run one worker and fill in its record; failures become the record's error text."""
     arguments = json.dumps({"worker": record.worker, "instructions": record.instructions})
-    with ctx.tracer.tool_call(ctx.started, "delegate", record.tool_call_id, arguments) as span:
+    with tool_span(ctx, "delegate", record.tool_call_id, arguments) as span:
         span.set_attribute("jeeves.worker", record.worker)
         try:
             output = await ctx.run(worker, task, role=record.worker, index=record.index, spread=True)
@@ -235,7 +237,7 @@ async def _delegate(
         else:
             record.output, record.text, record.stop_reason = output, output.text, output.stop_reason
             ledger.budget_hit = ledger.budget_hit or output.stop_reason == "budget"
-    record.usage = ctx.tree_usage(record.session_id)
+    record.usage = ctx.usage(record.session_id)
 
 
 async def _gated_delegate(ctx: Context, plan: _Plan, worker: Architecture, task: str, ledger: Ledger) -> None:
@@ -243,8 +245,8 @@ async def _gated_delegate(ctx: Context, plan: _Plan, worker: Architecture, task:
     record = plan.record
     assert record is not None
     if plan.gate is not None:
-        refused = await ctx.pass_gate(
-            "delegate", plan.call.id, plan.arguments, ledger.delegate_mode, index=plan.gate
+        refused = await pass_gate(
+            ctx, "delegate", plan.call.id, plan.arguments, ledger.delegate_mode, index=plan.gate
         )
         if refused is not None:
             record.is_error, record.stop_reason, record.text = True, "denied", refused

@@ -41,8 +41,8 @@ from typing import Generic, Literal, NoReturn, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from jeeves._base.validate import check_int, check_number
-from jeeves._run.architecture import Architecture, Caller, Output, join_callers, model_callers
-from jeeves._run.context import Context
+from jeeves._run.context import Architecture, Caller, Context, Output, join_callers, model_callers
+from jeeves._run.state import tool_calls
 from jeeves.architectures._templates import Template, check_template, format_history, render
 from jeeves.critics import Critic, CriticSession, Review, Verdict
 from jeeves.critics.verdict import critique_event
@@ -255,9 +255,7 @@ class CriticLoop(Generic[OutputT]):
         ctx, s = self.ctx, self.s
         started = time.monotonic() if not s.stop.deterministic else 0.0
         for r in itertools.count():
-            observed = ctx.observed  # in jeeves.run nobody reads the loop's events: not built
-            if observed:
-                await self._announce(r)
+            await self._announce(r)
             prompt = self._render(s.refine_template, r, self._best().text) if r else self.task
             try:
                 candidate = await ctx.run(
@@ -284,10 +282,7 @@ class CriticLoop(Generic[OutputT]):
             except Exception as exc:
                 return await self._critic_failed(r, exc)
             passed = verdict.approves(s.threshold)
-            if observed:
-                await ctx.emit(
-                    critique_event(ctx.session_id, r, verdict, passed=passed, threshold=s.threshold)
-                )
+            await ctx.emit(critique_event(ctx.session_id, r, verdict, passed=passed, threshold=s.threshold))
             self._record(r, verdict, passed)
             if passed:
                 return self._finish("approved")
@@ -306,7 +301,7 @@ class CriticLoop(Generic[OutputT]):
     async def _stop_reason(self, r: int, verdict: Verdict, text: str, started: float) -> str | None:
         """What the stop condition says after round `r`; journaled when it reads the clock."""
         ctx, stop = self.ctx, self.s.stop
-        usage, calls = ctx.tree_usage(), ctx.tool_calls()
+        usage, calls = ctx.usage(), tool_calls(ctx)
         best = self._best().verdict
         state = LoopState(
             round=r,
