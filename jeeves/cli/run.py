@@ -19,6 +19,7 @@ from typing import TextIO
 import anyio
 
 from jeeves._run.architecture import Architecture
+from jeeves._run.routes import callers
 from jeeves._run.runner import RunResult, stream
 from jeeves._run.source import resolve_ref
 from jeeves.approvals.decide import Approvals
@@ -38,13 +39,14 @@ from jeeves.spec.models import (
     ActorCriticSpec,
     AgentSpec,
     ArchSpec,
+    CustomSpec,
     GoalSpec,
     PlanExecuteSpec,
     SelfRefineSpec,
     Spec,
     SupervisorSpec,
 )
-from jeeves.spec.routes import RoutedCall, callers, routing
+from jeeves.spec.routes import RoutedCall, routing
 from jeeves.spec.source import spec_source
 
 __all__ = [
@@ -311,6 +313,8 @@ def unrouted_error(spec: Spec, arch: Architecture, router: Router) -> UserError 
 def _root_role(arch: ArchSpec) -> str:
     if isinstance(arch, SelfRefineSpec):
         return arch.role or _root_role(arch.agent)
+    if isinstance(arch, CustomSpec):
+        return arch.role or arch.architecture.rsplit(":", 1)[-1].rsplit(".", 1)[-1].lower()
     return arch.role
 
 
@@ -342,3 +346,8 @@ def _outline(arch: ArchSpec, role: str, depth: int, lines: list[str]) -> None:
         watchdog = f"  watchdog: every {arch.watchdog.every}" if arch.watchdog else ""
         lines.append(f"{pad}{role}  goal  success: {success}{watchdog}")
         _outline(arch.agent, "agent", depth + 1, lines)
+    elif isinstance(arch, CustomSpec):
+        critics = f"  critics: {', '.join(arch.critics)}" if arch.critics else ""
+        lines.append(f"{pad}{role}  {arch.architecture}{critics}")
+        for name, part in arch.parts.items():
+            _outline(part, name, depth + 1, lines)

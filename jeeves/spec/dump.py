@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from jeeves._run.routes import callers, unmatched_key
 from jeeves._run.source import import_object
 from jeeves.agent.agent import Agent
 from jeeves.agent.tools import Tool
@@ -53,7 +54,6 @@ from jeeves.spec.models import (
     SupervisorSpec,
     WatchdogSpec,
 )
-from jeeves.spec.routes import callers, unmatched_key
 from jeeves.spec.stop import stop_spec
 from jeeves.spec.toml import to_toml
 from jeeves.stop import MaxToolCalls, StopCondition
