@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any
 
 import anyio
 
@@ -66,6 +67,18 @@ class Debate:
         self, pro: Architecture, con: Architecture, judge: Critic, *, turns: int = 1, role: str = "debate"
     ) -> None:
         self.pro, self.con, self.judge, self.turns, self.role = pro, con, judge, turns, role
+
+    def model_callers(self, path: tuple[str, ...], routed: tuple[str, ...]) -> list[Any] | None:
+        """The sessions it runs that call a model, by role path: what `jeeves.describe` lists and
+        what `models=` keys are checked against. None (cannot say) if a part cannot say."""
+        found: list[Any] = []
+        for role, part in (("pro", self.pro), ("con", self.con), ("judge", self.judge)):
+            method = getattr(part, "model_callers", None)
+            callers = method((*path, role), (*routed, role)) if callable(method) else None
+            if callers is None:
+                return None
+            found += callers
+        return found
 
     async def run(self, ctx: Context, task: str) -> DebateOutput:
         transcript: list[tuple[str, str]] = []

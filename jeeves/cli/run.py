@@ -19,7 +19,7 @@ from typing import TextIO
 import anyio
 
 from jeeves._run.architecture import Architecture
-from jeeves._run.routes import callers
+from jeeves._run.routes import callers, describe
 from jeeves._run.runner import RunResult, stream
 from jeeves._run.source import resolve_ref
 from jeeves.approvals.decide import Approvals
@@ -51,6 +51,7 @@ from jeeves.spec.source import spec_source
 
 __all__ = [
     "RunOptions",
+    "describe_command",
     "describe_spec",
     "parse_model_flags",
     "resume_target",
@@ -239,6 +240,24 @@ async def validate_command(path: str, out: TextIO | None = None, err: TextIO | N
         _error(exc, err)
         return 2
     out.write(f"{path}: valid\n{describe_spec(spec, arch, router)}")
+    return 0
+
+
+async def describe_command(path: str, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """Print the role paths a spec's tree routes, one a line, with the route each gets under
+    its `[models]` (what `jeeves.describe(arch)` returns). Exit 0, or 2 with the problem."""
+    out, err = out or sys.stdout, err or sys.stderr
+    try:
+        arch, router = build(load_spec(path))
+        paths = describe(arch)
+    except UserError as exc:
+        _error(exc, err)
+        return 2
+    rows = {".".join(r.path): r for r in routing(callers(arch) or [], router)}
+    width = max(len(p) for p in paths) if paths else 0
+    out.writelines(
+        f"{p:<{width}}  → {_destination(rows[p]) if p in rows else 'its own model'}\n" for p in paths
+    )
     return 0
 
 

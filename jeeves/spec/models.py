@@ -291,7 +291,7 @@ class CustomSpec(SpecModel):
     """
 
     type: Literal["custom"] = "custom"
-    architecture: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+    architecture: str
     """`module:attr`: an Architecture class or a function returning one."""
     role: str | None = None
     """The role its session runs as; unset, what the architecture says."""
