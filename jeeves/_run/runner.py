@@ -43,14 +43,19 @@ if TYPE_CHECKING:
 
 
 class RunResult(BaseModel):
-    """The outcome of a run."""
+    """The outcome of a run.
+
+    The answer is `output` (typed) and its text `text`; `detail` is how the root reached it
+    (its own Output: rounds, delegations, candidates), not a second place to read it from.
+    """
 
     model_config = ConfigDict(defer_build=True, arbitrary_types_allowed=True)
 
     session_id: str
     output: Any = None
-    """The root's typed output (None when the budget ran out before any output)."""
+    """The answer: the root's typed output (None when the budget ran out before any output)."""
     text: str = ""
+    """The answer's text (for a run that ended without one, why it ended)."""
     stop_reason: str = "completed"
     usage: Usage = Field(default_factory=Usage)
     """What this run spent (replayed steps excluded)."""
@@ -62,7 +67,8 @@ class RunResult(BaseModel):
     usage_by_session: dict[str, Usage] = Field(default_factory=dict)
     """Live usage per session id."""
     detail: Output | None = None
-    """The root architecture's own Output (ActorCritic rounds, Supervisor delegations…)."""
+    """How the answer was reached: the root architecture's own Output (ActorCritic rounds,
+    Supervisor delegations…). Its `value` and `text` are `output` and `text` above."""
     status: RunStatus = "completed"
     """completed; awaiting_approval (suspended at gates: see `pending`); failed; expired (a gate
     or the session TTL ran out); rejected (a gate denied under `deny_ends_run`); cancelled."""

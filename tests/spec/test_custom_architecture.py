@@ -34,9 +34,15 @@ def _spec(tmp_path: Path, text: str) -> Path:
             'architecture = "nope.module:Debate"',
             r"architecture: Cannot import 'nope.module' for 'nope.module:Debate' .*check the module path",
         ),
-        ('architecture = "json:Nope"', r"'json' has no attribute 'Nope' \(from 'json:Nope'\); check the name"),
+        (
+            'architecture = "json:Nope"',
+            r"'json' has no attribute 'Nope' \(from 'json:Nope'\); check the name",
+        ),
         ('architecture = "json:dumps"', r"architecture = 'json:dumps' does not take these keys|gave"),
-        ('architecture = "not a path"', r"'not a path' is not an import path; write 'package.module:attribute'"),
+        (
+            'architecture = "not a path"',
+            r"'not a path' is not an import path; write 'package.module:attribute'",
+        ),
     ],
 )
 def test_a_bad_import_path_is_one_line_naming_the_value(tmp_path: Path, text: str, shown: str) -> None:
