@@ -7,13 +7,20 @@ Run an architecture with `await jeeves.run(arch, task)` or follow it live with
 from __future__ import annotations
 
 import importlib
+import inspect as _inspect
+from dataclasses import is_dataclass as _is_dataclass
 from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel as _BaseModel
 
 from jeeves._base.ids import child_id
 from jeeves._run.context import Architecture, Context, Output
+from jeeves._run.options import RunOptions
+from jeeves._run.routes import describe
 from jeeves._run.runner import RunResult, RunStream, replay, resume, run, stream
 from jeeves.agent.agent import Agent
 from jeeves.agent.tools import Tool, tool
+from jeeves.approvals.policy import Approvals, Decision, PendingGate
 from jeeves.budget import Budget
 from jeeves.errors import (
     AgentError,
@@ -38,6 +45,7 @@ from jeeves.journal import MemoryJournal  # before runner: `jeeves.replay` is th
 from jeeves.messages import Message, ModelRequest, ModelResponse, ToolCall, Usage
 from jeeves.models.base import ModelClient, Route
 from jeeves.models.router import Router
+from jeeves.stop import BudgetUSD, MaxRounds, NoImprovement, ScoreAtLeast, StopWhen, WallClock
 
 if TYPE_CHECKING:
     from jeeves._run.source import register_loader
@@ -72,7 +80,17 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module 'jeeves' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
+    globals()[name] = _shown_here(value)
+    return value
+
+
+def _shown_here(value: Any) -> Any:
+    """`value`, shown as `jeeves.X` (httpx's habit): its `__module__` set to "jeeves" unless
+    it is a pydantic model or a dataclass, whose annotations resolve in their own module."""
+    if isinstance(value, type) and (issubclass(value, _BaseModel) or _is_dataclass(value)):
+        return value
+    if isinstance(value, type) or _inspect.isfunction(value):
+        value.__module__ = "jeeves"
     return value
 
 
@@ -84,15 +102,18 @@ __all__ = [
     "ActorCritic",
     "Agent",
     "AgentError",
+    "Approvals",
     "Architecture",
     "BadResponse",
     "BestOfN",
     "Budget",
     "BudgetExceeded",
+    "BudgetUSD",
     "CitationCritic",
     "CodeCritic",
     "Context",
     "CriticError",
+    "Decision",
     "Event",
     "FunctionModel",
     "Goal",
@@ -101,6 +122,7 @@ __all__ = [
     "JeevesError",
     "JournalError",
     "LLMCritic",
+    "MaxRounds",
     "MaxTurnsExceeded",
     "MemoryJournal",
     "Message",
@@ -110,27 +132,34 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "ModelTimeout",
+    "NoImprovement",
     "Output",
     "OutputValidationError",
+    "PendingGate",
     "PlanExecute",
     "ProviderError",
     "RateLimited",
     "ReplayDivergence",
     "Route",
     "Router",
+    "RunOptions",
     "RunResult",
     "RunStream",
     "SQLiteJournal",
+    "ScoreAtLeast",
     "ScriptedModel",
     "SelfRefine",
+    "StopWhen",
     "Supervisor",
     "Tool",
     "ToolCall",
     "Usage",
     "UserError",
     "Verdict",
+    "WallClock",
     "Watchdog",
     "child_id",
+    "describe",
     "event_from_json",
     "event_to_json",
     "register_loader",
@@ -140,3 +169,8 @@ __all__ = [
     "stream",
     "tool",
 ]
+
+for _name in __all__:
+    if _name in globals():
+        _shown_here(globals()[_name])
+del _name

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+import inspect
 import pkgutil
 
 import pytest
@@ -46,3 +48,33 @@ def test_every_module_imports_and_declares_all() -> None:
             continue
         module = importlib.import_module(info.name)
         assert isinstance(getattr(module, "__all__", None), list), f"{info.name} has no __all__"
+
+
+def test_exported_names_show_jeeves_as_their_module() -> None:
+    from pydantic import BaseModel
+
+    for name in jeeves.__all__:
+        value = getattr(jeeves, name)
+        if isinstance(value, type) and (issubclass(value, BaseModel) or dataclasses.is_dataclass(value)):
+            continue  # their annotations resolve in their own module (pydantic, typing.get_type_hints)
+        if isinstance(value, type) or inspect.isfunction(value):
+            assert value.__module__ == "jeeves", name
+    assert repr(jeeves.UserError) == "<class 'jeeves.UserError'>"
+
+
+def test_pydantic_models_still_build_and_title_their_schema() -> None:
+    result = jeeves.RunResult(session_id="s", output="hi", text="hi")
+    assert jeeves.RunResult.model_validate(result.model_dump()) == result
+    assert jeeves.Usage.model_json_schema()["title"] == "Usage"
+    assert jeeves.RunOptions.__module__ == "jeeves._run.options"  # a dataclass: its hints resolve there
+
+
+def test_everything_run_accepts_is_in_the_front_door() -> None:
+    import jeeves.approvals
+    import jeeves.stop
+
+    for name in ("Approvals", "Decision", "PendingGate", "RunOptions", "Budget", "Router", "Route"):
+        assert name in jeeves.__all__, name
+    for name in ("MaxRounds", "ScoreAtLeast", "NoImprovement", "BudgetUSD", "WallClock", "StopWhen"):
+        assert getattr(jeeves, name) is getattr(jeeves.stop, name)
+    assert jeeves.Approvals is jeeves.approvals.Approvals and jeeves.Decision is jeeves.approvals.Decision

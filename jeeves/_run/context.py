@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from contextvars import ContextVar
-from typing import Any, Literal, NamedTuple, Protocol, TypeVar, runtime_checkable
+from typing import Any, Literal, NamedTuple, Protocol, Self, TypeVar, runtime_checkable
 
 import anyio
 from pydantic import BaseModel, ConfigDict
@@ -74,15 +74,27 @@ class Output(BaseModel):
     """completed, approved, max_rounds, no_improvement, budget, critic_failed, forwarded…"""
 
     @classmethod
-    def of(cls, value: Any, *, stop_reason: str = "completed") -> Output:
-        """An Output whose text is `value` itself (str) or its JSON (pydantic models)."""
-        if isinstance(value, str):
-            text = value
-        elif isinstance(value, BaseModel):
-            text = value.model_dump_json()
-        else:
-            text = str(value)
-        return cls(value=value, text=text, stop_reason=stop_reason)
+    def of(
+        cls, value: Any, *, text: str | None = None, stop_reason: str = "completed", **fields: Any
+    ) -> Self:
+        """An Output of `value`: how an architecture returns its answer.
+
+        ```python
+        return Output.of(answer)  # text: the answer itself
+        return DebateOutput.of(answer, stop_reason="judged", turns=turns)  # a subclass's fields
+        ```
+
+        `text` defaults to `value` itself (a str), its JSON (a pydantic model) or `str(value)`;
+        `fields` fill a subclass's own fields (rounds, verdicts...).
+        """
+        if text is None:
+            if isinstance(value, str):
+                text = value
+            elif isinstance(value, BaseModel):
+                text = value.model_dump_json()
+            else:
+                text = str(value)
+        return cls(value=value, text=text, stop_reason=stop_reason, **fields)
 
 
 @runtime_checkable

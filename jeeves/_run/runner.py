@@ -9,27 +9,26 @@ the session that failed: after the last event when iterating, or from `result()`
 
 from __future__ import annotations
 
-import os
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Unpack
 
 import anyio
 from anyio.abc import TaskGroup
 from pydantic import BaseModel, ConfigDict, Field
 
 from jeeves._base.ids import new_root_id, validate_name, validate_root_id
-from jeeves._base.validate import check_int, check_number, check_str, short_repr
+from jeeves._base.validate import check_str
 from jeeves._run.channel import EventChannel
 from jeeves._run.context import Architecture, Context, Output, RunState, execute
 from jeeves._run.lifecycle import Outcome, prepare, set_root_status, supervise, unsupervised
-from jeeves.approvals.policy import Approvals, Approver, Decision, PendingGate
-from jeeves.budget import Budget, BudgetMeter
-from jeeves.errors import BudgetExceeded, RunEnded, UserError, UserTypeError
+from jeeves._run.options import JournalLike, ModelLike, RunKeywords, RunOptions, options_of
+from jeeves._run.routes import check_route_keys
+from jeeves.approvals.policy import Decision, PendingGate
+from jeeves.budget import BudgetMeter
+from jeeves.errors import BudgetExceeded, RunEnded, UserError
 from jeeves.events import Event
-from jeeves.journal.records import Journal, JournalMode
 from jeeves.messages import Usage
-from jeeves.models.base import ModelClient, Route
 from jeeves.models.router import Router
 from jeeves.telemetry.tracer import Tracer, default_tracer
 
@@ -40,20 +39,21 @@ RunStatus = Literal["completed", "awaiting_approval", "failed", "expired", "reje
 if TYPE_CHECKING:
     from jeeves._run.replay import Attached
 
-ModelLike = str | Route | ModelClient
-JournalLike = Journal | str | os.PathLike[str]
-ArchitectureRef = str | Mapping[str, Any]
-
 
 class RunResult(BaseModel):
-    """The outcome of a run."""
+    """The outcome of a run.
+
+    The answer is `output` (typed) and its text `text`; `detail` is how the root reached it
+    (its own Output: rounds, delegations, candidates), not a second place to read it from.
+    """
 
     model_config = ConfigDict(defer_build=True, arbitrary_types_allowed=True)
 
     session_id: str
     output: Any = None
-    """The root's typed output (None when the budget ran out before any output)."""
+    """The answer: the root's typed output (None when the budget ran out before any output)."""
     text: str = ""
+    """The answer's text (for a run that ended without one, why it ended)."""
     stop_reason: str = "completed"
     usage: Usage = Field(default_factory=Usage)
     """What this run spent (replayed steps excluded)."""
@@ -65,7 +65,8 @@ class RunResult(BaseModel):
     usage_by_session: dict[str, Usage] = Field(default_factory=dict)
     """Live usage per session id."""
     detail: Output | None = None
-    """The root architecture's own Output (ActorCritic rounds, Supervisor delegations…)."""
+    """How the answer was reached: the root architecture's own Output (ActorCritic rounds,
+    Supervisor delegations…). Its `value` and `text` are `output` and `text` above."""
     status: RunStatus = "completed"
     """completed; awaiting_approval (suspended at gates: see `pending`); failed; expired (a gate
     or the session TTL ran out); rejected (a gate denied under `deny_ends_run`); cancelled."""
@@ -95,46 +96,6 @@ def build_router(
     return base
 
 
-def _check_arguments(task: object, router: object, models: object, budget: object, mode: object) -> None:
-    """Refuse arguments of `run`/`stream` that would fail later and far away (an event that
-    cannot hold a None task, a dict where a Budget belongs)."""
-    check_str(task, name="The task")
-    if router is not None and not isinstance(router, Router):
-        raise UserTypeError(
-            f"router= must be a jeeves.Router, got {short_repr(router)}; or pass models={{...}}."
-        )
-    if models is not None and not isinstance(models, Mapping):
-        raise UserTypeError(
-            f"models= must map roles to models, got {short_repr(models)}; e.g. models={{'critic': 'openai/gpt-4o'}}."
-        )
-    if budget is not None and not isinstance(budget, Budget):
-        raise UserTypeError(
-            f"budget= must be a jeeves.Budget, got {short_repr(budget)}; e.g. Budget(max_usd=1)."
-        )
-    if mode not in ("record", "replay", "resume"):  # here too, so `stream` refuses it on entry
-        raise UserError(
-            f"mode={short_repr(mode)} is not a journal mode; use 'record' (resumes too) or 'replay'."
-        )
-
-
-def _check_approvals(
-    approvals: object, approver: object, session_ttl_s: object
-) -> tuple[Approvals | None, Approver | None]:
-    if approvals is not None and not isinstance(approvals, Approvals):
-        raise UserTypeError(
-            f"approvals= must be a jeeves.approvals.Approvals, got {short_repr(approvals)}; "
-            f"e.g. Approvals(auto=('read_only', 'local_write'))."
-        )
-    if approver is not None and not callable(approver):
-        raise UserTypeError(
-            f"approver= must be an async function taking a PendingGate and returning a Decision, "
-            f"got {short_repr(approver)}."
-        )
-    if session_ttl_s is not None:
-        check_number(session_ttl_s, name="session_ttl_s", minimum=0)
-    return approvals, approver
-
-
 def _root_context(state: RunState, arch: Architecture, session_id: str | None, role: str | None) -> Context:
     if not callable(getattr(arch, "run", None)):  # the one member the kernel calls
         raise UserError(
@@ -145,33 +106,24 @@ def _root_context(state: RunState, arch: Architecture, session_id: str | None, r
     return Context(state, sid, role=root_role, role_path=(root_role,), parent_id=None)
 
 
-def _state(
-    *,
-    router: Router | None,
-    model: ModelLike | None,
-    models: Mapping[str, ModelLike] | None,
-    budget: Budget | None,
-    mode: JournalMode,
-    tracer: Tracer | None,
-    channel: EventChannel,
-    approvals: Approvals | None,
-    approver: Approver | None,
-    session_ttl_s: float | None,
-    progress_s: float | None,
-) -> RunState:
-    """A run's state from `run`'s / `stream`'s arguments, each checked."""
+def _state(arch: Architecture, options: RunOptions, channel: EventChannel) -> RunState:
+    """A run's state from its (already checked) options; `models=` keys checked against `arch`."""
     from jeeves._run.replay import offline_router  # imported at the first run, not by `import jeeves`
 
+    if options.models and options.mode != "replay":
+        check_route_keys(arch, options.models, options.role)
     state = RunState(
-        router=offline_router() if mode == "replay" else build_router(router, model, models),
+        router=offline_router()
+        if options.mode == "replay"
+        else build_router(options.router, options.model, options.models),
         channel=channel,
-        meter=BudgetMeter(budget),
-        tracer=tracer if tracer is not None else default_tracer(),
-        mode=mode,
+        meter=BudgetMeter(options.budget),
+        tracer=options.tracer if options.tracer is not None else default_tracer(),
+        mode=options.mode,
     )
-    state.approvals, state.approver = _check_approvals(approvals, approver, session_ttl_s)
-    if progress_s is not None:
-        state.progress_interval_s = check_number(progress_s, name="progress_s", minimum=0)
+    state.approvals, state.approver = options.approvals, options.approver
+    if options.progress_s is not None:
+        state.progress_interval_s = options.progress_s
     return state
 
 
@@ -191,40 +143,28 @@ def _result(state: RunState, root: Context, output: Output | None, stop_reason: 
 
 
 def _execute(
-    state: RunState,
-    root: Context,
-    arch: Architecture,
-    task: str,
-    journal: JournalLike | None,
-    architecture_ref: ArchitectureRef | None,
-    session_ttl_s: float | None = None,
+    state: RunState, root: Context, arch: Architecture, task: str, options: RunOptions
 ) -> Coroutine[Any, Any, RunResult]:
     """The run, as one coroutine: with no journal to open, the run's body itself (attaching
     nothing would only keep a generator and its context manager alive for the whole run)."""
-    if journal is None and state.mode != "replay":
+    if options.journal is None and state.mode != "replay":
         from jeeves._run.source import source_of
 
-        state.source = source_of(architecture_ref)  # checked now, as `attach` checks it
-        return _body(state, root, arch, task, None, session_ttl_s)
-    return _attached(state, root, arch, task, journal, architecture_ref, session_ttl_s)
+        state.source = source_of(options.architecture_ref)  # checked now, as `attach` checks it
+        return _body(state, root, arch, task, None, options.session_ttl_s)
+    return _attached(state, root, arch, task, options)
 
 
 async def _attached(
-    state: RunState,
-    root: Context,
-    arch: Architecture,
-    task: str,
-    journal: JournalLike | None,
-    architecture_ref: ArchitectureRef | None,
-    session_ttl_s: float | None,
+    state: RunState, root: Context, arch: Architecture, task: str, options: RunOptions
 ) -> RunResult:
     from jeeves._run.replay import attach
 
     async with attach(
-        journal, mode=state.mode, root_id=root.session_id, architecture_ref=architecture_ref
+        options.journal, mode=state.mode, root_id=root.session_id, architecture_ref=options.architecture_ref
     ) as attached:
         state.journal, state.source = attached.journal, attached.source
-        return await _body(state, root, arch, task, attached, session_ttl_s)
+        return await _body(state, root, arch, task, attached, options.session_ttl_s)
 
 
 async def _body(
@@ -273,68 +213,31 @@ def _ended(state: RunState, root: Context, status: RunStatus, reason: str) -> Ru
 
 
 async def run(
-    arch: Architecture,
-    task: str,
-    *,
-    router: Router | None = None,
-    model: ModelLike | None = None,
-    models: Mapping[str, ModelLike] | None = None,
-    session_id: str | None = None,
-    role: str | None = None,
-    budget: Budget | None = None,
-    journal: JournalLike | None = None,
-    mode: JournalMode = "record",
-    architecture_ref: ArchitectureRef | None = None,
-    tracer: Tracer | None = None,
-    approvals: Approvals | None = None,
-    approver: Approver | None = None,
-    session_ttl_s: float | None = None,
-    progress_s: float | None = None,
+    arch: Architecture, task: str, *, options: RunOptions | None = None, **keywords: Unpack[RunKeywords]
 ) -> RunResult:
     """Run `arch` on `task` and return its result.
 
+    ```python
+    result = await jeeves.run(arch, "task", model="openai/gpt-4o-mini", journal="runs.db")
+    result = await jeeves.run(arch, "task", options=RunOptions(model="openai/gpt-4o-mini"))
+    ```
+
     Args:
-        router: Routes roles to models. `model=` sets its default route and `models=`
-            overrides routes for this run (`models={"critic": "openai/gpt-4o"}`).
-        session_id: The root session id; child ids derive from it. Generated when omitted.
-        role: The root's role name (defaults to the architecture's `role` or name).
-        budget: Limits shared by the whole tree.
-        journal: Records every step; a session id the journal already holds resumes. A
-            journal object, or a path: `.jsonl` for a JSONL file, anything else SQLite.
-        mode: "record" (default; resumes too) or "replay" (strict: nothing runs live, no
-            model route is used, and the replay must use every recorded step).
-        architecture_ref: How to rebuild `arch` for `jeeves replay`: an import path
-            "module:attr" (an Architecture, or a zero-argument factory in that module), or
-            a source mapping a registered loader understands. Stored in the root session
-            record; a resumed run given none keeps the recorded one.
-        tracer: Span hooks; defaults to the one `jeeves.telemetry.configure` installed.
-        approvals: The approval policy (`jeeves.approvals.Approvals`); None gates nothing
-            (a resumed run given none keeps the recorded one). See docs/approvals.md.
-        approver: A live approver, `async (PendingGate) -> Decision`; None: the run
-            suspends at an undecided gate (`RunResult.status == "awaiting_approval"`).
-        session_ttl_s: A hard limit on the run's life from its first start, across resumes.
-        progress_s: Emit `progress` events at most every `progress_s` seconds (and when a
-            gate starts waiting); None (default): none are emitted, and the latest envelope
-            is only kept in the journal for `jeeves runs --watch`.
+        options: How to run it (`jeeves.RunOptions`: models, budget, journal, approvals,
+            tracer...); keywords given beside it replace its fields.
+        **keywords: The fields of `RunOptions`, given one by one.
+
+    Raises:
+        UserError: a bad option (named with its value), a `models=` key that no session of
+            `arch` looks up (with the keys that would), a task that is not a str.
     """
-    _check_arguments(task, router, models, budget, mode)
+    check_str(task, name="The task")
+    opts = options_of(options, keywords)
     channel = EventChannel()
     channel.consume = False
-    state = _state(
-        router=router,
-        model=model,
-        models=models,
-        budget=budget,
-        mode=mode,
-        tracer=tracer,
-        channel=channel,
-        approvals=approvals,
-        approver=approver,
-        session_ttl_s=session_ttl_s,
-        progress_s=progress_s,
-    )
-    root = _root_context(state, arch, session_id, role)
-    return await _execute(state, root, arch, task, journal, architecture_ref, session_ttl_s)
+    state = _state(arch, opts, channel)
+    root = _root_context(state, arch, opts.session_id, opts.role)
+    return await _execute(state, root, arch, task, opts)
 
 
 def check_injection(root: str, text: object, session_id: object) -> None:
@@ -518,24 +421,7 @@ class _Streamed:
 
 
 def stream(
-    arch: Architecture,
-    task: str,
-    *,
-    router: Router | None = None,
-    model: ModelLike | None = None,
-    models: Mapping[str, ModelLike] | None = None,
-    session_id: str | None = None,
-    role: str | None = None,
-    budget: Budget | None = None,
-    journal: JournalLike | None = None,
-    mode: JournalMode = "record",
-    architecture_ref: ArchitectureRef | None = None,
-    tracer: Tracer | None = None,
-    max_buffer: int = 256,
-    approvals: Approvals | None = None,
-    approver: Approver | None = None,
-    session_ttl_s: float | None = None,
-    progress_s: float | None = None,
+    arch: Architecture, task: str, *, options: RunOptions | None = None, **keywords: Unpack[RunKeywords]
 ) -> AbstractAsyncContextManager[RunStream]:
     """Start `arch` on `task` and stream its events.
 
@@ -546,30 +432,18 @@ def stream(
         result = await events.result()
     ```
 
-    Takes the same arguments as `jeeves.run`, plus `max_buffer`: how many unread events
-    the run may get ahead of the reader before it waits (backpressure).
+    Takes the same options as `jeeves.run`; `max_buffer` is how many unread events the
+    run may get ahead of the reader before it waits (backpressure).
     """
+    check_str(task, name="The task")
+    opts = options_of(options, keywords)
 
     def prepare() -> tuple[RunStream, Callable[[], Awaitable[RunResult]]]:
-        _check_arguments(task, router, models, budget, mode)
-        check_int(max_buffer, name="max_buffer", minimum=0)
-        channel = EventChannel(max_buffer)
-        state = _state(
-            router=router,
-            model=model,
-            models=models,
-            budget=budget,
-            mode=mode,
-            tracer=tracer,
-            channel=channel,
-            approvals=approvals,
-            approver=approver,
-            session_ttl_s=session_ttl_s,
-            progress_s=progress_s,
-        )
-        root = _root_context(state, arch, session_id, role)
+        channel = EventChannel(opts.max_buffer)
+        state = _state(arch, opts, channel)
+        root = _root_context(state, arch, opts.session_id, opts.role)
         handle = RunStream(channel, root.session_id, state)
-        return handle, lambda: _execute(state, root, arch, task, journal, architecture_ref, session_ttl_s)
+        return handle, lambda: _execute(state, root, arch, task, opts)
 
     return _Streamed(None, None, prepare)
 
@@ -611,15 +485,10 @@ async def replay(
     store = open_journal(journal, create=False)
     try:
         plan = await plan_replay(store, session_id, arch, strict=True)  # reads the whole run, once
-        return await run(
-            plan.arch,
-            plan.task,
-            session_id=session_id,
-            role=plan.role,
-            journal=plan.journal,
-            mode="replay",
-            tracer=tracer,
+        options = RunOptions(
+            session_id=session_id, role=plan.role, journal=plan.journal, mode="replay", tracer=tracer
         )
+        return await run(plan.arch, plan.task, options=options)
     finally:
         if store is not journal:
             await close_journal(store)
@@ -628,18 +497,11 @@ async def replay(
 async def resume(
     arch: Architecture | None,
     session_id: str,
+    /,
     *,
-    journal: JournalLike,
     decisions: Mapping[str, Decision] | None = None,
-    approvals: Approvals | None = None,
-    approver: Approver | None = None,
-    router: Router | None = None,
-    model: ModelLike | None = None,
-    models: Mapping[str, ModelLike] | None = None,
-    budget: Budget | None = None,
-    tracer: Tracer | None = None,
-    session_ttl_s: float | None = None,
-    progress_s: float | None = None,
+    options: RunOptions | None = None,
+    **keywords: Unpack[RunKeywords],
 ) -> RunResult:
     """Go on with recorded run `session_id`: after it suspended at gates, crashed, or was killed.
 
@@ -650,42 +512,30 @@ async def resume(
     Args:
         arch: The architecture that recorded the run, or None to rebuild it from the source
             stored with the run (`architecture_ref=`, or the spec a spec run recorded).
-        journal: The journal object, or its path.
         decisions: Decisions to record first, by gate id (`SESSION#STEP`) or by run id when
             the run has one pending gate (see `jeeves.approvals.record_decision`).
-        approvals: The policy; default: the one recorded with the run.
-        approver: A live approver for gates still undecided; without one the run suspends again.
-        session_ttl_s: A TTL for a run recorded without one (a recorded TTL is kept).
-
-    The other arguments are those of `jeeves.run`.
+        options, **keywords: As for `jeeves.run`; `journal=` is required. `approvals=`
+            defaults to the policy recorded with the run; `approver=` decides gates still
+            undecided (without one the run suspends again); `session_ttl_s=` sets a TTL for a
+            run recorded without one (a recorded TTL is kept).
     """
     from jeeves._run.replay import plan_replay
     from jeeves.approvals.decide import record_decision
     from jeeves.journal.open import close_journal, open_journal
     from jeeves.journal.unchanged import restored_if_nothing_ran
 
+    opts = options_of(options, keywords)
+    journal = opts.journal
+    if journal is None:
+        raise UserError(f"resume({session_id!r}) needs journal=: the journal the run was recorded in.")
     store = open_journal(journal, create=False)
     try:
         plan = await plan_replay(store, session_id, arch)
         for target, decision in (decisions or {}).items():
             await record_decision(store, target, decision)
         async with restored_if_nothing_ran(store, session_id):  # a failure before any step: as it was
-            return await run(
-                plan.arch,
-                plan.task,
-                session_id=session_id,
-                role=plan.role,
-                journal=store,
-                approvals=approvals,
-                approver=approver,
-                router=router,
-                model=model,
-                models=models,
-                budget=budget,
-                tracer=tracer,
-                session_ttl_s=session_ttl_s,
-                progress_s=progress_s,
-            )
+            resumed = opts.replace(session_id=session_id, role=plan.role, journal=store, mode="record")
+            return await run(plan.arch, plan.task, options=resumed)
     finally:
         if store is not journal:
             await close_journal(store)

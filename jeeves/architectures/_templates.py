@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
-from jeeves.critics import Verdict
+from jeeves.critics import REVIEW_PROMPT, Verdict
 from jeeves.errors import UserError
 
 __all__ = [
@@ -44,15 +44,7 @@ __all__ = [
 
 FIELDS = ("task", "output", "issues", "summary", "history", "round")
 
-CRITIC_TEMPLATE = """\
-## Task
-{task}
-
-## Candidate answer (round {round})
-{output}
-
-## End of candidate answer
-Review the candidate answer against the task."""
+CRITIC_TEMPLATE = REVIEW_PROMPT
 """What a critic is shown: the task and the candidate, clearly delimited."""
 
 ACTOR_REFINE_TEMPLATE = """\

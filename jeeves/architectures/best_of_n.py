@@ -51,7 +51,7 @@ from jeeves._run.context import (
 )
 from jeeves.architectures._templates import CRITIC_TEMPLATE, check_template, render
 from jeeves.architectures.actor_critic import CriticLike, build_critic
-from jeeves.critics import Critic, CriticSession, Review, Verdict
+from jeeves.critics import Critic, Review, Verdict, review_in
 from jeeves.errors import PROGRAM_ERRORS, ReplayDivergence, UserError
 from jeeves.events import CandidateSelected
 from jeeves.journal.records import error_type_name
@@ -143,10 +143,9 @@ class _CandidateRun:
         for s, critic in enumerate(self.stages):
             prompt = render(self.template, task=task, output=answer.text, verdict=None, history="", round=0)
             review = Review(task=task, output=answer.text, round=0, prompt=prompt, threshold=self.threshold)
-            judged = await ctx.run(CriticSession(critic, review), prompt, role="critic", index=s)
-            assert isinstance(judged.value, Verdict)
-            verdicts.append(judged.value)
-            if not judged.value.approves(self.threshold):
+            verdict = await review_in(ctx, critic, review, role="critic", index=s)
+            verdicts.append(verdict)
+            if not verdict.approves(self.threshold):
                 return _result(answer, verdicts, passed=False)
         return _result(answer, verdicts, passed=True)
 

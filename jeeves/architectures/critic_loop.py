@@ -44,7 +44,7 @@ from jeeves._base.validate import check_int, check_number
 from jeeves._run.context import Architecture, Caller, Context, Output, join_callers, model_callers
 from jeeves._run.state import tool_calls
 from jeeves.architectures._templates import Template, check_template, format_history, render
-from jeeves.critics import Critic, CriticSession, Review, Verdict
+from jeeves.critics import Critic, Review, Verdict, review_in
 from jeeves.critics.verdict import critique_event
 from jeeves.errors import PROGRAM_ERRORS, BudgetExceeded, CriticError, UserError
 from jeeves.events import CriticFailed, Refinement, RoundStarted
@@ -344,12 +344,9 @@ class CriticLoop(Generic[OutputT]):
             threshold=self.s.threshold,
             evaluated=actor,
         )
-        session = CriticSession(self.critic, review)
-        result = await self.ctx.run(
-            session, prompt, role=self.s.critic_role, index=r, share_route=self.s.share_route
+        return await review_in(
+            self.ctx, self.critic, review, role=self.s.critic_role, index=r, share_route=self.s.share_route
         )
-        assert isinstance(result.value, Verdict)
-        return result.value
 
     def _record(self, r: int, verdict: Verdict, passed: bool) -> None:
         current = self.rounds[r] = self.rounds[r].model_copy(update={"verdict": verdict, "passed": passed})

@@ -42,7 +42,7 @@ from jeeves.agent.agent import Agent
 from jeeves.agent.tools import Tool
 from jeeves.architectures.actor_critic import CriticLike, build_critic
 from jeeves.architectures.critic_loop import check_stop
-from jeeves.critics import CriticSession, Review, Verdict
+from jeeves.critics import Review, Verdict, review_in
 from jeeves.critics.verdict import critique_event
 from jeeves.critics.watchdog import Watchdog, WatchdogFiring, WatchdogReview, describe_step
 from jeeves.errors import PROGRAM_ERRORS, MaxTurnsExceeded, UserError
@@ -334,9 +334,7 @@ class _GoalRun:
             f"## End of report\nCheck whether the goal is met."
         )
         review = Review(task=self.task, output=claim, round=n, prompt=prompt)
-        out = await self.ctx.run(CriticSession(self.goal.success, review), prompt, role="success", index=n)
-        verdict = out.value
-        assert isinstance(verdict, Verdict)
+        verdict = await review_in(self.ctx, self.goal.success, review, role="success", index=n)
         self.verifications.append(verdict)
         passed = verdict.approves(self.goal.threshold)
         await self.ctx.emit(

@@ -51,7 +51,7 @@ from jeeves.agent.tools import ApprovalMode, Tool, ToolContext, ToolOutcome
 from jeeves.approvals.policy import DEFAULT_MODE
 from jeeves.architectures.actor_critic import CriticLike, build_critic
 from jeeves.budget import Budget
-from jeeves.critics import CriticSession, Review, Verdict
+from jeeves.critics import Review, Verdict, review_in
 from jeeves.critics.plan import (
     CriticReport,
     Decision,
@@ -590,11 +590,10 @@ class _Runs:
         for i, critic in enumerate(self.arch.evaluators):
             prompt = f"## Task\n{self.task}\n\n## Result of the executed plan\n{result}\n\n## End of result\nJudge the result."
             review = Review(task=self.task, output=result, round=i, prompt=prompt)
-            out = await ctx.run(CriticSession(critic, review), prompt, role="evaluator", index=i)
-            assert isinstance(out.value, Verdict)
+            verdict = await review_in(ctx, critic, review, role="evaluator", index=i)
             name = _name(critic)
             evaluations.append(
-                Evaluation(name=name, verdict=out.value, hard=name in self.arch.hard or out.value.hard_fail)
+                Evaluation(name=name, verdict=verdict, hard=name in self.arch.hard or verdict.hard_fail)
             )
         return evaluations
 

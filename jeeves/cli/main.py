@@ -284,6 +284,10 @@ def _add_spec_commands(commands: Any) -> None:
     )
     validate = commands.add_parser("validate", help="check specs and print their outlines")
     validate.add_argument("specs", nargs="+", metavar="SPEC", help="spec files, e.g. architectures/*.toml")
+    describe = commands.add_parser(
+        "describe", help="print the role paths a spec routes (the keys [models] takes)"
+    )
+    describe.add_argument("spec", metavar="SPEC", help="a spec file, e.g. architectures/codegen.toml")
 
 
 def _stdin_task() -> str:
@@ -362,8 +366,10 @@ def _view(args: argparse.Namespace) -> int:
 
 
 def _spec_command(args: argparse.Namespace) -> int:
-    from jeeves.cli.run import RunOptions, run_command, validate_command
+    from jeeves.cli.run import RunOptions, describe_command, run_command, validate_command
 
+    if args.command == "describe":
+        return anyio.run(describe_command, args.spec)
     if args.command == "validate":
         return max([anyio.run(validate_command, path) for path in args.specs])
     if args.trace:
@@ -473,7 +479,7 @@ def _gate_command(args: argparse.Namespace) -> int:
 
 def _dispatch(args: argparse.Namespace) -> int:
     durable_commands.configure_db_retry(args)
-    if args.command in ("run", "validate"):
+    if args.command in ("run", "validate", "describe"):
         return _spec_command(args)
     if args.command == "demo":
         if args.trace:

@@ -19,6 +19,7 @@ from typing import TextIO
 import anyio
 
 from jeeves._run.context import Architecture
+from jeeves._run.routes import callers, describe
 from jeeves._run.runner import RunResult, stream
 from jeeves._run.source import resolve_ref
 from jeeves.approvals.decide import Approvals
@@ -38,17 +39,19 @@ from jeeves.spec.models import (
     ActorCriticSpec,
     AgentSpec,
     ArchSpec,
+    CustomSpec,
     GoalSpec,
     PlanExecuteSpec,
     SelfRefineSpec,
     Spec,
     SupervisorSpec,
 )
-from jeeves.spec.routes import RoutedCall, callers, routing
+from jeeves.spec.routes import RoutedCall, routing
 from jeeves.spec.source import spec_source
 
 __all__ = [
     "RunOptions",
+    "describe_command",
     "describe_spec",
     "parse_model_flags",
     "resume_target",
@@ -240,6 +243,24 @@ async def validate_command(path: str, out: TextIO | None = None, err: TextIO | N
     return 0
 
 
+async def describe_command(path: str, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """Print the role paths a spec's tree routes, one a line, with the route each gets under
+    its `[models]` (what `jeeves.describe(arch)` returns). Exit 0, or 2 with the problem."""
+    out, err = out or sys.stdout, err or sys.stderr
+    try:
+        arch, router = build(load_spec(path))
+        paths = describe(arch)
+    except UserError as exc:
+        _error(exc, err)
+        return 2
+    rows = {".".join(r.path): r for r in routing(callers(arch) or [], router)}
+    width = max(len(p) for p in paths) if paths else 0
+    out.writelines(
+        f"{p:<{width}}  → {_destination(rows[p]) if p in rows else 'its own model'}\n" for p in paths
+    )
+    return 0
+
+
 def spec_catalog(
     paths: Sequence[str], *, offline: bool = False
 ) -> dict[str, Callable[[], tuple[Architecture, Router, Approvals | None]]]:
@@ -311,6 +332,8 @@ def unrouted_error(spec: Spec, arch: Architecture, router: Router) -> UserError 
 def _root_role(arch: ArchSpec) -> str:
     if isinstance(arch, SelfRefineSpec):
         return arch.role or _root_role(arch.agent)
+    if isinstance(arch, CustomSpec):
+        return arch.role or arch.architecture.rsplit(":", 1)[-1].rsplit(".", 1)[-1].lower()
     return arch.role
 
 
@@ -342,3 +365,8 @@ def _outline(arch: ArchSpec, role: str, depth: int, lines: list[str]) -> None:
         watchdog = f"  watchdog: every {arch.watchdog.every}" if arch.watchdog else ""
         lines.append(f"{pad}{role}  goal  success: {success}{watchdog}")
         _outline(arch.agent, "agent", depth + 1, lines)
+    elif isinstance(arch, CustomSpec):
+        critics = f"  critics: {', '.join(arch.critics)}" if arch.critics else ""
+        lines.append(f"{pad}{role}  {arch.architecture}{critics}")
+        for name, part in arch.parts.items():
+            _outline(part, name, depth + 1, lines)

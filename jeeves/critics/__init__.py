@@ -7,6 +7,7 @@ SelfRefine run each review in its own session; see docs/critics.md.
 """
 
 from jeeves.critics.base import (
+    REVIEW_PROMPT,
     CombinedCritic,
     Critic,
     CriticFunction,
@@ -14,6 +15,7 @@ from jeeves.critics.base import (
     FunctionCritic,
     Review,
     as_critic,
+    review_in,
 )
 from jeeves.critics.citations import CitationCritic
 from jeeves.critics.code import CodeCritic, extract_code
@@ -24,8 +26,6 @@ from jeeves.critics.verdict import Evidence, Obtained, Verdict, combine_verdicts
 from jeeves.critics.watchdog import Watchdog, WatchdogFiring
 
 __all__ = [
-    "REVIEW_INSTRUCTIONS",
-    "VERDICT_FORMAT",
     "CitationCritic",
     "CodeCritic",
     "CombinedCritic",
@@ -39,7 +39,10 @@ __all__ = [
     "Grounding",
     "LLMCritic",
     "Obtained",
+    "REVIEW_INSTRUCTIONS",
+    "REVIEW_PROMPT",
     "Review",
+    "VERDICT_FORMAT",
     "Verdict",
     "Watchdog",
     "WatchdogFiring",
@@ -50,4 +53,5 @@ __all__ = [
     "ground",
     "normalise_score",
     "parse_verdict",
+    "review_in",
 ]

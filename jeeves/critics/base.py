@@ -28,7 +28,16 @@ from jeeves.errors import UserError
 if TYPE_CHECKING:
     from jeeves._run.context import Context
 
-__all__ = ["CombinedCritic", "Critic", "CriticFunction", "CriticSession", "FunctionCritic", "Review"]
+__all__ = [
+    "REVIEW_PROMPT",
+    "CombinedCritic",
+    "Critic",
+    "CriticFunction",
+    "CriticSession",
+    "FunctionCritic",
+    "Review",
+    "review_in",
+]
 
 CriticFunction: TypeAlias = Callable[[str, str], "Verdict | bool | float | Awaitable[Verdict | bool | float]"]
 """A Python critic: `(task, output_text) -> Verdict | bool | float`, sync or async."""
@@ -36,9 +45,27 @@ CriticFunction: TypeAlias = Callable[[str, str], "Verdict | bool | float | Await
 _ROLE = re.compile(r"[a-z][a-z0-9_]*")
 
 
+REVIEW_PROMPT = """\
+## Task
+{task}
+
+## Candidate answer (round {round})
+{output}
+
+## End of candidate answer
+Review the candidate answer against the task."""
+"""What a critic is shown by default: the task and the candidate, clearly delimited, so the
+critic can tell the question from the answer (and text inside the answer is not taken for
+instructions). An LLMCritic sends it as the user message under its own instructions (which
+ask for the verdict JSON); a function critic reads `task` and `output` instead."""
+
+
 @dataclass(frozen=True)
 class Review:
-    """What a critic is asked to judge."""
+    """What a critic is asked to judge.
+
+    Build one with `Review.of(task, output)`: its prompt is `REVIEW_PROMPT` filled in.
+    """
 
     task: str
     """The user's task, as the loop was given it."""
@@ -52,6 +79,29 @@ class Review:
     """The score that approves (the evaluation event's pass / fail label)."""
     evaluated: str | None = None
     """The session whose answer is judged (the evaluation event names it); unset, the parent."""
+
+    @classmethod
+    def of(
+        cls,
+        task: str,
+        output: str | Output,
+        *,
+        round: int = 0,
+        prompt: str | None = None,
+        threshold: float = 0.8,
+        evaluated: str | None = None,
+    ) -> Review:
+        """A review of `output` (a text, or a child's Output) against `task`.
+
+        `prompt` defaults to `REVIEW_PROMPT` with the task, the candidate and the round;
+        give your own when the critic should see more (both sides of a debate, the rules).
+        """
+        text = output.text if isinstance(output, Output) else output
+        if prompt is None:
+            prompt = REVIEW_PROMPT.format(task=task, output=text, round=round)
+        return cls(
+            task=task, output=text, round=round, prompt=prompt, threshold=threshold, evaluated=evaluated
+        )
 
 
 @runtime_checkable
@@ -218,3 +268,37 @@ class CriticSession:
             add_span_event(ctx, parent, name, attributes)
         # `evidence` is left out of the text, so sessions recorded before it existed replay
         return Output(value=verdict, text=verdict.model_dump_json(exclude={"parts", "evidence"}))
+
+
+async def review_in(
+    ctx: Context,
+    critic: Critic | CriticFunction,
+    review: Review,
+    *,
+    role: str = "critic",
+    index: int = 0,
+    share_route: bool = False,
+) -> Verdict:
+    """Run `critic` on `review` in its own child session of `ctx` and return its Verdict.
+
+    ```python
+    verdict = await review_in(ctx, self.judge, Review.of(task, answer), role="judge")
+    ```
+
+    The critic's session is `{ctx.session_id}__{role}_{index}`, at role path
+    `(*ctx.role_path, role)`: that is the key its model is routed and scripted by
+    (`models={"judge": ...}`, `ScriptedModel({"judge": [...]})`), its steps are journaled
+    there, and a replay serves its verdict. Calling `critic.review(ctx, review)` directly
+    would run it inside the caller's own session, under the caller's keys. ActorCritic,
+    SelfRefine and BestOfN review this way.
+
+    Args:
+        critic: A Critic (`LLMCritic()`, `CodeCritic(...)`) or a function `(task, output) ->
+            Verdict | bool | float`.
+        role: The critic session's role (a route key); `index` tells reviews under one
+            role apart (a round number); `share_route`: route its calls as the caller's.
+    """
+    session = CriticSession(as_critic(critic), review)
+    result = await ctx.run(session, review.prompt, role=role, index=index, share_route=share_route)
+    assert isinstance(result.value, Verdict)
+    return result.value

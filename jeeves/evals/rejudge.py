@@ -172,7 +172,7 @@ class _Judge:
         result = await run(
             session, review.prompt, role="critic", session_id=f"rejudge_{index}", router=self.router
         )
-        verdict = result.detail.value if result.detail else None
+        verdict = result.output
         assert isinstance(verdict, Verdict)
         return verdict
 

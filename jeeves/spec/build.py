@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar, assert_never
 
 from jeeves._run.context import Architecture, Caller
+from jeeves._run.routes import callers, unmatched_key
 from jeeves._run.source import import_object
 from jeeves.agent.agent import Agent
 from jeeves.agent.tools import Tool
@@ -39,6 +40,7 @@ from jeeves.spec.models import (
     CitationCriticSpec,
     CodeCriticSpec,
     CriticSpec,
+    CustomSpec,
     DemoSpec,
     FunctionCriticSpec,
     GoalSpec,
@@ -50,7 +52,6 @@ from jeeves.spec.models import (
     SupervisorSpec,
     WatchdogSpec,
 )
-from jeeves.spec.routes import callers, unmatched_key
 from jeeves.spec.stop import StopSpec, build_stop
 from jeeves.stop import StopCondition
 
@@ -263,7 +264,20 @@ class _Builder:
             return self.plan_execute(spec, path)
         if isinstance(spec, GoalSpec):
             return self.goal(spec, path)
+        if isinstance(spec, CustomSpec):
+            return self.custom(spec, path)
         assert_never(spec)
+
+    def custom(self, spec: CustomSpec, path: KeyPath) -> Architecture | None:
+        """An architecture of the user's own: its import path called with its parts built."""
+        before = len(self.problems)
+        target = self.imported(spec.architecture, [*path, "architecture"])
+        kwargs: dict[str, Any] = dict(spec.args)
+        kwargs |= {k: self.arch(a, [*path, "parts", k]) for k, a in spec.parts.items()}
+        kwargs |= {k: self.critic(c, [*path, "critics", k]) for k, c in spec.critics.items()}
+        if spec.role is not None:
+            kwargs["role"] = spec.role
+        return self.then(before, path, lambda: _call_custom(spec.architecture, target, kwargs))
 
     def agent(self, spec: AgentSpec, path: KeyPath) -> Agent | None:
         before = len(self.problems)
@@ -506,3 +520,29 @@ class _Builder:
         if isinstance(spec, FunctionCriticSpec):
             return FunctionCritic(function, name=spec.name)
         assert_never(spec)
+
+
+def _call_custom(ref: str, target: Any, kwargs: dict[str, Any]) -> Architecture:
+    """What `architecture = "module:attr"` names, called with the table's keywords."""
+    if not callable(target) or _is_architecture(target):
+        if _is_architecture(target) and not kwargs:
+            return target  # type: ignore[no-any-return]
+        raise UserError(
+            f"architecture = {ref!r} is {target!r}; name an Architecture class or a function returning one."
+        )
+    try:
+        arch = target(**kwargs)
+    except TypeError as exc:
+        raise UserError(
+            f"architecture = {ref!r} does not take these keys ({exc}); give only its keyword arguments "
+            f"under [parts], [critics] and [args]."
+        ) from None
+    if not _is_architecture(arch):
+        raise UserError(
+            f"architecture = {ref!r} gave {arch!r}, which is not an architecture (no `name` and `run`)."
+        )
+    return arch  # type: ignore[no-any-return]
+
+
+def _is_architecture(value: object) -> bool:
+    return not isinstance(value, type) and callable(getattr(value, "run", None)) and hasattr(value, "name")

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
+from jeeves._run.routes import callers, unmatched_key
 from jeeves._run.source import import_object
 from jeeves.agent.agent import Agent
 from jeeves.agent.tools import Tool
@@ -56,7 +57,6 @@ from jeeves.spec.models import (
     SupervisorSpec,
     WatchdogSpec,
 )
-from jeeves.spec.routes import callers, unmatched_key
 from jeeves.spec.stop import stop_spec
 from jeeves.spec.toml import to_toml
 from jeeves.stop import MaxToolCalls, StopCondition

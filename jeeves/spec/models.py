@@ -55,6 +55,7 @@ __all__ = [
     "CitationCriticSpec",
     "CodeCriticSpec",
     "CriticSpec",
+    "CustomSpec",
     "DecisionTable",
     "DemoSpec",
     "FunctionCriticSpec",
@@ -281,9 +282,30 @@ class GoalSpec(SpecModel):
         return [value] if isinstance(value, dict) else value
 
 
+class CustomSpec(SpecModel):
+    """An architecture of your own, named by import path (`architecture = "debate:Debate"`).
+
+    The class (or factory function) is called with keyword arguments: each `[parts.NAME]`
+    table built as an architecture, each `[critics.NAME]` table built as a critic, and
+    `[args]` as given. Import paths resolve beside the spec file, as tools' do.
+    """
+
+    type: Literal["custom"] = "custom"
+    architecture: str
+    """`module:attr`: an Architecture class or a function returning one."""
+    role: str | None = None
+    """The role its session runs as; unset, what the architecture says."""
+    parts: dict[str, ArchSpec] = Field(default_factory=dict)
+    """Keyword → architecture table (`[parts.pro]`), built and passed to it."""
+    critics: dict[str, CriticSpec] = Field(default_factory=dict)
+    """Keyword → critic table (`[critics.judge]`), built and passed to it."""
+    args: dict[str, Any] = Field(default_factory=dict)
+    """Other keyword arguments, passed as they are (`[args]`, e.g. `turns = 2`)."""
+
+
 def _arch_type(value: Any) -> str | None:
     if isinstance(value, dict):
-        tag = value.get("type", "agent")
+        tag = value.get("type", "custom" if "architecture" in value else "agent")
         return tag if isinstance(tag, str) else None
     return getattr(value, "type", "agent")  # not a table: AgentSpec says it should be one
 
@@ -294,7 +316,8 @@ ArchSpec = Annotated[
     | Annotated[SelfRefineSpec, Tag("self_refine")]
     | Annotated[SupervisorSpec, Tag("supervisor")]
     | Annotated[PlanExecuteSpec, Tag("plan_execute")]
-    | Annotated[GoalSpec, Tag("goal")],
+    | Annotated[GoalSpec, Tag("goal")]
+    | Annotated[CustomSpec, Tag("custom")],
     Discriminator(_arch_type),
 ]
 """Any architecture table, told apart by `type` (default `agent`)."""
@@ -306,6 +329,7 @@ ARCHITECTURE_SPECS: dict[str, type[SpecModel]] = {
     "supervisor": SupervisorSpec,
     "plan_execute": PlanExecuteSpec,
     "goal": GoalSpec,
+    "custom": CustomSpec,
 }
 
 for _spec in ARCHITECTURE_SPECS.values():

@@ -91,6 +91,10 @@ PAGES: dict[str, list[Step]] = {
             "jeeves validate architectures/research_team.toml",
             lines=("architectures/research_team.toml: valid", "lead.writer.critic  → openai/gpt-4o"),
         ),
+        Step(
+            "jeeves describe architectures/research_team.toml",
+            lines=("lead.researcher     → openai/gpt-4o-mini  (models.researcher)", "lead.writer.critic  → "),
+        ),
         REFUND_DESK_RUN,
         AWAITING,
         Step(

@@ -16,6 +16,7 @@ def load_example(filename: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(f"example_{path.stem}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # so pydantic resolves the annotations of its models
     spec.loader.exec_module(module)
     return module
 

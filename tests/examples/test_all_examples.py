@@ -57,6 +57,10 @@ LIVE = {
             "stop reason: approved; best round: 0",
         ),
     ),
+    "debate.py": Live(
+        env=BY_ENV,
+        shows=("pro: A short, plain answer.", "winner: pro; answer: A short, plain answer."),
+    ),
     "eval_offline.py": Live(
         env={"JEEVES_MODEL": f"openai/{MODEL}"},
         critics=False,

@@ -73,7 +73,7 @@ def test_a_top_level_typo_can_mean_a_table() -> None:
 def test_an_unknown_type_lists_the_known_ones() -> None:
     assert problems(team({"type": "actorcritic"})) == [
         "workers.coder.type: unknown type 'actorcritic'; use one of 'agent', 'actor_critic', 'self_refine', "
-        "'supervisor', 'plan_execute', 'goal'"
+        "'supervisor', 'plan_execute', 'goal', 'custom'"
     ]
     assert problems(coder(critic={"name": "x"})) == [
         "critic.type: missing; use one of 'llm', 'code', 'citations', 'function'"

@@ -6,11 +6,12 @@ from typing import Any
 
 import pytest
 
+from jeeves._run.routes import callers, unmatched_key
 from jeeves.errors import UserError
 from jeeves.models.base import Route
 from jeeves.models.router import Router
 from jeeves.spec import build, parse_spec
-from jeeves.spec.routes import RoutedCall, callers, routing, unmatched_key
+from jeeves.spec.routes import RoutedCall, routing
 
 TEAM: dict[str, Any] = {
     "type": "supervisor",
