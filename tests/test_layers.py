@@ -13,7 +13,9 @@ LINE = re.compile(r"^(jeeves[\w.]*(?: \| jeeves[\w.]*)*)\s{2,}\S")
 def contract_layers() -> list[set[str]]:
     config = tomllib.loads((REPO / "pyproject.toml").read_text())
     contracts = config["tool"]["importlinter"]["contracts"]
-    (layers,) = [c["layers"] for c in contracts if c["type"] == "layers" and c["name"].startswith("Layers go one way")]
+    (layers,) = [
+        c["layers"] for c in contracts if c["type"] == "layers" and c["name"].startswith("Layers go one way")
+    ]
     return [{name.strip() for name in layer.split(":")} for layer in layers]
 
 
