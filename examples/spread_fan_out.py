@@ -6,7 +6,7 @@
 A `jeeves.durable.Worker` in this process (on PostgreSQL: as many `jeeves worker
 examples.spread_fan_out:build` as you like, on any machines) serves `build()`: a Supervisor
 that delegates a coder and a tester in one reply. The run is a DBOS workflow on one worker;
-each delegation becomes a branch (`jeeves._run.branch` workflow, id = the child's session id) that
+each delegation becomes a branch (`jeeves.branch` workflow, id = the child's session id) that
 any worker executes into the shared journal; the run adopts each from the journal when it
 ends, so its output, events and usage are those of a run that did everything itself. The
 script prints which worker ran the run and each branch, the output, and replays the run
