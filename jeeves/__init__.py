@@ -6,7 +6,6 @@ Run an architecture with `await jeeves.run(arch, task)` or follow it live with
 
 from __future__ import annotations
 
-import importlib
 import inspect as _inspect
 from dataclasses import is_dataclass as _is_dataclass
 from typing import TYPE_CHECKING, Any
@@ -14,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel as _BaseModel
 
 from jeeves._base.ids import child_id
+from jeeves._base.lazy import lazy_names as _lazy_names
 from jeeves._run.context import Architecture, Context, Output
 from jeeves._run.options import RunOptions
 from jeeves._run.routes import describe
@@ -75,11 +75,11 @@ _LAZY = {
 }
 
 
+_load = _lazy_names("jeeves", _LAZY)
+
+
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'jeeves' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = _load(name)
     globals()[name] = _shown_here(value)
     return value
 

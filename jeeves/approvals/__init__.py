@@ -5,9 +5,9 @@ A run given `approvals=Approvals(...)` gates the tool calls its policy says to a
 see docs/approvals.md.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from jeeves._base.lazy import lazy_names
 from jeeves.approvals.policy import (
     APPROVAL_MODES,
     Allow,
@@ -34,11 +34,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'jeeves.approvals' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_names("jeeves.approvals", _LAZY)
 
 
 __all__ = [

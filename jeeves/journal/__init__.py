@@ -14,9 +14,9 @@
 See docs/replay.md for the id scheme and why a replay can be trusted.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from jeeves._base.lazy import lazy_names
 from jeeves.journal.eventlog import EventLog, LoggedRun, open_event_log
 from jeeves.journal.memory import MemoryJournal
 from jeeves.journal.records import (
@@ -64,11 +64,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'jeeves.journal' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_names("jeeves.journal", _LAZY)
 
 
 __all__ = [

@@ -29,8 +29,9 @@ Invariants:
   and other credentials in route params never reach a span.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from jeeves._base.lazy import lazy_names
 
 if TYPE_CHECKING:
     from jeeves.telemetry.otel import OTelTracer
@@ -41,11 +42,7 @@ if TYPE_CHECKING:
 _LAZY = {"OTelTracer": "jeeves.telemetry.otel", "configure": "jeeves.telemetry.setup"}
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'jeeves.telemetry' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_names("jeeves.telemetry", _LAZY)
 
 
 __all__ = ["OTelTracer", "configure"]
