@@ -37,6 +37,7 @@ from jeeves._run.state import Session, emit
 from jeeves._run.steps import check_recorded, progress, unadopted
 from jeeves.approvals.policy import (
     ApprovalMode,
+    Approvals,
     Decision,
     GateAction,
     PendingGate,
@@ -49,7 +50,7 @@ from jeeves.approvals.policy import (
 from jeeves.errors import GateExpired, GateRejected, ReplayDivergence, UserError
 from jeeves.journal.records import StepRecord, fingerprint, served_events, step_origin
 
-__all__ = ["approval_action", "deny_ends_run", "gate", "pass_gate", "refusal"]
+__all__ = ["approval_action", "deny_ends_run", "gate", "pass_gate", "refusal", "run_policy"]
 
 _EVENT_EXCLUDE = {"seq", "ts", "replayed"}
 
@@ -61,6 +62,12 @@ def _gate_hash(record: StepRecord | None, gid: str, tool: str, arguments: dict[s
     if recorded.get("arguments_hash") == legacy:
         return legacy  # recorded before the hash bound the gate id and tool: keep its hash
     return gate_hash(gid, tool, arguments)
+
+
+def run_policy(session: Session) -> Approvals | None:
+    """The run's approval policy (`jeeves.run(..., approvals=)`); None when nothing is gated.
+    An Agent's tools are gated by it through `jeeves.agent.gating.Gated`."""
+    return session._state.approvals
 
 
 def approval_action(

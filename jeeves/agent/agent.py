@@ -32,13 +32,12 @@ from jeeves._base.validate import check_int, check_mapping, check_str, short_rep
 from jeeves._run import model_calls
 from jeeves._run.concurrency import run_all
 from jeeves._run.context import Caller, Context, Output, StepResult
-from jeeves._run.gates import approval_action, pass_gate, refusal
-from jeeves._run.sessions import injected, intervention, steered, tool_span
+from jeeves._run.sessions import injected, intervention, steered
 from jeeves._run.state import count_tool_call
 from jeeves._run.steering import ToolStep, Turn
 from jeeves._run.steps import next_index
-from jeeves.agent.tools import Tool, ToolContext, ToolOutcome, Toolset
-from jeeves.approvals.policy import DEFAULT_MODE, ApprovalMode, GateAction
+from jeeves.agent.gating import gated
+from jeeves.agent.tools import Tool, ToolOutcome, ToolRun, Toolset
 from jeeves.errors import (
     BudgetExceeded,
     MaxTurnsExceeded,
@@ -47,7 +46,6 @@ from jeeves.errors import (
     UserTypeError,
 )
 from jeeves.events import OutputRetrying, ToolCompleted, ToolStarted
-from jeeves.journal.records import fingerprint
 from jeeves.messages import Message, ModelRequest, ToolCall, ToolSpec
 from jeeves.models.base import ModelClient, Route
 
@@ -213,9 +211,13 @@ class Agent:
             return await self._run(ctx, task)
 
     async def _kit(self, ctx: Context) -> _Kit:
-        """This turn's tools: the agent's own, then each toolset's, named apart."""
-        if not self.toolsets:
-            return self._own
+        """This turn's tools: the agent's own, then each toolset's, named apart, each gated by
+        the run's approval policy (`jeeves.agent.gating`)."""
+        kit = self._own if not self.toolsets else await self._listed(ctx)
+        tools = gated(ctx, kit.tools)
+        return kit if tools is kit.tools else _Kit(tools, kit.specs)
+
+    async def _listed(self, ctx: Context) -> _Kit:
         tools = dict(self._tools)
         for toolset in self.toolsets:
             for found in await toolset.tools(ctx, tools.keys()):
@@ -241,7 +243,7 @@ class Agent:
             outcomes: list[ToolOutcome] = []
             if response.tool_calls:
                 try:
-                    outcomes = await self._run_tools(ctx, response.tool_calls, kit.tools)
+                    outcomes = await _run_calls(ctx, response.tool_calls, kit.tools)
                 except BudgetExceeded:  # the deadline stopped a tool: keep the text so far, as above
                     if last_text and self._adapter is None:
                         return Output.of(last_text, stop_reason="budget")
@@ -284,109 +286,6 @@ class Agent:
             f"Reply again with only a JSON object matching this schema, no other text:\n{schema}"
         )
 
-    async def _run_tools(
-        self, ctx: Context, calls: Sequence[ToolCall], tools: Mapping[str, Tool]
-    ) -> list[ToolOutcome]:
-        """Run one turn's tool calls concurrently.
-
-        Indices are allocated and `tool.started` emitted in the order the model listed the
-        calls, before any runs; each `tool.completed` is released in that order too, as soon
-        as the calls before it are done. So a session's events are the same live and on
-        replay, whichever tool finishes first. A call the run's approval policy gates gets
-        two indices (its gate, then its tool step); a refused call gets none (it never runs).
-        """
-        slots = [self._slot(ctx, c, tools) for c in calls]
-        if len(calls) == 1:
-            (c,) = calls
-            await ctx.emit(
-                ToolStarted(session_id=ctx.session_id, tool_call_id=c.id, name=c.name, arguments=c.arguments)
-            )
-            outcome, replayed = await self._run_tool(ctx, c, slots[0], tools)
-            await self._completed(ctx, c, outcome, replayed)
-            return [outcome]
-        for c in calls:
-            await ctx.emit(
-                ToolStarted(session_id=ctx.session_id, tool_call_id=c.id, name=c.name, arguments=c.arguments)
-            )
-        released = [anyio.Event() for _ in calls]
-
-        async def job(position: int) -> ToolOutcome:
-            try:
-                outcome, replayed = await self._run_tool(ctx, calls[position], slots[position], tools)
-                if position:
-                    await released[position - 1].wait()
-                await self._completed(ctx, calls[position], outcome, replayed)
-                return outcome
-            finally:
-                released[position].set()
-
-        return await run_all([functools.partial(job, p) for p in range(len(calls))])
-
-    @staticmethod
-    def _slot(ctx: Context, call: ToolCall, tools: Mapping[str, Tool]) -> _Slot:
-        """What the policy does with `call`, and its step indices (allocated here, in call order)."""
-        found = tools.get(call.name)
-        arguments = _json_object(call.arguments)
-        mode = found.approval if found is not None else None
-        action: GateAction = (
-            "run" if found is None or arguments is None else approval_action(ctx, call.name, mode, arguments)
-        )
-        gate = next_index(ctx) if action == "ask" else None
-        step = next_index(ctx) if action != "refuse" else None
-        return _Slot(action, mode, arguments or {}, gate, step)
-
-    @staticmethod
-    async def _completed(ctx: Context, call: ToolCall, outcome: ToolOutcome, replayed: bool) -> None:
-        await ctx.emit(
-            ToolCompleted(
-                session_id=ctx.session_id,
-                tool_call_id=call.id,
-                name=call.name,
-                result=outcome.text,
-                is_error=outcome.is_error,
-                replayed=replayed,
-            )
-        )
-
-    async def _run_tool(
-        self, ctx: Context, call: ToolCall, slot: _Slot, tools: Mapping[str, Tool]
-    ) -> StepResult[ToolOutcome]:
-        if slot.action == "refuse":
-            return StepResult(ToolOutcome(text=refusal(ctx, call.name, slot.mode), is_error=True), False)
-        if slot.gate is not None:
-            mode = slot.mode or DEFAULT_MODE
-            refused = await pass_gate(ctx, call.name, call.id, slot.arguments, mode, index=slot.gate)
-            if refused is not None:
-                return StepResult(ToolOutcome(text=refused, is_error=True), False)
-        assert slot.step is not None
-        return await self._tool_step(ctx, call, slot.step, tools)
-
-    @staticmethod
-    async def _tool_step(
-        ctx: Context, call: ToolCall, index: int, tools: Mapping[str, Tool]
-    ) -> StepResult[ToolOutcome]:
-        found = tools.get(call.name)
-        request = (
-            found.step_request(call.arguments)
-            if found is not None
-            else {"name": call.name, "arguments": call.arguments}
-        )
-
-        async def live() -> ToolOutcome:  # a served step runs none of this (nor its fingerprint)
-            context = ToolContext(ctx.session_id, index, fingerprint(request))
-            if found is None:
-                known = ", ".join(sorted(tools)) or "none"
-                return ToolOutcome(text=f"Unknown tool {call.name!r}; the tools are: {known}.", is_error=True)
-            with tool_span(ctx, call.name, call.id, call.arguments) as span:
-                outcome = await found.invoke(call.arguments, context)
-                span.set_attribute("gen_ai.tool.call.result", outcome.text)
-                if outcome.is_error:
-                    span.set_attribute("error.type", "tool_error")
-                return outcome
-
-        count_tool_call(ctx, call.name)
-        return await ctx.step("tool", call.name, request, live, ToolOutcome, index=index)
-
 
 @dataclass(frozen=True)
 class _Kit:
@@ -396,25 +295,68 @@ class _Kit:
     specs: list[ToolSpec]
 
 
-@dataclass
-class _Slot:
-    """One tool call as the approval policy sorted it, with its step indices."""
+async def _run_calls(ctx: Context, calls: Sequence[ToolCall], tools: Mapping[str, Tool]) -> list[ToolOutcome]:
+    """Run one turn's tool calls concurrently.
 
-    action: GateAction
-    mode: ApprovalMode | None
-    arguments: dict[str, Any]
-    gate: int | None
-    """The gate's step index, when the policy asks for approval."""
-    step: int | None
-    """The tool step's index; None for a refused call (it never runs)."""
+    Each call is prepared (`Tool.prepare`: its step indices taken) and `tool.started`
+    emitted in the order the model listed the calls, before any runs; each `tool.completed`
+    is released in that order too, as soon as the calls before it are done. So a session's
+    events are the same live and on replay, whichever tool finishes first.
+    """
+    runs = [_prepare(ctx, c, tools) for c in calls]
+    for c in calls:
+        await ctx.emit(
+            ToolStarted(session_id=ctx.session_id, tool_call_id=c.id, name=c.name, arguments=c.arguments)
+        )
+    if len(calls) == 1:
+        outcome, replayed = await runs[0]()
+        await _completed(ctx, calls[0], outcome, replayed)
+        return [outcome]
+    released = [anyio.Event() for _ in calls]
+
+    async def job(position: int) -> ToolOutcome:
+        try:
+            outcome, replayed = await runs[position]()
+            if position:
+                await released[position - 1].wait()
+            await _completed(ctx, calls[position], outcome, replayed)
+            return outcome
+        finally:
+            released[position].set()
+
+    return await run_all([functools.partial(job, p) for p in range(len(calls))])
 
 
-def _json_object(arguments: str) -> dict[str, Any] | None:
-    try:
-        value = json.loads(arguments or "{}")
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
+def _prepare(ctx: Context, call: ToolCall, tools: Mapping[str, Tool]) -> ToolRun:
+    found = tools.get(call.name)
+    if found is not None:
+        return found.prepare(ctx, call)
+    return functools.partial(_unknown, ctx, call, sorted(tools), next_index(ctx))
+
+
+async def _unknown(ctx: Context, call: ToolCall, known: list[str], index: int) -> StepResult[ToolOutcome]:
+    """A call of no tool of this turn: a journaled step whose outcome names the tools there are."""
+    request = {"name": call.name, "arguments": call.arguments}
+
+    async def live() -> ToolOutcome:
+        listed = ", ".join(known) or "none"
+        return ToolOutcome(text=f"Unknown tool {call.name!r}; the tools are: {listed}.", is_error=True)
+
+    count_tool_call(ctx, call.name)
+    return await ctx.step("tool", call.name, request, live, ToolOutcome, index=index)
+
+
+async def _completed(ctx: Context, call: ToolCall, outcome: ToolOutcome, replayed: bool) -> None:
+    await ctx.emit(
+        ToolCompleted(
+            session_id=ctx.session_id,
+            tool_call_id=call.id,
+            name=call.name,
+            result=outcome.text,
+            is_error=outcome.is_error,
+            replayed=replayed,
+        )
+    )
 
 
 async def run_tool_calls(agent: Agent, ctx: Context, calls: Sequence[ToolCall]) -> list[ToolOutcome]:
@@ -423,4 +365,4 @@ async def run_tool_calls(agent: Agent, ctx: Context, calls: Sequence[ToolCall]) 
     order listed. For an architecture that drives an Agent's tools itself (the jeevesagent
     supervisor runs the model's calls of its own tools through this)."""
     kit = await agent._kit(ctx)
-    return await agent._run_tools(ctx, calls, kit.tools)
+    return await _run_calls(ctx, calls, kit.tools)

@@ -7,30 +7,38 @@ turned into text (neither a str, a pydantic model, nor JSON-serialisable data) b
 error result that the model reads (with the message) rather than a crash. The error
 result is the step's outcome, so the journal records it and a replay serves it. Sync functions run in a worker
 thread so they cannot stall the event loop; async ones run in the loop.
+
+A call runs in two phases (`Tool.prepare`): first it takes its step index, in the order
+the model listed the turn's calls; then it runs, concurrently with the turn's other calls,
+as a journaled step of its session (`tool_step`). A `WrapperTool` changes what a tool does
+around that (`jeeves.agent.gating.Gated` puts the run's approval gate before it).
 """
 
 from __future__ import annotations
 
 import abc
+import functools
 import hashlib
 import inspect
-from collections.abc import Callable, Sequence, Set
+from collections.abc import Awaitable, Callable, Sequence, Set
 from contextlib import AbstractAsyncContextManager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, get_type_hints, overload
+from typing import Any, get_type_hints, overload
 
 import anyio
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
 
 from jeeves._base.ids import validate_name
 from jeeves._base.validate import check_str, short_repr
+from jeeves._run.context import Context, StepResult
+from jeeves._run.sessions import tool_span
+from jeeves._run.state import count_tool_call
+from jeeves._run.steps import next_index
 from jeeves.approvals.policy import APPROVAL_MODES, ApprovalMode
 from jeeves.errors import UserError, UserTypeError
-from jeeves.messages import ToolSpec
-
-if TYPE_CHECKING:
-    from jeeves._run.context import Context
+from jeeves.journal.records import fingerprint
+from jeeves.messages import ToolCall, ToolSpec
 
 __all__ = [
     "APPROVAL_MODES",
@@ -38,10 +46,13 @@ __all__ = [
     "Tool",
     "ToolContext",
     "ToolOutcome",
+    "ToolRun",
     "Toolset",
+    "WrapperTool",
     "current_tool",
     "idempotency_key",
     "tool",
+    "tool_step",
 ]
 
 
@@ -94,6 +105,10 @@ class ToolOutcome(BaseModel):
 
     text: str
     is_error: bool = False
+
+
+ToolRun = Callable[[], Awaitable[StepResult[ToolOutcome]]]
+"""One prepared tool call (`Tool.prepare`), its step indices taken: awaiting it runs the call."""
 
 
 def _describe(fn: Callable[..., Any]) -> str:
@@ -188,6 +203,14 @@ class Tool:
         """The request its journaled step records and fingerprints for a call with `arguments`."""
         return {"name": self.name, "arguments": arguments}
 
+    def prepare(self, ctx: Context, call: ToolCall) -> ToolRun:
+        """Take `call`'s step index in session `ctx` now; return what runs it (`tool_step`).
+
+        A turn prepares its calls in the order the model listed them, before any runs, then
+        runs them concurrently: so each call has the same index live and on replay, whichever
+        finishes first."""
+        return functools.partial(tool_step, ctx, self, call, next_index(ctx))
+
     async def invoke(self, arguments: str, context: ToolContext | None = None) -> ToolOutcome:
         """Validate `arguments` (JSON text) and call the function; failures become error outcomes.
 
@@ -229,6 +252,53 @@ class Tool:
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"
+
+
+async def tool_step(ctx: Context, tool: Tool, call: ToolCall, index: int) -> StepResult[ToolOutcome]:
+    """`call` of `tool` as journaled step `index` of session `ctx`: served when the journal
+    has it, else invoked live (in an `execute_tool` span)."""
+    request = tool.step_request(call.arguments)
+
+    async def live() -> ToolOutcome:  # a served step runs none of this (nor its fingerprint)
+        context = ToolContext(ctx.session_id, index, fingerprint(request))
+        with tool_span(ctx, call.name, call.id, call.arguments) as span:
+            outcome = await tool.invoke(call.arguments, context)
+            span.set_attribute("gen_ai.tool.call.result", outcome.text)
+            if outcome.is_error:
+                span.set_attribute("error.type", "tool_error")
+            return outcome
+
+    count_tool_call(ctx, call.name)
+    return await ctx.step("tool", call.name, request, live, ToolOutcome, index=index)
+
+
+class WrapperTool(Tool):
+    """A tool around another one, `wrapped`: the same name, spec, mode and calls, nothing built
+    again. A subclass overrides what it changes (`jeeves.agent.gating.Gated`: `prepare`)."""
+
+    def __init__(self, wrapped: Tool) -> None:  # not Tool.__init__: the wrapped tool is built
+        self.wrapped = wrapped
+
+    def __getattr__(self, name: str) -> Any:
+        """The wrapped tool's attributes (`name`, `approval`, `description`...)."""
+        if name == "wrapped":  # not set yet (a copy being made): no recursion
+            raise AttributeError(name)
+        return getattr(self.wrapped, name)
+
+    def spec(self) -> ToolSpec:
+        return self.wrapped.spec()
+
+    def step_request(self, arguments: str) -> dict[str, Any]:
+        return self.wrapped.step_request(arguments)
+
+    async def invoke(self, arguments: str, context: ToolContext | None = None) -> ToolOutcome:
+        return await self.wrapped.invoke(arguments, context)
+
+    def prepare(self, ctx: Context, call: ToolCall) -> ToolRun:
+        return self.wrapped.prepare(ctx, call)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.wrapped!r})"
 
 
 class Toolset(abc.ABC):

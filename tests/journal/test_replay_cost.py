@@ -176,7 +176,7 @@ async def test_a_served_tool_step_computes_no_fingerprint_for_its_tool(
 ) -> None:
     journal = MemoryJournal()
     await jeeves.run(archs.build_team(), TASK, models=archs.team_models(), journal=journal, session_id="r1")
-    from jeeves.agent import agent
+    from jeeves.agent import tools
 
     asked: list[Any] = []
 
@@ -184,7 +184,7 @@ async def test_a_served_tool_step_computes_no_fingerprint_for_its_tool(
         asked.append(payload)
         raise AssertionError("a served tool step built its ToolContext")
 
-    monkeypatch.setattr(agent, "fingerprint", spy)
+    monkeypatch.setattr(tools, "fingerprint", spy)
     result = await jeeves.replay(archs.build_team(), journal, "r1")
     assert asked == [] and result.text
 
