@@ -36,6 +36,7 @@ __all__ = [
     "count_tool_call",
     "emit",
     "lease_owner",
+    "run_journal",
     "tool_calls",
     "type_adapter",
 ]
@@ -380,3 +381,8 @@ def count_tool_call(session: Session, name: str) -> None:
 def tool_calls(session: Session, session_id: str | None = None) -> list[str]:
     """The tools called by a session (`session` by default) and everything below it."""
     return session._state.tree_tool_calls(session_id or session.session_id)
+
+
+def run_journal(session: Session) -> Journal | None:
+    """The journal `session`'s run records into; None for a run without one."""
+    return session._state.journal

@@ -274,9 +274,18 @@ async def tool_step(ctx: Context, tool: Tool, call: ToolCall, index: int) -> Ste
 
 class WrapperTool(Tool):
     """A tool around another one, `wrapped`: the same name, spec, mode and calls, nothing built
-    again. A subclass overrides what it changes (`jeeves.agent.gating.Gated`: `prepare`)."""
+    again. A subclass overrides what it changes: `invoke` (what runs inside the call's
+    journaled step) or `prepare` (the whole call, as `jeeves.agent.gating.Gated` puts a gate
+    before it). A wrapper that keeps `Tool.prepare` runs its own `invoke` in the step, so it
+    cannot wrap a tool whose `prepare` does more (a `Gated` one): wrap the tool, then gate it.
+    """
 
     def __init__(self, wrapped: Tool) -> None:  # not Tool.__init__: the wrapped tool is built
+        if type(self).prepare is Tool.prepare and type(wrapped).prepare is not Tool.prepare:
+            raise UserError(
+                f"{type(self).__name__} cannot wrap {wrapped!r}: its calls would pass by that tool's own "
+                f"prepare(); wrap the tool inside it instead (an Agent gates its tools itself, outermost)."
+            )
         self.wrapped = wrapped
 
     def __getattr__(self, name: str) -> Any:
@@ -293,9 +302,6 @@ class WrapperTool(Tool):
 
     async def invoke(self, arguments: str, context: ToolContext | None = None) -> ToolOutcome:
         return await self.wrapped.invoke(arguments, context)
-
-    def prepare(self, ctx: Context, call: ToolCall) -> ToolRun:
-        return self.wrapped.prepare(ctx, call)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.wrapped!r})"

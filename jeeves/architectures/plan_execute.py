@@ -42,13 +42,11 @@ from jeeves._base.ids import child_id, validate_name
 from jeeves._base.validate import check_int, check_number, short_repr
 from jeeves._run.concurrency import run_all
 from jeeves._run.context import Architecture, Caller, Context, Output, join_callers, model_callers
-from jeeves._run.gates import approval_action, pass_gate, refusal
 from jeeves._run.sessions import add_span_event
-from jeeves._run.state import count_tool_call
-from jeeves._run.steps import next_index, report_plan
+from jeeves._run.steps import report_plan
 from jeeves.agent.agent import Agent
-from jeeves.agent.tools import ApprovalMode, Tool, ToolContext, ToolOutcome
-from jeeves.approvals.policy import DEFAULT_MODE
+from jeeves.agent.gating import gated
+from jeeves.agent.tools import ApprovalMode, Tool, ToolOutcome
 from jeeves.architectures.actor_critic import CriticLike, build_critic
 from jeeves.budget import Budget
 from jeeves.critics import Review, Verdict, review_in
@@ -70,7 +68,7 @@ from jeeves.critics.plan import (
 from jeeves.critics.verdict import EVALUATION_EVENT, evaluation_attributes
 from jeeves.errors import PROGRAM_ERRORS, BudgetExceeded, UserError, UserTypeError
 from jeeves.events import PlanDecided, PlanVerified
-from jeeves.journal.records import fingerprint
+from jeeves.messages import ToolCall
 
 __all__ = ["AttemptRecord", "EvidenceSource", "PlanExecute", "PlanExecuteOutput", "StepResult"]
 
@@ -161,28 +159,13 @@ class _ToolStep:
         )
 
     async def _outcome(self, ctx: Context) -> ToolOutcome:
-        """The step's tool call through the run's approval policy, as an Agent's tool call goes:
+        """The step's tool call as an Agent's tool call goes (`jeeves.agent.gating.Gated`):
         refused above the safety mode; behind a gate (its own step, before the call's) when
-        the policy asks; a denial is the step's failed result, which goes back to the planner."""
-        tool, arguments = self.tool, dict(self.step.arguments)
-        action = approval_action(ctx, tool.name, tool.approval, arguments)
-        if action == "refuse":
-            return ToolOutcome(text=refusal(ctx, tool.name, tool.approval), is_error=True)
-        if action == "ask":
-            mode = tool.approval or DEFAULT_MODE
-            gate = next_index(ctx)
-            refused = await pass_gate(ctx, tool.name, f"step-{self.step.id}", arguments, mode, index=gate)
-            if refused is not None:
-                return ToolOutcome(text=refused, is_error=True)
-        text = json.dumps(arguments, sort_keys=True)
-        request = {"name": tool.name, "arguments": text}
-        index = next_index(ctx)
-
-        async def live() -> ToolOutcome:  # a served step runs none of this (nor its fingerprint)
-            return await tool.invoke(text, ToolContext(ctx.session_id, index, fingerprint(request)))
-
-        count_tool_call(ctx, tool.name)
-        return (await ctx.step("tool", tool.name, request, live, ToolOutcome, index=index)).value
+        the run's policy asks; a denial is the step's failed result, which goes back to the planner."""
+        (tool,) = gated(ctx, {self.tool.name: self.tool}).values()
+        arguments = json.dumps(dict(self.step.arguments), sort_keys=True)
+        call = ToolCall(id=f"step-{self.step.id}", name=tool.name, arguments=arguments)
+        return (await tool.prepare(ctx, call)()).value
 
 
 class PlanExecute:

@@ -29,6 +29,7 @@ import anyio
 
 from jeeves._run.branch import placement_of
 from jeeves._run.context import Architecture, Context
+from jeeves._run.state import run_journal
 from jeeves.durable import engine
 from jeeves.durable.targets import QUEUE_PREFIX
 from jeeves.errors import JournalError, UserError
@@ -163,7 +164,7 @@ class Spreader:
         elif await _off_workflow(_status, client, sid) is None:
             return False  # never spread: run it here
         status = await self._ended(client, sid)
-        journal = ctx._state.journal
+        journal = run_journal(ctx)
         assert journal is not None  # spreading needs the run's journal (Context.run checks)
         record = await journal.get_session(sid)
         if record is None or record.status not in TERMINAL:

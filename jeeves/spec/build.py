@@ -55,7 +55,7 @@ from jeeves.spec.models import (
 from jeeves.spec.stop import StopSpec, build_stop
 from jeeves.stop import StopCondition
 
-__all__ = ["build", "build_critics", "build_problems", "problems_message", "scripted_model"]
+__all__ = ["build", "build_critics", "build_problems", "importable", "problems_message", "scripted_model"]
 
 T = TypeVar("T")
 KeyPath = list[str | int]
@@ -98,7 +98,7 @@ def build_critics(specs: Sequence[CriticSpec], *, where: str, path: Path | None,
     every problem in one UserError keyed under `key`; import paths resolve beside `path`."""
     builder = _Builder(None, offline=False)
     builder.where = where
-    with _importable(path):
+    with importable(path):
         critics = [builder.critic(c, [key, i]) for i, c in enumerate(specs)]
     if builder.problems:
         raise UserError(problems_message(where, builder.problems))
@@ -131,7 +131,7 @@ def _base(spec: Spec) -> Path | None:
 
 
 @contextmanager
-def _importable(spec_path: Path | None) -> Iterator[None]:
+def importable(spec_path: Path | None) -> Iterator[None]:
     """Make the spec's directory importable while its import paths are resolved."""
     folder = str(spec_path.resolve().parent) if spec_path is not None else None
     added = folder is not None and folder not in sys.path
@@ -170,7 +170,7 @@ class _Builder:
     def build(
         self, spec: Spec, overrides: Mapping[str, object]
     ) -> tuple[Architecture | None, dict[str, RouteLike]]:
-        with _importable(spec.path):
+        with importable(spec.path):
             arch = self.arch(spec.architecture, [])
         found = callers(arch) if arch is not None else None
         if found is not None:

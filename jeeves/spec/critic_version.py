@@ -45,7 +45,7 @@ from jeeves.critics import CombinedCritic, Critic
 from jeeves.critics.plan import PlanCheck
 from jeeves.errors import UserError
 from jeeves.evals.rejudge import CriticVersion, Evaluator
-from jeeves.spec.build import _importable, build_critics
+from jeeves.spec.build import build_critics, importable
 from jeeves.spec.load import format_errors
 from jeeves.spec.parts import (
     CitationCriticSpec,
@@ -141,7 +141,7 @@ def _version(spec: CriticVersionSpec, file: Path) -> CriticVersion:
 
 def _checks(refs: list[str], file: Path) -> list[PlanCheck]:
     checks: list[PlanCheck] = []
-    with _importable(file):
+    with importable(file):
         for ref in refs:
             found = import_object(ref)
             if not callable(found):
