@@ -120,7 +120,7 @@ async def _heartbeat(state: RunState, root_id: str) -> None:
 
 def _helped(state: RunState) -> bool:
     """Whether the root needs its helpers: a lease to renew (a live journal) or gates that
-    may park (an approval policy; gates come only from one, see `Context.approval_action`)."""
+    may park (an approval policy; gates come only from one, see `jeeves._run.gates.run_policy`)."""
     return (state.journal is not None and state.mode != "replay") or state.approvals is not None
 
 

@@ -1,9 +1,10 @@
 """The leaf architecture: an `Agent` (a model with tools, turn after turn), its tools, and
 the interventions that steer it between turns.
 
-`Agent` runs a model in a loop, calling the tools it asks for; `@tool` turns a typed
-function into a `Tool`; an `Intervener` sees each `Turn` and may return an `Intervention`
-(messages added to the conversation, or a stop). A run's `Inbox` holds a person's messages
+`Agent` runs a model in a loop, calling the tools it asks for, each wrapped by the run's
+approval policy (`jeeves.agent.gating.Gated`); `@tool` turns a typed function into a
+`Tool`; an `Intervener` sees each `Turn` and may return an `Intervention` (messages added
+to the conversation, or a stop). A run's `Inbox` holds a person's messages
 for its agents (bounded: `MessageTooLarge`, `InboxFull`).
 """
 

@@ -2,7 +2,9 @@
 reads) and deciding gates held in a journal (`record_decision`, `pending_gates`).
 
 A run given `approvals=Approvals(...)` gates the tool calls its policy says to ask about;
-see docs/approvals.md.
+see docs/approvals.md. Which calls those are is decided by a wrapper around an agent's tools,
+`jeeves.agent.gating.Gated`; the gate itself is a journaled step of the kernel
+(`jeeves._run.gates`).
 """
 
 from typing import TYPE_CHECKING
