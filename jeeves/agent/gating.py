@@ -42,7 +42,7 @@ class Gated(WrapperTool):
         """Take the call's step indices in `ctx` (the gate's, then the tool's, when the policy
         asks; none when it refuses) and return what runs it."""
         arguments = _json_object(call.arguments)
-        if arguments is None:  # not an object: no tool takes it, the tool's own check refuses it
+        if arguments is None:  # not a JSON object: nothing to gate on; the tool's own check refuses it
             return self.wrapped.prepare(ctx, call)
         mode: ApprovalMode | None = self.wrapped.approval
         action = self.policy.action(call.name, mode, arguments)
