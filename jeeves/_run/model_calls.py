@@ -79,16 +79,15 @@ async def call_model(session: Session, request: ModelRequest, given: Route | Non
         await completed(session, index)  # after the charge: the budget left counts this call
     await emit(
         session,
-        ModelCompleted(
-            session_id=session.session_id,
-            text=response.text,
-            tool_calls=list(response.tool_calls),
-            usage=response.usage,
-            model=response.model,
-            fallback=step.fallback,
-            step=index,
-            replayed=replayed,
-        ),
+        ModelCompleted,
+        session_id=session.session_id,
+        text=response.text,
+        tool_calls=list(response.tool_calls),
+        usage=response.usage,
+        model=response.model,
+        fallback=step.fallback,
+        step=index,
+        replayed=replayed,
     )
     return response
 
