@@ -109,7 +109,7 @@ class BudgetMeter:
         """This meter's own budget limits no axis (its parent's may: see `unlimited`)."""
         self.unlimited: bool = self._unlimited and (parent is None or parent.unlimited)
         """No limit on any axis here nor in any meter above: a live step needs no check and
-        no cancel scope (the context then runs it without entering `live` at all). A slice
+        no cancel scope (`jeeves._run.steps` then runs it without entering `live` at all). A slice
         with no limits of its own under a limited parent is not unlimited: the parent's
         `live` must still run (budgets are frozen, so this holds for the meter's life)."""
 
@@ -182,6 +182,8 @@ class BudgetMeter:
 
     def _charge(self, usage: Usage) -> None:
         self.spent.add(usage)
+        if self._unlimited:  # no limit here to reach, nor reservation to make
+            return
         c = self._costliest
         if usage.total_tokens > c.total_tokens:
             c.input_tokens, c.output_tokens = usage.input_tokens, usage.output_tokens

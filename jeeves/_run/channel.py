@@ -42,6 +42,15 @@ class EventChannel:
         fields["seq"] = self._seq
         fields["ts"] = time.time()
 
+    def skip(self) -> tuple[int, float] | None:
+        """For an event not built yet: when nobody will read it (`consume` is False, or the
+        channel is closed), the `seq` and `ts` it takes, so it need never be built; None when
+        it will be read (build it and `offer` it)."""
+        if self.consume and not self._closed:
+            return None
+        self._seq += 1
+        return self._seq, time.time()
+
     def _wake_reader(self) -> None:
         if self._reader is not None:
             self._reader.set()

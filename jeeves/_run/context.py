@@ -24,7 +24,17 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from contextvars import ContextVar
-from typing import Any, Literal, NamedTuple, Protocol, Self, TypeVar, runtime_checkable
+from typing import (
+    Any,
+    Literal,
+    NamedTuple,
+    ParamSpec,
+    Protocol,
+    Self,
+    TypeVar,
+    overload,
+    runtime_checkable,
+)
 
 import anyio
 from pydantic import BaseModel, ConfigDict
@@ -56,6 +66,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 class Output(BaseModel):
@@ -123,12 +134,26 @@ class Context(Session):
 
     __slots__ = ()
 
-    async def emit(self, event: Event) -> None:
+    @overload
+    async def emit(self, event: Event, /) -> None: ...
+
+    @overload
+    async def emit(self, event: Callable[P, Event], /, *args: P.args, **fields: P.kwargs) -> None: ...
+
+    async def emit(self, event: Any, /, *args: Any, **fields: Any) -> None:
         """Send an event into the run's stream; `seq` and `ts` are stamped here.
 
-        In a strict replay every event is marked `replayed`: nothing in it ran live.
+        ```python
+        await ctx.emit(RoundStarted(session_id=ctx.session_id, round=r))
+        await ctx.emit(RoundStarted, session_id=ctx.session_id, round=r)  # built only if read
+        ```
+
+        Given its class (or a function that returns it) and the fields, the event is built
+        only when someone reads the run's events: `jeeves.run` reads none, so it never is.
+        Both forms emit the same event. In a strict replay every event is marked `replayed`:
+        nothing in it ran live.
         """
-        await emit(self, event)
+        await emit(self, event, *args, **fields)
 
     def run(
         self,
@@ -260,10 +285,10 @@ async def execute(ctx: Context, arch: Architecture, task: str, index: int = 0) -
     # already final, and rewriting them (in progress, then ended) would make a parent
     # taken over mid-adoption read the branch as unfinished.
     recorded = state.journal is not None and not ctx._adopted
-    started = await sessions.start(ctx, getattr(arch, "name", type(arch).__name__), model, index, task)
+    await sessions.start(ctx, getattr(arch, "name", type(arch).__name__), model, index, task)
     if recorded:
         await sessions.record(ctx, "in_progress")
-    with state.tracer.session(started) as span:
+    with sessions.span(ctx) as span:
         state.spans[ctx.session_id] = span
         try:
             if setup_error is not None:

@@ -77,20 +77,22 @@ async def call_model(session: Session, request: ModelRequest, given: Route | Non
     state.add_usage(session.session_id, response.usage, live=not replayed, meter=session._meter)
     if not replayed and (state.journal is not None or state.progress_interval_s is not None):
         await completed(session, index)  # after the charge: the budget left counts this call
-    await emit(
-        session,
-        ModelCompleted(
-            session_id=session.session_id,
-            text=response.text,
-            tool_calls=list(response.tool_calls),
-            usage=response.usage,
-            model=response.model,
-            fallback=step.fallback,
-            step=index,
-            replayed=replayed,
-        ),
-    )
+    await emit(session, _completed, session, step, index, replayed)
     return response
+
+
+def _completed(session: Session, step: _ModelStep, index: int, replayed: bool) -> ModelCompleted:
+    response = step.response
+    return ModelCompleted(
+        session_id=session.session_id,
+        text=response.text,
+        tool_calls=list(response.tool_calls),
+        usage=response.usage,
+        model=response.model,
+        fallback=step.fallback,
+        step=index,
+        replayed=replayed,
+    )
 
 
 class Traced:

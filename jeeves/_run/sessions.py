@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import anyio
 
-from jeeves._run.state import RunState, Session, emit
+from jeeves._run.state import RunState, Session, Start, emit, sent_unread
 from jeeves._run.steering import INJECT_STEP, Intervention, Turn, span_event, watchdog_evaluation
 from jeeves._run.steps import journaled, next_index
 from jeeves.budget import AXES, Budget, clamp
@@ -29,7 +29,7 @@ from jeeves.events import (
     WatchdogVerdictEvent,
 )
 from jeeves.journal.records import Journal, SessionRecord, SessionStatus, error_type_name
-from jeeves.telemetry.tracer import EventAttributes, SpanHandle
+from jeeves.telemetry.tracer import NULL_SCOPE, NULL_SPAN, EventAttributes, SpanHandle
 
 __all__ = [
     "SLICE_STEP",
@@ -45,6 +45,7 @@ __all__ = [
     "recorded_model",
     "root_fields",
     "slice_stopped",
+    "span",
     "span_note",
     "start",
     "started",
@@ -78,7 +79,10 @@ def _rounds(output: Ended | None) -> int | None:
 
 
 def describe_output(span: SpanHandle, output: Ended, index: int) -> None:
-    """A finished session's span attributes: its stop reason, a critic's score, an audit's stats."""
+    """A finished session's span attributes: its stop reason, a critic's score, an audit's stats
+    (none for the default tracer's span, which keeps nothing)."""
+    if span is NULL_SPAN:
+        return
     span.set_attribute("jeeves.stop_reason", output.stop_reason)
     score = getattr(output.value, "score", None)
     if isinstance(score, int | float) and not isinstance(score, bool):
@@ -92,67 +96,79 @@ def describe_output(span: SpanHandle, output: Ended, index: int) -> None:
 
 
 def started(session: Session) -> SessionStarted:
-    """`session`'s `session.started` event, as the stream carried it."""
+    """`session`'s `session.started` event, as the stream carried it; in a run nobody reads,
+    built at its first use (a journal record, a span, `ctx.started`) with the `seq` and `ts`
+    it took when the session started."""
     event = session._started
-    if event is None:
+    if event is not None:
+        return event
+    start = session._start
+    if start is None:
         raise UserError(
             f"Session {session.session_id!r} has not started; use ctx.run(...) to run architectures."
         )
-    return event
-
-
-async def start(session: Session, architecture: Any, model: Any, index: int, task: Any) -> SessionStarted:
-    """Emit `session`'s `session.started` (and keep it: its span, its record and its model
-    calls' spans read it)."""
-    event = SessionStarted(
+    event = session._started = SessionStarted(
         session_id=session.session_id,
         parent_id=session.parent_id,
         role=session.role,
         role_path=list(session.role_path),
-        architecture=architecture,
-        model=model,
-        index=index,
-        task=task,
+        architecture=start.architecture,
+        model=start.model,
+        index=start.index,
+        task=start.task,
     )
-    session._started = event
-    await emit(session, event)
+    if start.stamp is not None:
+        sent_unread(session, event, start.stamp)
     return event
+
+
+async def start(session: Session, architecture: Any, model: Any, index: int, task: Any) -> None:
+    """Emit `session`'s `session.started` (built from what it started with: see `started`)."""
+    session._start = begun = Start(architecture, model, index, task)
+    begun.stamp = await emit(session, started, session)  # None: built and sent
+
+
+def span(session: Session) -> AbstractContextManager[SpanHandle]:
+    """The scope of `session`'s span, from the run's tracer (the default one records nothing:
+    its scope needs no `session.started`)."""
+    state = session._state
+    return state.tracer.session(started(session)) if state.traced else NULL_SCOPE
 
 
 async def fail(session: Session, span: SpanHandle, exc: BaseException, *, journaled: bool) -> None:
     """End `session` as failed with `exc` (tagged with its session id): `session.failed`, its
     span's error and (`journaled`) its record."""
-    state = session._state
     tag_session(exc, session.session_id)
     span.record_error(exc)
-    await emit(
-        session,
-        SessionFailed(
-            session_id=session.session_id,
-            error_type=error_type_name(exc),
-            message=str(exc),
-            usage=state.tree_usage(session.session_id),
-        ),
-    )
+    await emit(session, _failed, session, exc)
     if journaled:
         ended = exc.status if isinstance(exc, RunEnded) else "failed"
         await record(session, ended, error=exc)  # type: ignore[arg-type]
 
 
+def _failed(session: Session, exc: BaseException) -> SessionFailed:
+    return SessionFailed(
+        session_id=session.session_id,
+        error_type=error_type_name(exc),
+        message=str(exc),
+        usage=session._state.tree_usage(session.session_id),
+    )
+
+
 async def complete(session: Session, output: Ended, *, journaled: bool) -> None:
     """End `session` with `output`: `session.completed` and (`journaled`) its record."""
-    state = session._state
-    await emit(
-        session,
-        SessionCompleted(
-            session_id=session.session_id,
-            output=output.text,
-            stop_reason=output.stop_reason,
-            usage=state.tree_usage(session.session_id),
-        ),
-    )
+    await emit(session, _completed, session, output)
     if journaled:
         await record(session, "completed", output=output)
+
+
+def _completed(session: Session, output: Ended) -> SessionCompleted:
+    return SessionCompleted(
+        session_id=session.session_id,
+        output=output.text,
+        stop_reason=output.stop_reason,
+        usage=session._state.tree_usage(session.session_id),
+    )
 
 
 async def allot(session: Session, wanted: Budget) -> None:
@@ -176,20 +192,21 @@ async def allot(session: Session, wanted: Budget) -> None:
         )
     ).value
     session._meter = session._meter.slice(allotted, owner=session.session_id)
-    await emit(
-        session,
-        BudgetSliced(
-            session_id=session.session_id,
-            max_tokens=allotted.max_tokens,
-            max_usd=allotted.max_usd,
-            max_model_calls=allotted.max_model_calls,
-            deadline_s=allotted.deadline_s,
-            clamped=[
-                axis
-                for axis, field in AXES.items()
-                if getattr(wanted, field) is not None and getattr(allotted, field) < getattr(wanted, field)
-            ],
-        ),
+    await emit(session, _sliced, session, wanted, allotted)
+
+
+def _sliced(session: Session, wanted: Budget, allotted: Budget) -> BudgetSliced:
+    return BudgetSliced(
+        session_id=session.session_id,
+        max_tokens=allotted.max_tokens,
+        max_usd=allotted.max_usd,
+        max_model_calls=allotted.max_model_calls,
+        deadline_s=allotted.deadline_s,
+        clamped=[
+            axis
+            for axis, field in AXES.items()
+            if getattr(wanted, field) is not None and getattr(allotted, field) < getattr(wanted, field)
+        ],
     )
 
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any, Generic, NamedTuple, ParamSpec, TypeVar, overload
 
 import anyio
 from pydantic import TypeAdapter
@@ -31,17 +32,36 @@ from jeeves.telemetry.tracer import NullTracer, SpanHandle, Tracer, is_null
 __all__ = [
     "RunState",
     "Session",
+    "Start",
+    "Stamp",
     "StepResult",
     "Suspension",
     "count_tool_call",
     "emit",
     "lease_owner",
     "run_journal",
+    "sent_unread",
     "tool_calls",
     "type_adapter",
 ]
 
 T = TypeVar("T")
+P = ParamSpec("P")
+Stamp = tuple[int, float]
+"""The `seq` and `ts` an event took."""
+
+
+@dataclass(slots=True)
+class Start:
+    """What a session started with (`jeeves._run.sessions.start`): its `session.started` is
+    built from it when first needed, which in a run nobody reads may be never."""
+
+    architecture: Any
+    model: Any
+    index: int
+    task: Any
+    stamp: Stamp | None = None
+    """The `seq` and `ts` its `session.started` took unbuilt (`emit`); None: built and sent."""
 
 
 class StepResult(NamedTuple, Generic[T]):
@@ -310,6 +330,7 @@ class Session:
         "_route",
         "_route_as",
         "_slice",
+        "_start",
         "_started",
         "_state",
         "_steps",
@@ -357,20 +378,57 @@ class Session:
         self._replayed = 0
         self._route: Route | None = None
         self._route_as = route_as
+        self._start: Start | None = None
+        """What the session started with, once it has (`sessions.start`)."""
         self._started: SessionStarted | None = None
-        """The session's `session.started`, once it has started (`sessions.start`)."""
+        """The session's `session.started`, once built (`sessions.started`)."""
 
 
-async def emit(session: Session, event: Event) -> None:
+@overload
+async def emit(session: Session, event: Event, /) -> Stamp | None: ...
+
+
+@overload
+async def emit(
+    session: Session, event: Callable[P, Event], /, *args: P.args, **fields: P.kwargs
+) -> Stamp | None: ...
+
+
+async def emit(session: Session, event: Any, /, *args: Any, **fields: Any) -> Stamp | None:
     """Send an event into the run's stream; `seq` and `ts` are stamped by the channel.
+
+    `event` is the event, or what builds it (its class, or a function returning it) followed
+    by the arguments to build it with: then it is built only if someone reads it. When
+    nobody does (`jeeves.run`), the event takes its `seq` and `ts` (returned) and is never
+    built: the one place a run acts on whether its events are read. An event a step records
+    (`emitted`) is built before, for the journal, and given whole.
 
     In a strict replay every event is marked `replayed`: nothing in it ran live.
     """
     state = session._state
+    channel = state.channel
+    if callable(event):
+        skipped = channel.skip()
+        if skipped is not None:
+            return skipped
+        event = event(*args, **fields)
+    _mark(state, event)
+    if not channel.offer(event):  # the buffer is full: wait for the reader
+        await channel.put(event)
+    return None
+
+
+def sent_unread(session: Session, event: Event, stamp: Stamp) -> None:
+    """Make `event`, built after `emit` skipped it (`stamp`: what it returned), the event the
+    stream would have carried: its `seq`, `ts` and replay mark."""
+    _mark(session._state, event)
+    fields = event.__dict__  # stamped, not set: `seq` and `ts` stay out of the fields set
+    fields["seq"], fields["ts"] = stamp
+
+
+def _mark(state: RunState, event: Event) -> None:
     if state.mode == "replay" and not event.replayed:  # a served step's events come marked
         event.replayed = True
-    if not state.channel.offer(event):  # the buffer is full: wait for the reader
-        await state.channel.put(event)
 
 
 def count_tool_call(session: Session, name: str) -> None:

@@ -304,8 +304,11 @@ def unadopted(session: Session, index: int, step: str) -> ReplayDivergence:
 async def _live(session: Session, kind: str, run: Callable[[], Awaitable[T]], emitted: list[Event]) -> T:
     """Run a step live under the session's budget (see `BudgetMeter.live`): a step the budget
     refuses or stops raises BudgetExceeded, which the run's first such step announces."""
+    meter = session._meter
+    if meter.unlimited:  # nothing can refuse or stop it: no budget scope to enter
+        return await run()
     try:
-        with session._meter.live(model_call=kind == "model"):
+        with meter.live(model_call=kind == "model"):
             return await run()
     except BudgetExceeded as exc:
         await _announce(session, exc, emitted)

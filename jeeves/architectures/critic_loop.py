@@ -282,7 +282,7 @@ class CriticLoop(Generic[OutputT]):
             except Exception as exc:
                 return await self._critic_failed(r, exc)
             passed = verdict.approves(s.threshold)
-            await ctx.emit(critique_event(ctx.session_id, r, verdict, passed=passed, threshold=s.threshold))
+            await ctx.emit(critique_event, ctx.session_id, r, verdict, passed=passed, threshold=s.threshold)
             self._record(r, verdict, passed)
             if passed:
                 return self._finish("approved")
@@ -294,9 +294,9 @@ class CriticLoop(Generic[OutputT]):
     async def _announce(self, r: int) -> None:
         """`round.started`, and from the second round on `refinement` (which draft it revises)."""
         ctx = self.ctx
-        await ctx.emit(RoundStarted(session_id=ctx.session_id, round=r))
+        await ctx.emit(RoundStarted, session_id=ctx.session_id, round=r)
         if r:
-            await ctx.emit(Refinement(session_id=ctx.session_id, round=r, based_on_round=self._best().round))
+            await ctx.emit(Refinement, session_id=ctx.session_id, round=r, based_on_round=self._best().round)
 
     async def _stop_reason(self, r: int, verdict: Verdict, text: str, started: float) -> str | None:
         """What the stop condition says after round `r`; journaled when it reads the clock."""
@@ -365,13 +365,12 @@ class CriticLoop(Generic[OutputT]):
         self.rounds[r] = self.rounds[r].model_copy(update={"critic_error": error})
         action = self.s.on_critic_error
         await self.ctx.emit(
-            CriticFailed(
-                session_id=self.ctx.session_id,
-                round=r,
-                error_type=error_type_name(exc),
-                message=str(exc),
-                action=action,
-            )
+            CriticFailed,
+            session_id=self.ctx.session_id,
+            round=r,
+            error_type=error_type_name(exc),
+            message=str(exc),
+            action=action,
         )
         output = self._finish("critic_failed", critic_error=error)
         if action == "raise":

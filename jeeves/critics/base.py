@@ -14,7 +14,7 @@ import inspect
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, cast, runtime_checkable
 
 import anyio.to_thread
 
@@ -176,8 +176,9 @@ class FunctionCritic:
 
 def as_critic(critic: object) -> Critic:
     """A Critic from a Critic or a function; a UserError for anything else."""
-    if isinstance(critic, Critic):
-        return critic
+    # `isinstance(critic, Critic)`, spelled out: on a Protocol it costs ~30 µs in Python 3.11
+    if hasattr(critic, "name") and getattr(critic, "review", None) is not None:
+        return cast(Critic, critic)
     if callable(critic):
         return FunctionCritic(critic)
     raise UserError(

@@ -65,32 +65,34 @@ class WithFallbacks:
 
     async def complete(self, request: ModelRequest, *, on_delta: DeltaSink | None = None) -> ModelResponse:
         route = self._route
-        plan = [
-            (model, attempt)
-            for model in (route.model, *route.fallbacks)
-            for attempt in range(route.retries + 1)
-        ]
-        for position, (model, attempt) in enumerate(plan):
-            try:
-                same = (request.model, request.timeout_s) == (model, route.timeout_s)
-                wanted = {"model": model, "timeout_s": route.timeout_s}
-                response = await self._client.complete(
-                    request if same else request.model_copy(update=wanted), on_delta=on_delta
-                )
-            except ModelError as error:
-                if error.model is None:
-                    error.model = model
-                if not error.retryable or position + 1 == len(plan):
-                    raise
-                next_model, _ = plan[position + 1]
-                delay = _delay(route, attempt, error) if next_model == model else 0.0
-                if self._on_retry is not None:
-                    await self._on_retry(model, next_model, attempt + 1, error, delay)
-                if delay:
-                    await anyio.sleep(delay)
-                continue
-            if not response.model:
-                response.model = model
-            self.fallback = model != route.model
-            return response
+        models = (route.model, *route.fallbacks)
+        tries = route.retries + 1
+        for m, model in enumerate(models):
+            for attempt in range(tries):
+                try:
+                    response = await self._client.complete(self._for(request, model), on_delta=on_delta)
+                except ModelError as error:
+                    if error.model is None:
+                        error.model = model
+                    last = m + 1 == len(models)
+                    if not error.retryable or (last and attempt + 1 == tries):
+                        raise
+                    next_model = model if attempt + 1 < tries else models[m + 1]
+                    delay = _delay(route, attempt, error) if next_model == model else 0.0
+                    if self._on_retry is not None:
+                        await self._on_retry(model, next_model, attempt + 1, error, delay)
+                    if delay:
+                        await anyio.sleep(delay)
+                    continue
+                if not response.model:
+                    response.model = model
+                self.fallback = model != route.model
+                return response
         raise AssertionError("unreachable: a route always has at least one attempt")  # pragma: no cover
+
+    def _for(self, request: ModelRequest, model: str) -> ModelRequest:
+        """`request` as sent to `model` (a copy, unless it already names it and the route's timeout)."""
+        timeout_s = self._route.timeout_s
+        if request.model == model and request.timeout_s == timeout_s:
+            return request
+        return request.model_copy(update={"model": model, "timeout_s": timeout_s})
