@@ -7,8 +7,8 @@ SQLite commit it hands over (~20 µs in WAL mode), and a journaled run pays it a
 step. A `Handoff` keeps a thread of its own, fed through a queue: the thread takes every
 batch queued, runs their jobs together (the store's `run`: a SQLite journal commits all
 their writes in one transaction), and wakes each event loop with jobs there once, through
-the loop's thread-safe callback (`anyio.lowlevel.current_token`: asyncio's
-`call_soon_threadsafe`, trio's `run_sync_soon`), which sets the batch's `anyio.Event`. A
+the loop's thread-safe callback, which sets the batch's event (asyncio's
+`call_soon_threadsafe`; on another backend, `run_sync_soon` of its `anyio.lowlevel` token). A
 lone job costs a queue put, a thread wake-up and a loop wake-up (~25 µs); the jobs of every
 task that submits while a batch runs share the next batch (group commit).
 
@@ -23,10 +23,11 @@ next job starts a new one: a store nobody closes keeps no thread.
 from __future__ import annotations
 
 import asyncio
+import functools
 import queue
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import anyio
 import anyio.lowlevel
@@ -52,22 +53,31 @@ J = TypeVar("J", bound=Job)
 
 
 class _Batch:
-    """The jobs one event loop queued since its last batch was taken, and how to wake it."""
+    """The jobs one event loop queued since its last batch was taken, and how to wake it:
+    on asyncio an `asyncio.Event` set through `call_soon_threadsafe` (the cheapest way back
+    to the loop), on any other backend an `anyio.Event` set through the loop's token."""
 
-    __slots__ = ("done", "jobs", "key", "token")
+    __slots__ = ("jobs", "key", "wait", "_soon")
 
     def __init__(self, key: object) -> None:
         self.key = key
-        self.token = anyio.lowlevel.current_token()
         self.jobs: list[Job] = []
-        self.done = anyio.Event()
+        if isinstance(key, asyncio.AbstractEventLoop):
+            event: asyncio.Event | anyio.Event = asyncio.Event()
+            self._soon: Callable[[], object] = functools.partial(key.call_soon_threadsafe, event.set)
+        else:
+            token = cast(anyio.lowlevel.EventLoopToken, key)  # `_loop()` off asyncio
+            event = anyio.Event()
+            self._soon = functools.partial(
+                token.backend_class.run_sync_soon, event.set, (), token.native_token
+            )
+        self.wait = event.wait
 
     def wake(self) -> None:
-        """Set `done` in the batch's event loop (from the thread)."""
-        token = self.token
+        """Set the batch's event in its event loop (from the thread)."""
         try:
-            token.backend_class.run_sync_soon(self.done.set, (), token.native_token)
-        except RuntimeError:  # the loop ended (anyio's RunFinishedError): nobody waits there any more
+            self._soon()
+        except RuntimeError:  # the loop ended (closed, or anyio's RunFinishedError): nobody waits there
             pass
 
 
@@ -97,7 +107,7 @@ class Handoff:
                     self._thread = threading.Thread(target=self._serve, name=self._name, daemon=True)
                     self._thread.start()
             batch.jobs.append(job)
-        await batch.done.wait()
+        await batch.wait()
         if job.error is not None:
             raise job.error
         return job
