@@ -17,15 +17,18 @@ cancelled while its job waits stops waiting, and the job still runs (a write is 
 or fails with its batch, as if its caller had waited).
 
 The thread ends after `IDLE_S` without work, or at `stop` once the queue is empty, and the
-next job starts a new one: a store nobody closes keeps no thread.
+next job starts a new one: a store nobody closes keeps no thread. A forked child starts
+with none (its parent's thread is not in it).
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import os
 import queue
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
@@ -90,6 +93,11 @@ class Handoff:
     def __init__(self, run: Callable[[list[Job]], None], *, name: str) -> None:
         self._run = run
         self._name = name
+        self._reset()
+        _ALL.add(self)
+
+    def _reset(self) -> None:
+        """No thread, nothing queued (also in a forked child: the parent's thread is not there)."""
         self._queue: queue.SimpleQueue[_Batch | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._open: dict[object, _Batch] = {}
@@ -160,6 +168,17 @@ class Handoff:
             for batch in batches:
                 del self._open[batch.key]  # its loop's next job opens a new batch
         return batches
+
+
+_ALL: weakref.WeakSet[Handoff] = weakref.WeakSet()
+
+
+def _after_fork() -> None:
+    for handoff in list(_ALL):
+        handoff._reset()
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 
 def _loop() -> object:
