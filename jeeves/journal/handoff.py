@@ -9,7 +9,8 @@ batch queued, runs their jobs together (the store's `run`: a SQLite journal comm
 their writes in one transaction), and wakes each event loop with jobs there once, through
 the loop's thread-safe callback, which sets the batch's event (asyncio's
 `call_soon_threadsafe`; on another backend, `run_sync_soon` of its `anyio.lowlevel` token). A
-lone job costs a queue put, a thread wake-up and a loop wake-up (~25 µs); the jobs of every
+lone job costs a queue put, a thread wake-up and a loop wake-up (~25 µs of CPU in a tight
+loop, more in a real run, whose caches each wake-up empties); the jobs of every
 task that submits while a batch runs share the next batch (group commit).
 
 Each job is answered only once its batch ran: a write returns committed. A caller
