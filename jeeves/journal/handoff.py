@@ -138,12 +138,11 @@ class Handoff:
         jobs = [job for batch in batches for job in batch.jobs]
         try:
             self._run(jobs)
-        except Exception as exc:  # the runner's own fault: every job hears it
+        except BaseException as exc:  # the runner's own fault: every job hears it, none is taken as done
             for job in jobs:
                 job.error = exc
-        finally:
-            for batch in batches:
-                batch.wake()
+        for batch in batches:
+            batch.wake()
 
     def _take(self) -> list[_Batch] | None:
         """Every batch queued (waiting up to `IDLE_S` for the first), closed to new jobs;

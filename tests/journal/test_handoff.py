@@ -31,7 +31,7 @@ class Runner:
         self.entered = threading.Event()
         self.release = threading.Event()
         self.release.set()
-        self.fail: Exception | None = None
+        self.fail: BaseException | None = None
 
     def __call__(self, jobs: list[Job]) -> None:
         self.threads.add(threading.get_ident())
@@ -93,6 +93,22 @@ async def test_a_failing_batch_fails_each_of_its_jobs_and_the_next_batch_runs() 
     assert errors == ["disk on fire"] * 5
     runner.fail = None
     assert (await handoff.submit(Echo(7))).value == 70
+    handoff.stop()
+
+
+class Fatal(BaseException):
+    pass
+
+
+async def test_a_runner_raising_a_base_exception_fails_its_jobs_and_the_thread_goes_on() -> None:
+    runner = Runner()
+    runner.fail = Fatal("not an Exception")
+    handoff = Handoff(runner, name="test")
+    with anyio.fail_after(5):  # a dead thread would leave the next job waiting forever
+        with pytest.raises(Fatal):  # never answered as done: a write is not taken as committed
+            await handoff.submit(Echo(1))
+        runner.fail = None
+        assert (await handoff.submit(Echo(2))).value == 20
     handoff.stop()
 
 
