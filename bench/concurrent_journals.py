@@ -10,7 +10,9 @@ journal: tracemalloc's peak above the baseline per run in flight, and what the j
 holds once the batch ended (its records: the memory journal keeps them, by design).
 
 Also reported: the collector's share of the wall time (`gc.callbacks`), and for SQLite how
-many transactions the writes took (group commit: `jeeves.journal.sqlite`).
+many transactions the writes took (group commit: `jeeves.journal.sqlite`) and the CPU time
+per batch its store's thread spent committing and reading (`store_thread_cpu_ms`, part of
+the batch's CPU time).
 
 Run: `python bench/concurrent_journals.py [--n 1000] [--rounds 3]` (prints JSON), or through
 `bench/jeeves_scenarios.py --mode concurrent-journals`.
@@ -46,10 +48,19 @@ VARIANTS = ("bare", "memory journal", "sqlite journal")
 
 
 class CountingSQLite(SQLiteJournal):
-    """A SQLite journal that counts its transactions and the writes they held."""
+    """A SQLite journal that counts its transactions and the writes they held, and the CPU
+    time its thread spent running batches (`jeeves.journal.handoff`)."""
 
     transactions = 0
     writes = 0
+    thread_cpu = 0.0
+
+    def _run_batch(self, jobs: list[Any]) -> None:
+        start = time.thread_time()
+        try:
+            super()._run_batch(jobs)
+        finally:
+            type(self).thread_cpu += time.thread_time() - start
 
     def _commit(self, writes: list[Any]) -> None:
         type(self).transactions += 1
@@ -134,6 +145,7 @@ async def measure(n: int, rounds: int) -> dict[str, Any]:
     cpus: dict[str, list[float]] = {v: [] for v in VARIANTS}
     gcs: dict[str, list[float]] = {v: [] for v in VARIANTS}
     CountingSQLite.transactions = CountingSQLite.writes = 0
+    CountingSQLite.thread_cpu = 0.0
     for _ in range(rounds):
         for variant, loop in loops.items():
             gc.collect()
@@ -163,6 +175,7 @@ async def measure(n: int, rounds: int) -> dict[str, Any]:
     runs = n * rounds
     rows["sqlite journal"]["writes_per_run"] = CountingSQLite.writes / runs
     rows["sqlite journal"]["transactions_per_run"] = CountingSQLite.transactions / runs
+    rows["sqlite journal"]["store_thread_cpu_ms"] = CountingSQLite.thread_cpu / rounds * 1e3
     for variant in VARIANTS:
         rows[variant].update(await _traced(variant, folder, n))
     return {"n": n, "rounds": rounds, "rows": rows}

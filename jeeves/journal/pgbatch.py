@@ -6,7 +6,7 @@ before its result is used. Sent one by one, every write is a transaction and a t
 hand-off of its own (bench/results/DURABLE.md counted 46 transactions a run). Here a call
 joins the batch that is open; when no batch is in flight, the caller that finds its batch
 unsent sends it (it "leads": it takes the batch, runs every call in it in one transaction
-in a worker thread, and wakes the others). Calls made while a batch is in flight wait and
+in the group's own thread (`jeeves.journal.handoff`), and wakes the others). Calls made while a batch is in flight wait and
 go out together in the next. So an idle database sees each call at once (a batch of one),
 and a busy one sees one transaction per round trip, whatever the number of runs.
 
@@ -41,8 +41,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import anyio
 import anyio.lowlevel
-import anyio.to_thread
 
+from jeeves.journal.handoff import Handoff, Job
 from jeeves.journal.retry import is_transient, retry
 
 if TYPE_CHECKING:
@@ -126,6 +126,7 @@ class Group:
         self._connect, self._translate = connect, translate
         self._open = _Batch()
         self._flushing: anyio.Event | None = None
+        self._handoff = Handoff(self._run, name=f"jeeves postgres {where}")
         self.batches = 0
         """How many batches were sent (for tests and benchmarks)."""
 
@@ -166,7 +167,7 @@ class Group:
                 await anyio.lowlevel.checkpoint()  # the tasks ready now join this batch
                 self._open, batch.sent = _Batch(), True
                 self.batches += 1
-                await anyio.to_thread.run_sync(functools.partial(self._commit, batch.calls, bound_s))
+                await self._handoff.submit(_Send(batch.calls, bound_s))
                 for call in batch.calls:
                     if call.report is not None and call.error is not None:
                         call.report(call.error)
@@ -175,7 +176,12 @@ class Group:
             batch.done.set()
             flushed.set()
 
-    # -- in the worker thread --------------------------------------------------------------
+    # -- in the group's thread (`jeeves.journal.handoff`) -----------------------------------
+    def _run(self, jobs: list[Job]) -> None:
+        for job in jobs:  # one at a time: a group has one batch in flight
+            assert isinstance(job, _Send)
+            self._commit(job.calls, job.bound_s)
+
     def _commit(self, calls: list[Call], bound_s: float | None) -> None:
         holder: list[Any] = []
         try:
@@ -248,6 +254,16 @@ class Group:
             with contextlib.suppress(Exception):
                 holder.pop().close()
         purge_idle(self.url)
+
+
+class _Send(Job):
+    """A batch's calls, handed to the group's thread to run in one transaction."""
+
+    __slots__ = ("bound_s", "calls")
+
+    def __init__(self, calls: list[Call], bound_s: float | None) -> None:
+        super().__init__()
+        self.calls, self.bound_s = calls, bound_s
 
 
 def _merged(conn: Any, calls: list[Call]) -> None:

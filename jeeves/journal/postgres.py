@@ -23,8 +23,9 @@ therefore belongs to one process's view of a run: a worker opens one per run it 
 and a run is executed by one worker at a time (`jeeves.durable`).
 
 Talking to the server: every call of every store of an event loop on one database joins
-a batch, and a batch is one transaction in a worker thread (`anyio.to_thread`, so the
-event loop never waits on the network, on asyncio and trio alike) on a connection the
+a batch, and a batch is one transaction in a thread of the batches' own
+(`jeeves.journal.handoff`, so the event loop never waits on the network, on asyncio and
+trio alike) on a connection the
 process keeps (`jeeves.journal.pgbatch`: group commit). A call returns once its batch
 committed, so a step is durable before its result is used, and concurrent runs share
 transactions instead of each paying its own. A batch that meets a fault of the connection
