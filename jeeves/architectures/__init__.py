@@ -1,10 +1,10 @@
 """Architectures that compose others: critic loops (ActorCritic, SelfRefine), a coordinator
 (Supervisor), selection among candidates (BestOfN), and a goal run watched by a watchdog and ended by a success critic (Goal).
 
-Also the few kernel helpers an architecture of your own may need, each taking its `ctx`:
-`next_index` (allocate a step index ahead, for steps started at once), `report_plan` (where
-the run is in a plan it executes) and `model_callers` / `join_callers` / `Caller` (which
-sessions of a tree call models, for `jeeves.describe` and checked route keys).
+Also the few kernel helpers an architecture of your own may need: `next_index(ctx)` (allocate
+a step index ahead, for steps started at once), `report_plan(ctx, ...)` (where the run is in a
+plan it executes) and `model_callers` / `join_callers` / `Caller` (which sessions of a tree
+call models, for `jeeves.describe` and checked route keys).
 """
 
 from jeeves._run.context import Caller, join_callers, model_callers
