@@ -15,12 +15,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
 
 import anyio
 
 import jeeves
 from jeeves import Agent, Architecture, Context, LLMCritic, Output, Router, ScriptedModel, Verdict
+from jeeves.architectures import Caller, join_callers, model_callers
 from jeeves.critics import Critic, Review, review_in
 
 SIDES = ("pro", "con")
@@ -68,17 +68,11 @@ class Debate:
     ) -> None:
         self.pro, self.con, self.judge, self.turns, self.role = pro, con, judge, turns, role
 
-    def model_callers(self, path: tuple[str, ...], routed: tuple[str, ...]) -> list[Any] | None:
+    def model_callers(self, path: tuple[str, ...], routed: tuple[str, ...]) -> list[Caller] | None:
         """The sessions it runs that call a model, by role path: what `jeeves.describe` lists and
         what `models=` keys are checked against. None (cannot say) if a part cannot say."""
-        found: list[Any] = []
-        for role, part in (("pro", self.pro), ("con", self.con), ("judge", self.judge)):
-            method = getattr(part, "model_callers", None)
-            callers = method((*path, role), (*routed, role)) if callable(method) else None
-            if callers is None:
-                return None
-            found += callers
-        return found
+        parts = (("pro", self.pro), ("con", self.con), ("judge", self.judge))
+        return join_callers(model_callers(part, (*path, role), (*routed, role)) for role, part in parts)
 
     async def run(self, ctx: Context, task: str) -> DebateOutput:
         transcript: list[tuple[str, str]] = []

@@ -85,3 +85,21 @@ def test_the_readme_and_the_quick_start_page_link_every_page() -> None:
     from_index = set(re.findall(r"\]\(([^)#:]+\.md)", index))
     assert sorted(pages - from_readme) == []
     assert sorted(pages - from_index - {"index.md"}) == []
+
+
+def test_the_docs_examples_and_readme_name_public_paths_only() -> None:
+    """`jeeves._run`, `jeeves._base`: private, free to change. A page shows what a user imports;
+    only the design page (how jeeves is built) names the private modules."""
+    private = re.compile(r"\bjeeves\._\w")
+    pages = [REPO / "README.md", *DOCS.rglob("*.md"), *(REPO / "examples").rglob("*.py")]
+    pages += [*(REPO / "examples").rglob("*.toml")]
+    found = [
+        f"{page.relative_to(REPO)}:{number}: {line.strip()}"
+        for page in pages
+        if page != DOCS / "design.md"
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+        if private.search(line)
+    ]
+    assert found == [], "\n".join(found)
+    assert private.search("from jeeves._run.steps import next_index")
+    assert not private.search("jeeves.architectures.next_index")

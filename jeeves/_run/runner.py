@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, Unpack
 
 import anyio
 from anyio.abc import TaskGroup
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, FieldSerializationInfo, field_serializer
 
 from jeeves._base.ids import new_root_id, validate_name, validate_root_id
 from jeeves._base.validate import check_str
@@ -43,8 +43,9 @@ if TYPE_CHECKING:
 class RunResult(BaseModel):
     """The outcome of a run.
 
-    The answer is `output` (typed) and its text `text`; `detail` is how the root reached it
-    (its own Output: rounds, delegations, candidates), not a second place to read it from.
+    The answer is in one place: `output` (typed) and its text `text`. `detail` is how the root
+    reached it: the root's own Output (rounds, delegations, candidates) with its answer moved
+    here, so `detail.value` is None and `detail.text` empty, and its JSON has neither.
     """
 
     model_config = ConfigDict(defer_build=True, arbitrary_types_allowed=True)
@@ -65,19 +66,40 @@ class RunResult(BaseModel):
     usage_by_session: dict[str, Usage] = Field(default_factory=dict)
     """Live usage per session id."""
     detail: Output | None = None
-    """How the answer was reached: the root architecture's own Output (ActorCritic rounds,
-    Supervisor delegations…). Its `value` and `text` are `output` and `text` above."""
+    """How the answer was reached: the root architecture's own Output, of its own class
+    (`ActorCriticOutput` rounds, `SupervisorOutput` delegations…), without the answer:
+    `output` and `text` above hold it, and its `value`/`text` are left empty."""
     status: RunStatus = "completed"
     """completed; awaiting_approval (suspended at gates: see `pending`); failed; expired (a gate
     or the session TTL ran out); rejected (a gate denied under `deny_ends_run`); cancelled."""
     pending: list[PendingGate] = Field(default_factory=list)
     """With status awaiting_approval: every gate waiting for a decision, in gate-id order."""
 
+    @field_serializer("detail")
+    def _detail_fields(self, detail: Output | None, info: FieldSerializationInfo) -> dict[str, Any] | None:
+        """`detail` as its own class's fields (rounds, delegations...), never the answer again."""
+        if detail is None:
+            return None
+        return detail.model_dump(
+            mode=info.mode,
+            exclude={"value", "text"},
+            by_alias=info.by_alias,
+            exclude_unset=info.exclude_unset,
+            exclude_defaults=info.exclude_defaults,
+            exclude_none=info.exclude_none,
+        )
+
     @property
     def cost_usd(self) -> float | None:
         """The run's USD cost; None when any call in it has no known price (then the cost is
         unknown: `usage.cost_usd` holds the priced calls' part, `usage.unpriced_calls` the rest)."""
         return self.usage.cost
+
+
+def _without_answer(output: Output) -> Output:
+    """The root's Output as `RunResult.detail`: every field of its class but the answer (`value`,
+    `text`), which the result holds once, as `output` and `text`."""
+    return output.model_copy(update={"value": None, "text": ""})
 
 
 _EMPTY_ROUTER = Router()
@@ -138,7 +160,7 @@ def _result(state: RunState, root: Context, output: Output | None, stop_reason: 
         usage_by_role=state.usage_by_role(),
         usage_by_path=state.usage_by_role(whole_path=True),
         usage_by_session=state.usage_by_session(),
-        detail=output,
+        detail=_without_answer(output) if output is not None else None,
     )
 
 

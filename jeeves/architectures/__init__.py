@@ -1,6 +1,14 @@
 """Architectures that compose others: critic loops (ActorCritic, SelfRefine), a coordinator
-(Supervisor), selection among candidates (BestOfN), and a goal run watched by a watchdog and ended by a success critic (Goal)."""
+(Supervisor), selection among candidates (BestOfN), and a goal run watched by a watchdog and ended by a success critic (Goal).
 
+Also the few kernel helpers an architecture of your own may need: `next_index(ctx)` (allocate
+a step index ahead, for steps started at once), `report_plan(ctx, ...)` (where the run is in a
+plan it executes) and `model_callers` / `join_callers` / `Caller` (which sessions of a tree
+call models, for `jeeves.describe` and checked route keys).
+"""
+
+from jeeves._run.context import Caller, join_callers, model_callers
+from jeeves._run.steps import next_index, report_plan
 from jeeves.architectures.actor_critic import ActorCritic
 from jeeves.architectures.best_of_n import BestOfN, BestOfNOutput, Candidate
 from jeeves.architectures.critic_loop import ActorCriticOutput, Round
@@ -15,6 +23,7 @@ __all__ = [
     "AttemptRecord",
     "BestOfN",
     "BestOfNOutput",
+    "Caller",
     "Candidate",
     "Delegation",
     "Goal",
@@ -26,4 +35,8 @@ __all__ = [
     "SelfRefineOutput",
     "Supervisor",
     "SupervisorOutput",
+    "join_callers",
+    "model_callers",
+    "next_index",
+    "report_plan",
 ]

@@ -12,7 +12,7 @@ invoke_agent supervisor                   INTERNAL  one span per session
             └── chat openai/gpt-4o
 ```
 
-`OTelTracer` implements `jeeves.telemetry.tracer.Tracer` with opentelemetry-api alone; `configure`
+`OTelTracer` implements `Tracer` (the protocol `tracer=` takes) with opentelemetry-api alone; `configure`
 sets up the SDK (imported only there) and makes the tracer the default for every run.
 While no tracer provider is configured (none given, none set globally), each hook is the
 NullTracer's: no span objects, no attributes computed; a provider set later is picked
@@ -32,6 +32,7 @@ Invariants:
 from typing import TYPE_CHECKING
 
 from jeeves._base.lazy import lazy_names
+from jeeves.telemetry.tracer import SpanHandle, Tracer
 
 if TYPE_CHECKING:
     from jeeves.telemetry.otel import OTelTracer
@@ -45,4 +46,4 @@ _LAZY = {"OTelTracer": "jeeves.telemetry.otel", "configure": "jeeves.telemetry.s
 __getattr__ = lazy_names("jeeves.telemetry", _LAZY)
 
 
-__all__ = ["OTelTracer", "configure"]
+__all__ = ["OTelTracer", "SpanHandle", "Tracer", "configure"]

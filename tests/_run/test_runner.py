@@ -383,3 +383,30 @@ async def test_a_bad_architecture_ref_without_a_journal_fails_the_run_not_the_re
             ) as events:
                 assert [e async for e in events] == []
     assert model.requests == []
+
+
+async def test_the_result_carries_the_answer_once_and_detail_says_how_it_was_reached() -> None:
+    from jeeves.architectures import ActorCriticOutput
+
+    verdicts = ['{"score": 0.2, "issues": ["too short"]}', '{"score": 0.9, "issues": []}']
+    model = ScriptedModel({"actor": ["draft", "final answer"], "critic": verdicts})
+    arch = jeeves.ActorCritic(Agent("You write."), jeeves.LLMCritic())
+    async with jeeves.stream(arch, "task", model=model, session_id="once") as events:
+        completed = [e async for e in events if e.type == "session.completed" and e.session_id == "once"]
+        result = await events.result()
+    assert (result.output, result.text, completed[0].output) == ("final answer",) * 3  # the wire: as before
+    detail = result.detail
+    assert isinstance(detail, ActorCriticOutput)  # how: its own class, every round...
+    assert ([r.score for r in detail.rounds], detail.best_round, detail.stop_reason) == (
+        [0.2, 0.9],
+        1,
+        "approved",
+    )
+    assert (detail.value, detail.text) == (None, "")  # ...but not the answer a second time
+    dumped = result.model_dump(mode="json")
+    assert dumped["output"] == dumped["text"] == "final answer"
+    assert "value" not in dumped["detail"] and "text" not in dumped["detail"]
+    assert [r["text"] for r in dumped["detail"]["rounds"]] == ["draft", "final answer"]
+    again = jeeves.RunResult.model_validate_json(result.model_dump_json())
+    assert (again.output, again.text) == ("final answer", "final answer")
+    assert again.detail is not None and again.detail.stop_reason == "approved"
