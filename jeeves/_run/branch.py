@@ -22,7 +22,7 @@ from jeeves._base.ids import validate_name
 from jeeves._run.channel import EventChannel
 from jeeves._run.context import Architecture, Context, RunState
 from jeeves._run.lifecycle import supervise
-from jeeves._run.runner import RunResult, RunStream, _ended, _result, build_router, streamed
+from jeeves._run.runner import RunResult, RunStream, build_router, ended, result_of, streamed
 from jeeves.approvals.policy import Approvals
 from jeeves.budget import Budget, BudgetMeter
 from jeeves.errors import BudgetExceeded, RunEnded, UserError
@@ -136,18 +136,18 @@ async def _execute(state: RunState, branch: Context, arch: Architecture, task: s
     try:
         outcome = await supervise(state, branch, arch, task, index=index)
     except BudgetExceeded as exc:
-        result = _ended(state, branch, "failed", str(exc))
+        result = ended(state, branch, "failed", str(exc))
         result.stop_reason = "budget"
         return result
     except RunEnded as exc:
-        return _ended(state, branch, exc.status, str(exc))  # type: ignore[arg-type]
+        return ended(state, branch, exc.status, str(exc))  # type: ignore[arg-type]
     except Exception as exc:  # the session's own failure: recorded in its session record
-        result = _ended(state, branch, "failed", f"{type(exc).__name__}: {exc}")
+        result = ended(state, branch, "failed", f"{type(exc).__name__}: {exc}")
         result.stop_reason = type(exc).__name__
         return result
     if outcome.suspended:
-        result = _ended(state, branch, "awaiting_approval", "awaiting_approval")
+        result = ended(state, branch, "awaiting_approval", "awaiting_approval")
         result.pending = state.suspension.gates()
         return result
     assert outcome.output is not None
-    return _result(state, branch, outcome.output, outcome.output.stop_reason)
+    return result_of(state, branch, outcome.output, outcome.output.stop_reason)

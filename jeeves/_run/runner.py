@@ -149,7 +149,8 @@ def _state(arch: Architecture, options: RunOptions, channel: EventChannel) -> Ru
     return state
 
 
-def _result(state: RunState, root: Context, output: Output | None, stop_reason: str) -> RunResult:
+def result_of(state: RunState, root: Context, output: Output | None, stop_reason: str) -> RunResult:
+    """The run's result from its root's output (None: it ended without one) and the run's books."""
     # every value is the run's own (typed) bookkeeping or an Output already validated
     return RunResult(
         session_id=root.session_id,
@@ -200,7 +201,7 @@ async def _body(
     recorded = attached is not None and attached.served is None and attached.journal is not None
     existing = attached.root if recorded and attached is not None else None
     if not await prepare(state, root.session_id, session_ttl_s, read=not recorded, existing=existing):
-        return _ended(state, root, "expired", "session_ttl")
+        return ended(state, root, "expired", "session_ttl")
     try:
         if unsupervised(state):  # nothing to supervise: the root runs alone, awaited here
             outcome = Outcome(output=await execute(root, arch, task))
@@ -209,26 +210,26 @@ async def _body(
     except BudgetExceeded:
         if attached is not None:
             await attached.verify(root.session_id, None)
-        return _result(state, root, None, "budget")
+        return result_of(state, root, None, "budget")
     except RunEnded as exc:
-        return _ended(state, root, exc.status, str(exc))  # type: ignore[arg-type]
+        return ended(state, root, exc.status, str(exc))  # type: ignore[arg-type]
     except anyio.get_cancelled_exc_class():
         await set_root_status(state, root.session_id, "cancelled", stop_reason="cancelled")
         raise
     if outcome.suspended:
-        result = _ended(state, root, "awaiting_approval", "awaiting_approval")
+        result = ended(state, root, "awaiting_approval", "awaiting_approval")
         result.pending = state.suspension.gates()
         return result
     output = outcome.output
     assert output is not None
     if attached is not None:
         await attached.verify(root.session_id, output.text)
-    return _result(state, root, output, output.stop_reason)
+    return result_of(state, root, output, output.stop_reason)
 
 
-def _ended(state: RunState, root: Context, status: RunStatus, reason: str) -> RunResult:
+def ended(state: RunState, root: Context, status: RunStatus, reason: str) -> RunResult:
     """The result of a run that stopped without an output: suspended, expired, rejected."""
-    result = _result(state, root, None, status if status != "awaiting_approval" else status)
+    result = result_of(state, root, None, status if status != "awaiting_approval" else status)
     result.status = status
     result.text = "" if status == "awaiting_approval" else reason
     return result
