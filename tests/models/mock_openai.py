@@ -298,7 +298,7 @@ async def _aiter(events: Iterator[str], gap_s: float = 0.0) -> AsyncIterator[str
     for event in events:
         yield event
         if gap_s:
-            await anyio.sleep(gap_s)
+            await anyio.sleep(gap_s)  # time, not sync: a slow but steady stream is what is served
 
 
 async def _once(event: str) -> AsyncIterator[str]:
