@@ -3,7 +3,6 @@ atomic takeover claim on a real PostgreSQL."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import anyio
@@ -15,6 +14,7 @@ from jeeves.durable.heartbeat import Heartbeat
 from jeeves.durable.runlock import _NAMESPACE, LockConnections, run_lock
 from jeeves.errors import UserError
 from tests.durable.conftest import TARGET, environ
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -217,10 +217,8 @@ async def test_a_worker_beats_while_dbos_launches_so_a_slow_start_is_not_taken_o
                 assert row is not None
                 return row[0]
 
-            first, deadline = beat_at(), time.monotonic() + 30  # a readiness wait, not a timing
-            while beat_at() == first:
-                assert time.monotonic() < deadline, "the worker did not beat while DBOS launched"
-                conn.execute("SELECT pg_sleep(0.05)")
+            first = beat_at()
+            wait_until(lambda: beat_at() != first, "the worker to beat while DBOS launched")
         during.append(worker.heartbeat.claiming)
         raise RuntimeError("launch failed")
 
