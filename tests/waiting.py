@@ -20,6 +20,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import NoReturn, TypeVar
 
 import anyio
+import anyio.from_thread
 from anyio.abc import SocketListener
 from anyio.lowlevel import EventLoopToken, current_token
 from anyio.streams.buffered import BufferedByteReceiveStream
