@@ -141,10 +141,11 @@ async def test_run_locks_on_a_workers_pool_reuse_its_connection_and_let_go_betwe
     while a run that is still held keeps its own."""
     pool = LockConnections(keep=4)
 
-    def holders() -> list[int]:  # the server backends holding run locks now (asked from outside)
+    def holders() -> list[int]:  # the server backends holding run locks in this test's database now
         with psycopg.connect(postgres_url, autocommit=True) as other:
             rows = other.execute(
-                "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND classid = %s AND granted",
+                "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND classid = %s AND granted"
+                " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
                 (_NAMESPACE,),
             ).fetchall()
             return sorted(int(pid) for (pid,) in rows)
