@@ -8,17 +8,30 @@ install them. No mock database: every `postgres` test talks to this server.
 Fault tests take a server of their own (`own_postgres`, one per test module) and stop,
 start or restart it (`Cluster.stop_server`, `start_server`, `restart(down_s)`) while runs,
 gates and followers use it, without disturbing the session's server.
+
+A test waiting for a row that another process writes (a worker's step, a heartbeat row
+flipping to dead) waits with `row_written`, on LISTEN/NOTIFY, not by polling.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
+import anyio
 import pytest
 
 from bench.pgcluster import INSTALL, Cluster, find_binaries
 
-__all__ = ["INSTALL", "Cluster", "find_binaries", "own_postgres", "postgres_cluster", "postgres_url"]
+__all__ = [
+    "INSTALL",
+    "Cluster",
+    "find_binaries",
+    "own_postgres",
+    "postgres_cluster",
+    "postgres_url",
+    "row_written",
+]
 
 
 @pytest.fixture(scope="session")
@@ -55,3 +68,34 @@ def _cluster() -> Iterator[Cluster]:
 def postgres_url(postgres_cluster: Cluster) -> str:
     """The URL of a fresh, empty database on the session's server."""
     return postgres_cluster.database()
+
+
+_NOTIFY_ON_WRITE = """
+CREATE OR REPLACE FUNCTION jeeves_test_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN PERFORM pg_notify(TG_ARGV[0], ''); RETURN NULL; END $$;
+CREATE OR REPLACE TRIGGER jeeves_test_notify AFTER INSERT OR UPDATE ON {table}
+FOR EACH ROW EXECUTE FUNCTION jeeves_test_notify('{channel}');
+"""
+
+
+async def row_written(
+    url: str, table: str, select: str, params: tuple[Any, ...] = (), *, what: str, within_s: float = 60
+) -> tuple[Any, ...]:
+    """The first row `select` (a query on `table`) returns, once another process has written it.
+
+    A trigger this adds to `table` (the test's own database) NOTIFYs each committed insert or
+    update, and the query is run again on each: no polling. Listening starts before the first
+    look, so a row written in between is not missed. Fails naming `what` after `within_s`.
+    """
+    import psycopg
+
+    channel = f"jeeves_test_{table}"
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        await conn.execute(f"LISTEN {channel}")
+        await conn.execute(_NOTIFY_ON_WRITE.format(table=table, channel=channel))
+        with anyio.move_on_after(within_s):
+            while (row := await (await conn.execute(select, params)).fetchone()) is None:
+                async for _ in conn.notifies(stop_after=1):
+                    pass
+            return tuple(row)
+    raise AssertionError(f"timed out after {within_s:g} s waiting for {what}")

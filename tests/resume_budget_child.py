@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 
 import anyio
@@ -21,6 +20,7 @@ import jeeves
 from jeeves import Agent, Budget
 from jeeves.messages import ModelRequest, Usage
 from jeeves.testing import FunctionModel, Reply, call
+from tests.waiting import hang_until_killed
 
 BUDGET = Budget(max_model_calls=4, max_tokens=1000)
 CALL_TOKENS = 100
@@ -40,7 +40,7 @@ def build(root: Path, block: int | None) -> tuple[Agent, FunctionModel]:
         if n == block and not marker.exists():
             marker.write_text("1")
             print("blocked", flush=True)  # the test waits for this line, then kills
-            time.sleep(3600)  # until SIGKILL
+            hang_until_killed()  # until SIGKILL (stdin held open by the test)
         return f"piece {n} done"
 
     def act(request: ModelRequest) -> Reply:

@@ -38,7 +38,7 @@ class StreamsForever:
         assert on_delta is not None
         while True:
             await on_delta("more ")
-            await anyio.sleep(0.01)
+            await anyio.sleep(0.01)  # time, not sync: a token every 10 ms, until the deadline
 
 
 async def collect(arch: Any, task: str, **kwargs: Any) -> tuple[list[Event], jeeves.RunResult]:
@@ -71,7 +71,7 @@ def test_meter_limits(budget: Budget, limit: str) -> None:
 
 async def test_deadline() -> None:
     meter = BudgetMeter(Budget(deadline_s=0.01))
-    await anyio.sleep(0.02)
+    await anyio.sleep(0.02)  # time, not sync: the meter reads the clock, and its deadline passes
     with pytest.raises(BudgetExceeded) as info:
         meter.check()
     assert info.value.limit == "deadline"

@@ -35,6 +35,7 @@ def killed_at(root: Path, block: int) -> list[dict[str, Any]]:
         [sys.executable, "-m", "tests.resume_budget_child", str(root), str(block)],
         cwd=REPO,
         env=subprocess_env(),
+        stdin=subprocess.PIPE,  # held open: the child hangs on it until killed
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

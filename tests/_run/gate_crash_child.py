@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 
 import anyio
@@ -23,6 +22,7 @@ from jeeves import Agent
 from jeeves.approvals.decide import Approvals, Decision, PendingGate
 from jeeves.messages import ModelRequest
 from jeeves.testing import FunctionModel, Reply, call
+from tests.waiting import hang_until_killed
 
 
 def build(root: Path, point: str | None) -> Agent:
@@ -32,7 +32,7 @@ def build(root: Path, point: str | None) -> Agent:
         if point == "before":
             (root / "blocked").write_text("1")
             print("blocked", flush=True)  # the test waits for this line
-            time.sleep(3600)  # until SIGKILL
+            hang_until_killed()  # until SIGKILL (stdin held open by the test)
         return json.dumps({"order_id": order_id, "paid": 12.5})
 
     @jeeves.tool(approval="destructive")
@@ -44,7 +44,7 @@ def build(root: Path, point: str | None) -> Agent:
         if point == "after":
             (root / "blocked").write_text("1")
             print("blocked", flush=True)  # the test waits for this line
-            time.sleep(3600)  # until SIGKILL
+            hang_until_killed()  # until SIGKILL (stdin held open by the test)
         applied = root / "refunds"
         keys = applied.read_text().splitlines() if applied.exists() else []
         if key not in keys:  # the provider dedupes by idempotency key

@@ -33,6 +33,7 @@ def _kill_at(root: Path, point: str) -> None:
         [sys.executable, "-m", "tests._run.gate_crash_child", str(root), point],
         cwd=REPO,
         env=subprocess_env(),
+        stdin=subprocess.PIPE,  # held open: the child hangs on it until killed
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

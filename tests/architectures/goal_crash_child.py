@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 
 import anyio
@@ -19,6 +18,7 @@ import jeeves
 from jeeves import Agent, FunctionModel, Goal, Watchdog
 from jeeves.messages import ModelRequest
 from jeeves.testing import Reply, call
+from tests.waiting import hang_until_killed
 
 
 def build(root: Path, block_at: int | None) -> tuple[Goal, FunctionModel]:
@@ -38,7 +38,7 @@ def build(root: Path, block_at: int | None) -> tuple[Goal, FunctionModel]:
         if state["test_runs"] == block_at:
             (root / "blocked").write_text("1")
             print("blocked", flush=True)  # the test waits for this line
-            time.sleep(3600)  # until SIGKILL
+            hang_until_killed()  # until SIGKILL (stdin held open by the test)
         if not state["fixed"]:
             raise RuntimeError("1 failed: test_add")
         return "all passed"

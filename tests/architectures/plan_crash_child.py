@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 
 import anyio
@@ -20,6 +19,7 @@ import jeeves
 from jeeves import Agent, FunctionModel, PlanExecute
 from jeeves.messages import ModelRequest
 from tests.architectures.test_plan_execute import SPEC, order_record, refund_plan
+from tests.waiting import hang_until_killed
 
 
 def build(root: Path, block: bool) -> tuple[PlanExecute, FunctionModel]:
@@ -40,7 +40,7 @@ def build(root: Path, block: bool) -> tuple[PlanExecute, FunctionModel]:
         if block and not (root / "blocked").exists():
             (root / "blocked").write_text("1")
             print("blocked", flush=True)  # the test waits for this line, then kills
-            time.sleep(3600)  # until SIGKILL
+            hang_until_killed()  # until SIGKILL (stdin held open by the test)
         return "refundable"
 
     @jeeves.tool(approval="destructive")

@@ -334,6 +334,7 @@ def test_resume_after_sigkill_mid_run_repeats_nothing(tmp_path: Path) -> None:
         [sys.executable, "-m", "tests.architectures.goal_crash_child", str(killed), "2"],
         cwd=REPO,
         env=subprocess_env(),
+        stdin=subprocess.PIPE,  # held open: the child hangs on it until killed
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -277,6 +277,7 @@ def test_resume_after_sigkill_mid_execution_repeats_no_completed_step(tmp_path: 
         [sys.executable, "-m", "tests.architectures.plan_crash_child", str(killed), "block"],
         cwd=REPO,
         env=subprocess_env(),
+        stdin=subprocess.PIPE,  # held open: the child hangs on it until killed
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

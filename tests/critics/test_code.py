@@ -11,6 +11,7 @@ from jeeves.critics import CodeCritic, extract_code
 from jeeves.errors import CriticError, UserError
 from tests.critics.helpers import review
 from tests.memory_journal import DictJournal
+from tests.waiting import reports
 
 pytestmark = pytest.mark.anyio
 
@@ -96,25 +97,22 @@ async def test_memory_cap() -> None:
     assert verdict.hard_fail and verdict.issues == ["test_grab failed: MemoryError"]
 
 
-async def test_cancelling_the_review_kills_the_test_process(tmp_path: Path) -> None:
-    marker = tmp_path / "pid"
+async def test_cancelling_the_review_kills_the_test_process() -> None:
+    # The candidate's test reports its pid, then waits on the connection: it lives until killed.
     tests = (
-        "import os, time\nfrom solution import add\n\ndef test_slow():\n"
-        "    open(os.environ['MARKER'], 'w').write(str(os.getpid()))\n    time.sleep(60)\n"
+        "import os, socket\nfrom solution import add\n\ndef test_slow():\n"
+        "    report = socket.create_connection(('127.0.0.1', int(os.environ['REPORT'])))\n"
+        "    report.sendall(f'{os.getpid()}\\n'.encode())\n    report.recv(1)\n"
     )
-    critic = CodeCritic(tests, env={"MARKER": str(marker)})
-    with anyio.move_on_after(30) as scope:
-        async with anyio.create_task_group() as group:
-            group.start_soon(review, critic, PASSING)
-            for _ in range(600):  # another process writes the marker: poll for it
-                if marker.exists() and marker.read_text():
-                    break
-                await anyio.sleep(0.05)
-            group.cancel_scope.cancel()
-    assert not scope.cancelled_caught, "the test process never started"
-    pid = int(marker.read_text())
-    with pytest.raises(ProcessLookupError):  # killed and reaped before the cancel returned
-        os.kill(pid, 0)
+    async with reports() as inbox:
+        critic = CodeCritic(tests, env={"REPORT": str(inbox.port)})
+        with anyio.fail_after(60):  # a hang guard: the test process reports as soon as it runs
+            async with anyio.create_task_group() as group:
+                group.start_soon(review, critic, PASSING)
+                pid = int(await inbox.receive())
+                group.cancel_scope.cancel()
+        with pytest.raises(ProcessLookupError):  # killed and reaped before the cancel returned
+            os.kill(pid, 0)
 
 
 async def test_replay_serves_the_verdict_without_running_pytest() -> None:
@@ -168,9 +166,10 @@ def test_extract_code(text: str, expected: str) -> None:
 
 # A candidate that leaves processes behind: 5 `sleep 600` in sessions of their own and a
 # double-forked daemon (its parent exits at once), then, as MODE says, returns, hangs, or
-# kills the review's supervisor (pytest's parent) first. It adds their pids to PIDS.
+# kills the review's supervisor (pytest's parent) first. It adds their pids to PIDS, then
+# reports to the test's REPORT port (hanging, it waits on that connection until killed).
 ESCAPING = """```python
-import os, signal, subprocess, sys, time
+import os, signal, socket, subprocess, sys
 
 DAEMON = (
     "import subprocess; print(subprocess.Popen(['sleep', '600'], stdin=subprocess.DEVNULL, "
@@ -189,8 +188,10 @@ def add(a, b):
         out.write(" ".join(map(str, pids)) + "\\n")
     if os.environ["MODE"] == "kill_supervisor" and supervised():
         os.kill(os.getppid(), signal.SIGKILL)
+    report = socket.create_connection(("127.0.0.1", int(os.environ["REPORT"])))
+    report.sendall(b"started\\n")  # the test waits for this line
     if os.environ["MODE"] == "hang":
-        time.sleep(600)
+        report.recv(1)  # until killed: the test holds the connection open for the whole review
     return a + b
 ```"""
 
@@ -221,8 +222,9 @@ linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/p
 async def test_a_review_ends_every_process_the_candidate_started(tmp_path: Path, mode: str) -> None:
     pids_file = tmp_path / "pids"
     timeout = 15 if mode == "hang" else 60  # generous: the children must be started first
-    critic = CodeCritic(TESTS, timeout_s=timeout, env={"PIDS": str(pids_file), "MODE": mode})
-    verdict = await review(critic, ESCAPING)
+    async with reports() as inbox:
+        env = {"PIDS": str(pids_file), "MODE": mode, "REPORT": str(inbox.port)}
+        verdict = await review(CodeCritic(TESTS, timeout_s=timeout, env=env), ESCAPING)
     if mode == "return":
         assert (verdict.score, verdict.hard_fail) == (1.0, False), verdict.issues
     elif mode == "hang":
@@ -233,17 +235,14 @@ async def test_a_review_ends_every_process_the_candidate_started(tmp_path: Path,
 @linux_only
 async def test_cancelling_a_review_ends_every_process_the_candidate_started(tmp_path: Path) -> None:
     pids_file = tmp_path / "pids"
-    critic = CodeCritic(TESTS, env={"PIDS": str(pids_file), "MODE": "hang"})
-    with anyio.move_on_after(60) as scope:
-        async with anyio.create_task_group() as group:
-            group.start_soon(review, critic, ESCAPING)
-            for _ in range(1200):  # another process writes the pids: poll for them
-                if pids_file.exists() and pids_file.read_text().strip():
-                    break
-                await anyio.sleep(0.05)
-            group.cancel_scope.cancel()
-    assert not scope.cancelled_caught, "the candidate never started its children"
-    assert _survivors(pids_file) == []
+    async with reports() as inbox:
+        critic = CodeCritic(TESTS, env={"PIDS": str(pids_file), "MODE": "hang", "REPORT": str(inbox.port)})
+        with anyio.fail_after(60):  # a hang guard: the candidate reports once its children run
+            async with anyio.create_task_group() as group:
+                group.start_soon(review, critic, ESCAPING)
+                assert await inbox.receive() == "started"
+                group.cancel_scope.cancel()
+        assert _survivors(pids_file) == []
 
 
 def test_text_that_is_not_a_test_file_is_not_echoed_in_the_error() -> None:

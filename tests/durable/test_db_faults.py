@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import anyio
 import psycopg
@@ -24,8 +25,15 @@ from jeeves.journal.postgres import PostgresJournal
 from jeeves.journal.records import StepRecord
 from jeeves.messages import ModelRequest
 from tests.postgres import Cluster
+from tests.waiting import eventually, wait_until
 
 pytestmark = [pytest.mark.postgres]
+
+TAKEOVER_S = 1.5
+"""The heartbeat tests' takeover time: a worker silent this long may be claimed."""
+QUIET_S = 1.0
+"""How long the heartbeat test watches for a false claim after the database is back: real time
+(the property is that nothing happens within a takeover period), not a wait for something."""
 
 
 @pytest.fixture
@@ -52,7 +60,7 @@ def step(session: str, index: int) -> StepRecord:
 @pytest.mark.anyio
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_the_journal_and_event_log_wait_out_a_restart_on_fresh_connections(
-    own_postgres: Cluster, db: str, bound: None
+    own_postgres: Cluster, db: str, bound: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store, log = PostgresJournal(db), open_event_log(db)
     await store.put_step(step("r", 0))
@@ -60,8 +68,16 @@ async def test_the_journal_and_event_log_wait_out_a_restart_on_fresh_connections
     await store.aclose()  # its connection goes to the pool: after the restart it is dead
     store = PostgresJournal(db)
 
-    own_postgres.stop_server()  # down for 1.5 s: the writes below wait for it
-    restarting = threading.Thread(target=lambda: (time.sleep(1.5), own_postgres.start_server()))
+    waiting = threading.Event()  # set once a write below has met the outage and waits it out
+    pause = _retry._Backoff.pause
+
+    def waits(backoff: Any, exc: Exception) -> float:
+        waiting.set()
+        return pause(backoff, exc)
+
+    monkeypatch.setattr(_retry._Backoff, "pause", waits)
+    own_postgres.stop_server()  # back once the writes below wait for it
+    restarting = threading.Thread(target=lambda: (waiting.wait(60), own_postgres.start_server()))
     restarting.start()
     await store.put_step(step("r", 1))
     await log.set_status("r", "completed")
@@ -139,17 +155,16 @@ async def test_a_run_restarted_mid_step_completes_with_no_step_repeated(
 async def test_the_run_lock_is_taken_back_after_a_restart(
     own_postgres: Cluster, db: str, bound: None
 ) -> None:
+    async def held_elsewhere() -> bool:  # PostgreSQL tells no one who takes an advisory lock
+        async with await psycopg.AsyncConnection.connect(db, autocommit=True) as conn:
+            row = await (
+                await conn.execute("SELECT pg_try_advisory_lock(27254, hashtext('r-lock'))")
+            ).fetchone()
+        return row is not None and not row[0]
+
     async with run_lock(db, "r-lock", poll_s=0.05):
         await anyio.to_thread.run_sync(own_postgres.restart, 1.0)
-        with anyio.fail_after(10):
-            while True:  # the holder notices its session ended and takes the lock again
-                async with await psycopg.AsyncConnection.connect(db, autocommit=True) as conn:
-                    row = await (
-                        await conn.execute("SELECT pg_try_advisory_lock(27254, hashtext('r-lock'))")
-                    ).fetchone()
-                    if row is not None and not row[0]:
-                        break
-                await anyio.sleep(0.1)
+        await eventually(held_elsewhere, "the holder to take the run lock again", within_s=10)
 
 
 def test_after_an_outage_longer_than_the_takeover_time_no_live_worker_is_taken_over(
@@ -164,25 +179,28 @@ def test_after_an_outage_longer_than_the_takeover_time_no_live_worker_is_taken_o
             recover=recovered.append,
             fenced=fenced.append,
             heartbeat_s=0.2,
-            takeover_after_s=1.5,
+            takeover_after_s=TAKEOVER_S,
         )
         for name in ("a", "b", "c")
     ]
     for beat in beats:
         beat.register()
     dead = Heartbeat(
-        db, "dead", recover=recovered.append, fenced=fenced.append, heartbeat_s=0.2, takeover_after_s=1.5
+        db,
+        "dead",
+        recover=recovered.append,
+        fenced=fenced.append,
+        heartbeat_s=0.2,
+        takeover_after_s=TAKEOVER_S,
     )
     dead.register()  # registered, never beats: really dead
     for beat in beats:
         beat.start()
     try:
-        own_postgres.restart(3.0)  # twice the takeover time
-        time.sleep(1.0)  # within one takeover period of the reconnection: nobody is claimed yet
+        own_postgres.restart(2 * TAKEOVER_S)  # an outage of twice the takeover time
+        time.sleep(QUIET_S)  # time, not sync: nothing may happen within a takeover period of reconnecting
         assert recovered == []
-        deadline = time.monotonic() + 10
-        while not recovered and time.monotonic() < deadline:
-            time.sleep(0.1)  # the really dead one is claimed one takeover period after reconnecting
+        wait_until(lambda: recovered, "the really dead worker to be claimed", within_s=10)
     finally:
         for beat in beats:
             beat.stop(hand_over=False)

@@ -3,7 +3,6 @@ atomic takeover claim on a real PostgreSQL."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import anyio
@@ -15,6 +14,7 @@ from jeeves.durable.heartbeat import Heartbeat
 from jeeves.durable.runlock import _NAMESPACE, LockConnections, run_lock
 from jeeves.errors import UserError
 from tests.durable.conftest import TARGET, environ
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -141,10 +141,11 @@ async def test_run_locks_on_a_workers_pool_reuse_its_connection_and_let_go_betwe
     while a run that is still held keeps its own."""
     pool = LockConnections(keep=4)
 
-    def holders() -> list[int]:  # the server backends holding run locks now (asked from outside)
+    def holders() -> list[int]:  # the server backends holding run locks in this test's database now
         with psycopg.connect(postgres_url, autocommit=True) as other:
             rows = other.execute(
-                "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND classid = %s AND granted",
+                "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND classid = %s AND granted"
+                " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
                 (_NAMESPACE,),
             ).fetchall()
             return sorted(int(pid) for (pid,) in rows)
@@ -217,10 +218,8 @@ async def test_a_worker_beats_while_dbos_launches_so_a_slow_start_is_not_taken_o
                 assert row is not None
                 return row[0]
 
-            first, deadline = beat_at(), time.monotonic() + 30  # a readiness wait, not a timing
-            while beat_at() == first:
-                assert time.monotonic() < deadline, "the worker did not beat while DBOS launched"
-                conn.execute("SELECT pg_sleep(0.05)")
+            first = beat_at()
+            wait_until(lambda: beat_at() != first, "the worker to beat while DBOS launched")
         during.append(worker.heartbeat.claiming)
         raise RuntimeError("launch failed")
 

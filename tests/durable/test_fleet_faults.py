@@ -21,7 +21,9 @@ from tests.postgres import Cluster
 pytestmark = [pytest.mark.postgres, pytest.mark.anyio]
 
 GATED = "tests.durable.archs:refund_agent"
-FAST = ("--heartbeat", "0.2", "--takeover-after", "3", "--poll", "0.1", "--db-retry-s", "20")
+TAKEOVER_S = 3
+"""The workers' --takeover-after: a worker silent this long may be claimed."""
+FAST = ("--heartbeat", "0.2", "--takeover-after", str(TAKEOVER_S), "--poll", "0.1", "--db-retry-s", "20")
 
 
 @pytest.fixture
@@ -61,8 +63,13 @@ def alive(db: str, *workers: WorkerProcess) -> None:
 
 def outage(cluster: Cluster, down_s: float) -> threading.Thread:
     """Stop the server now; start it again `down_s` seconds later, in the background."""
+
+    def back_later() -> None:
+        time.sleep(down_s)  # time, not sync: the outage's length is what these tests vary
+        cluster.start_server()
+
     cluster.stop_server()
-    thread = threading.Thread(target=lambda: (time.sleep(down_s), cluster.start_server()))
+    thread = threading.Thread(target=back_later)
     thread.start()
     return thread
 
@@ -93,13 +100,14 @@ async def test_an_outage_longer_than_the_takeover_time_takes_nobody_over(
     await submit(TARGET, "Write add", session_id="long-1", database=db)
     assert counter.held.wait(120)
 
-    outage(own_postgres, 6.0).join()  # twice --takeover-after
+    outage(own_postgres, 2 * TAKEOVER_S).join()  # twice --takeover-after
     counter.release()
     outcome = await wait("long-1", database=db, timeout_s=120)
 
     assert (outcome["status"], outcome.get("text")) == ("completed", "draft 2"), outcome
     assert set(counter.counts().values()) == {1}  # every call once: the run was not taken over
-    await anyio.sleep(3.5)  # a takeover period after the reconnection: a false claim would have happened
+    # A takeover period after the reconnection: a false claim would have happened within it.
+    await anyio.sleep(TAKEOVER_S + 0.5)  # time, not sync: nothing may happen in this span
     alive(db, first, second)
     assert "taken over" not in first.text() + second.text()
 

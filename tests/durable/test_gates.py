@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import anyio
-import psycopg
 import pytest
 
 from jeeves.durable import submit, wait, wake
 from tests.conftest import jeeves_cli
 from tests.durable.conftest import CountingServer, WorkerProcess
+from tests.postgres import row_written
 
 pytestmark = [pytest.mark.postgres, pytest.mark.anyio]
 
@@ -22,15 +21,10 @@ FAST = ("--heartbeat", "0.2", "--takeover-after", "4", "--poll", "0.1", "--ask",
 
 async def taken_over(url: str, worker_id: str) -> None:
     """Until a live worker has claimed `worker_id` (its heartbeat row flipped to dead)."""
-    with anyio.fail_after(60):
-        while True:
-            async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-                row = await (
-                    await conn.execute("SELECT status FROM jeeves_workers WHERE worker_id = %s", (worker_id,))
-                ).fetchone()
-            if row is not None and row[0] == "dead":
-                return
-            await anyio.sleep(0.1)
+    select = "SELECT 1 FROM jeeves_workers WHERE worker_id = %s AND status = 'dead'"
+    await row_written(
+        url, "jeeves_workers", select, (worker_id,), what=f"worker {worker_id!r} to be taken over"
+    )
 
 
 @pytest.fixture

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 
 import anyio
 
 import jeeves
 from jeeves.models.litellm import LiteLLMClient
+from tests.waiting import hang_until_killed
 
 
 async def tick_run(
@@ -29,7 +29,7 @@ async def tick_run(
         if n == block_at:
             Path(journal + ".blocked").write_text(str(n))
             print("blocked", flush=True)  # the test waits for this line
-            time.sleep(3600)  # until SIGKILL
+            hang_until_killed()  # until SIGKILL (stdin held open by the test)
         return f"tick {n} done"
 
     router = jeeves.Router(

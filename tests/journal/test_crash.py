@@ -45,7 +45,13 @@ def child(mock: MockOpenAI, journal: Path, *extra: str) -> subprocess.Popen[str]
         *extra,
     ]
     return subprocess.Popen(
-        command, cwd=REPO, env=subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        command,
+        cwd=REPO,
+        env=subprocess_env(),
+        stdin=subprocess.PIPE,  # held open: the child hangs on it until killed
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 

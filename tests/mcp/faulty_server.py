@@ -9,11 +9,13 @@ import fcntl
 import json
 import os
 import stat
-import time
+import threading
 
 from mcp.server.mcpserver import Context, MCPServer
 
 server = MCPServer("faulty")
+NEVER = threading.Event()
+"""Never set: the calls that must not answer wait on it until the client ends this process."""
 
 if os.environ.get("JEEVES_FAULTY_SCHEMA") == "2":
 
@@ -39,7 +41,7 @@ def die() -> str:
 @server.tool()
 def hang() -> str:
     """Never answer."""
-    time.sleep(3600)
+    NEVER.wait()
     return "unreachable"
 
 
@@ -49,7 +51,7 @@ def malformed(ctx: Context) -> str:
     request_id = int(ctx.request_id) if str(ctx.request_id).isdigit() else ctx.request_id
     response = {"jsonrpc": "2.0", "id": request_id, "result": {"content": "not a list", "isError": "maybe"}}
     os.write(_wire(), (json.dumps(response) + "\n").encode())
-    time.sleep(3600)
+    NEVER.wait()
     return "unreachable"
 
 

@@ -32,12 +32,12 @@ def shouter() -> Agent:
 
 
 async def _slow(request: ModelRequest) -> str:
-    await anyio.sleep(30)
-    return "finally"
+    await anyio.sleep_forever()
+    raise AssertionError("unreachable")
 
 
 def sleeper() -> Agent:
-    """An agent whose model takes 30 s: a call to cancel."""
+    """An agent whose model never answers: a call to cancel."""
     return Agent("Take your time.", model=FunctionModel(_slow), description="sleeps")
 
 

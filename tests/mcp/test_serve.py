@@ -20,11 +20,12 @@ from mcp import Client, StdioServerParameters
 
 import jeeves
 from jeeves import Agent
-from jeeves.journal.open import list_runs
+from jeeves.journal.open import RunSummary, list_runs
 from jeeves.mcp import MCPServer
 from jeeves.mcp.serve import run_id
 from jeeves.testing import Reply, ScriptedModel, call
 from tests.conftest import REPO, jeeves_cli, subprocess_env
+from tests.waiting import eventually
 
 
 @pytest.fixture
@@ -108,12 +109,12 @@ async def test_a_cancelled_call_cancels_the_run(tmp_path: Path) -> None:
             with anyio.fail_after(30):
                 await started.wait()
             group.cancel_scope.cancel()
-        with anyio.fail_after(20):
-            while True:
-                runs = await list_runs(str(journal))
-                if runs and runs[0].status != "in_progress":
-                    break
-                await anyio.sleep(0.2)
+
+        async def ended() -> list[RunSummary]:  # the server writes the journal in its own process
+            runs = await list_runs(str(journal))
+            return runs if runs and runs[0].status != "in_progress" else []
+
+        runs = await eventually(ended, "the served run to end in the journal", within_s=20)
     assert runs[0].session_id == "slow-1"
     assert runs[0].status == "cancelled"
 

@@ -29,6 +29,7 @@ from jeeves.mcp.serve.tasks import EXTENSION
 from tests.conftest import REPO, subprocess_env
 from tests.models.mock_openai import Behaviour, Responder, Text, Tool
 from tests.models.mock_openai import serve as serve_openai
+from tests.waiting import eventually
 
 ANSWER = TypeAdapter(dict[str, Any])
 
@@ -50,12 +51,15 @@ async def rpc(client: Client, method: str, **params: Any) -> dict[str, Any]:
 
 
 async def poll(client: Client, task_id: str, until: set[str]) -> dict[str, Any]:
-    with anyio.fail_after(60):
-        while True:
-            task = await rpc(client, "tasks/get", taskId=task_id)
-            if task["status"] in until:
-                return task
-            await anyio.sleep(0.1)
+    """`tasks/get` until the task's status is one of `until` (polling is the extension's contract)."""
+
+    async def settled() -> dict[str, Any] | None:
+        task = await rpc(client, "tasks/get", taskId=task_id)
+        return task if task["status"] in until else None
+
+    found = await eventually(settled, f"task {task_id!r} to be {sorted(until)}", within_s=60)
+    assert found is not None
+    return found
 
 
 def _serve(*targets: str, journal: Path, extra: tuple[str, ...] = ()) -> list[str]:

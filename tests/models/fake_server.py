@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import gc
 import json
-import socket
 import threading
-import time
 import warnings
 from collections import deque
 from collections.abc import AsyncIterator, Iterator
@@ -21,11 +19,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+
+from tests.uvicorn_thread import serving
 
 
 @dataclass(frozen=True)
@@ -191,24 +190,7 @@ P = TypeVar("P", bound=FakeProvider)
 @contextmanager
 def serve(provider: P, *, prefix: str = "") -> Iterator[P]:
     """Run `provider` on a free 127.0.0.1 port until the block exits; `base_url` is set."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(
-        provider.app(), log_level="warning", lifespan="off", access_log=False, timeout_graceful_shutdown=2
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError(f"the fake {type(provider).__name__} server did not start")
-        time.sleep(0.01)
-    provider.base_url = f"http://127.0.0.1:{sock.getsockname()[1]}{prefix}"
-    try:
+    config = {"log_level": "warning", "lifespan": "off", "access_log": False, "timeout_graceful_shutdown": 2}
+    with serving(provider.app(), f"the fake {type(provider).__name__} server", **config) as port:
+        provider.base_url = f"http://127.0.0.1:{port}{prefix}"
         yield provider
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()

@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import threading
-import time
 from collections import Counter, deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
@@ -30,11 +28,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+
+from tests.uvicorn_thread import serving
 
 _WORDS = re.compile(r"\s*\S+\s*")
 
@@ -299,7 +298,7 @@ async def _aiter(events: Iterator[str], gap_s: float = 0.0) -> AsyncIterator[str
     for event in events:
         yield event
         if gap_s:
-            await anyio.sleep(gap_s)
+            await anyio.sleep(gap_s)  # time, not sync: a slow but steady stream is what is served
 
 
 async def _once(event: str) -> AsyncIterator[str]:
@@ -324,25 +323,7 @@ async def _until_disconnected(request: Request) -> None:
 def serve(responder: Responder | None = None) -> Iterator[MockOpenAI]:
     """Run a MockOpenAI on a free 127.0.0.1 port until the block exits."""
     mock = MockOpenAI(responder)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(
-        mock.app(), log_level="warning", lifespan="off", access_log=False, timeout_graceful_shutdown=2
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the mock OpenAI server did not start")
-        time.sleep(0.01)
-    mock.base_url = f"http://127.0.0.1:{port}/v1"
-    try:
+    config = {"log_level": "warning", "lifespan": "off", "access_log": False, "timeout_graceful_shutdown": 2}
+    with serving(mock.app(), "the mock OpenAI server", **config) as port:
+        mock.base_url = f"http://127.0.0.1:{port}/v1"
         yield mock
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()

@@ -4,22 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
-import threading
-import time
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio
 import httpx
-import uvicorn
 from starlette.applications import Starlette
 from starlette.types import Receive, Scope, Send
 
 from jeeves import Agent, Context, Output, ScriptedModel
 from jeeves.events import RoundStarted
+from tests.uvicorn_thread import serving
+from tests.waiting import ThreadGate
 
 T = TypeVar("T")
 
@@ -82,17 +80,16 @@ class Blocked:
 
 
 class Gated:
-    """Runs one agent, waits for `gate` (a threading.Event, set by a test thread), runs another."""
+    """Runs one agent, waits for `gate` (opened by a test thread), runs another."""
 
     name = "gated"
 
-    def __init__(self, gate: threading.Event) -> None:
+    def __init__(self, gate: ThreadGate) -> None:
         self.gate = gate
 
     async def run(self, ctx: Context, task: str) -> Output:
         await ctx.run(Agent("First."), task, role="first")
-        while not self.gate.is_set():  # noqa: ASYNC110 - a threading.Event, set from the test's thread
-            await anyio.sleep(0.01)
+        await self.gate.wait()
         second = await ctx.run(Agent("Second."), task, role="second")
         return Output.of(second.text)
 
@@ -130,36 +127,19 @@ class LiveServer:
 
         return asyncio.run_coroutine_threadsafe(run(), self.probe.loop).result(timeout=30)
 
+    def wait(self, until: Callable[[], Coroutine[Any, Any, object]], within_s: float = 30) -> None:
+        """Await `until()` on the server's loop (an event of the app: a run's end, say)."""
+        assert self.probe.loop is not None
+        asyncio.run_coroutine_threadsafe(until(), self.probe.loop).result(timeout=within_s)
+
     def task_count(self) -> int:
         """How many asyncio tasks the server's loop has right now."""
         return self.call(lambda: len(asyncio.all_tasks()))
 
 
-def wait_until(predicate: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    """Poll until `predicate()` holds; fail naming `what` after `timeout` (a hang guard, not a speed check)."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
-
 @contextmanager
 def live_server(app: Starlette) -> Iterator[LiveServer]:
     """Serve `app` with uvicorn on a free 127.0.0.1 port for the duration of the block."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
     probe = _LoopProbe(app)
-    server = uvicorn.Server(uvicorn.Config(probe, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        wait_until(lambda: server.started, "uvicorn to start")
+    with serving(probe, "uvicorn", log_level="warning", lifespan="on") as port:
         yield LiveServer(f"http://127.0.0.1:{port}", app, probe)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
-        sock.close()
-    assert not thread.is_alive(), "uvicorn did not stop"

@@ -179,10 +179,13 @@ async def test_a_failed_run_ends_with_run_error() -> None:
 
 
 async def test_a_cancelled_run_closes_its_subagents_and_finishes_cancelled() -> None:
+    started = anyio.Event()
+
     class Parent:
         name = "parent"
 
         async def run(self, ctx: Any, task: str) -> Any:
+            started.set()  # the POST has registered the run
             return await ctx.run(Blocked(), task, role="worker")
 
     app = create_app({"parent": Parent()})
@@ -191,8 +194,9 @@ async def test_a_cancelled_run_closes_its_subagents_and_finishes_cancelled() -> 
 
             async def cancel_when_blocked() -> None:
                 with anyio.fail_after(10):
-                    while (record := app.state.runs.get("run-1")) is None:  # noqa: ASYNC110 - started by the POST
-                        await anyio.sleep(0.01)
+                    await started.wait()
+                    record = app.state.runs.get("run-1")
+                    assert record is not None
                     while record.last_seq < 3:
                         await record.wait_after(record.last_seq, 10)
                 await client.delete("/runs/run-1")

@@ -19,8 +19,9 @@ import httpx
 import pytest
 
 from tests.conftest import offline_env
-from tests.server.conftest import messages, wait_until
+from tests.server.conftest import messages
 from tests.server.test_serve import process, served_url
+from tests.waiting import wait_until
 
 
 def counts(path: Path) -> Counter[str]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 
 import anyio
@@ -23,8 +22,8 @@ from tests.server.conftest import (
     live_server,
     messages,
     parse_sse,
-    wait_until,
 )
+from tests.waiting import ThreadGate, wait_until
 
 
 def read_until(lines: Iterator[str], stop: str) -> list[Sse]:
@@ -39,7 +38,7 @@ def read_until(lines: Iterator[str], stop: str) -> list[Sse]:
 
 
 def test_a_run_outlives_a_disconnected_follower_and_resumes_exactly_once() -> None:
-    gate = threading.Event()
+    gate = ThreadGate()
     app = create_app({"gated": Gated(gate)}, router=lambda: Router({"default": gated_model()}))
     with live_server(app) as server, httpx.Client(base_url=server.url, timeout=30) as client:
         sid = client.post("/runs", json={"architecture": "gated", "task": "count"}).json()["session_id"]
@@ -50,8 +49,8 @@ def test_a_run_outlives_a_disconnected_follower_and_resumes_exactly_once() -> No
         record = server.call(lambda: app.state.runs.get(sid))
         wait_until(lambda: server.call(lambda: record.followers) == 0, "the server to notice the disconnect")
         assert server.call(lambda: record.status) == "running"
-        gate.set()
-        wait_until(lambda: server.call(lambda: record.finished), "the run to finish")
+        gate.open()
+        server.wait(record.wait)  # the run ended
         last = before[-1].id
         with client.stream("GET", f"/runs/{sid}/events", headers={"Last-Event-ID": str(last)}) as response:
             after = list(m for m in parse_sse(response.iter_lines()) if m is not None)
@@ -77,7 +76,7 @@ def test_cancel_on_disconnect_cancels_the_run_and_leaves_no_task_behind() -> Non
             got = read_until(lines, '"round.started"')
             assert server.call(lambda: record.followers) == 1
             assert server.call(lambda: record.status) == "running"
-        wait_until(lambda: server.call(lambda: record.finished), "the run to be cancelled")
+        server.wait(record.wait)  # the run ended (cancelled, below)
         assert server.call(lambda: record.status) == "cancelled"
         assert server.call(lambda: app.state.runs.running()) == []
         wait_until(lambda: server.task_count() <= baseline, "the run's and the response's tasks to end")
@@ -110,7 +109,7 @@ def test_twenty_followers_over_http_read_the_same_stream_encoded_once(
         return encode_event(event)
 
     monkeypatch.setattr(wire, "encode_event", counting)
-    gate = threading.Event()
+    gate = ThreadGate()
     app = create_app({"gated": Gated(gate)}, router=lambda: Router({"default": gated_model()}))
 
     async def follow(url: str, sid: str, last: int | None = None) -> bytes:
@@ -132,7 +131,7 @@ def test_twenty_followers_over_http_read_the_same_stream_encoded_once(
             for _ in range(20):
                 group.start_soon(reader)
             await anyio.to_thread.run_sync(lambda: wait_until(lambda: following() == 20, "20 followers"))
-            gate.set()  # the run goes on only once all twenty are following
+            gate.open()  # the run goes on only once all twenty are following
         return bodies
 
     with live_server(app) as server, httpx.Client(base_url=server.url, timeout=30) as client:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from jeeves.server import create_app
 from jeeves.testing import Reply
 from tests.server.conftest import Gated, gated_model, live_server
 from tests.server.nested import nested, nested_router
+from tests.waiting import ThreadGate
 
 pytestmark = pytest.mark.browser
 
@@ -98,7 +98,7 @@ def test_the_viewer_updates_live_while_a_run_is_going(browser: object, tmp_path:
     from selenium.webdriver.support.ui import WebDriverWait
 
     driver: WebDriver = browser  # type: ignore[assignment]
-    gate = threading.Event()
+    gate = ThreadGate()
     app = create_app({"gated": Gated(gate)}, router=lambda: Router({"default": gated_model()}))
     with live_server(app) as server:
         session_id = httpx.post(f"{server.url}/runs", json={"architecture": "gated", "task": "count"}).json()[
@@ -112,7 +112,7 @@ def test_the_viewer_updates_live_while_a_run_is_going(browser: object, tmp_path:
         assert "running" in (root.get_attribute("class") or "")
         assert root.find_element(By.CSS_SELECTOR, ".spinner").is_displayed()
         driver.save_screenshot(str(tmp_path / "viewer-running.png"))
-        gate.set()
+        gate.open()
         wait.until(lambda d: "completed" in (root.get_attribute("class") or ""))
         second = driver.find_element(By.CSS_SELECTOR, f'li[data-session-id="{session_id}__second_0"]')
         assert "four five six" in second.text

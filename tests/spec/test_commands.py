@@ -236,7 +236,8 @@ def test_ctrl_c_stops_a_run_at_once_and_says_how_to_resume_it(tmp_path: Path) ->
     (tmp_path / "slowtools.py").write_text(
         "import os, time\n\n\ndef wait(seconds: float) -> str:\n"
         '    """Wait a while."""\n'
-        '    time.sleep(float(os.environ.get("WAIT_SECONDS", seconds)))\n    return "waited"\n'
+        '    time.sleep(float(os.environ.get("WAIT_SECONDS", seconds)))  # time, not sync: a slow tool\n'
+        '    return "waited"\n'
     )
     spec = tmp_path / "slow.toml"
     spec.write_text(
