@@ -164,13 +164,13 @@ def _run_child(
     return json.loads(done.stdout.splitlines()[-1])
 
 
-def _callgrind(tree: Path, kind: str, scratch: Path, pg_url: str | None) -> dict[str, float]:
-    """Instructions per model call at each length in TURNS, for `kind` on `tree`."""
+def _callgrind(name: str, tree: Path, kind: str, scratch: Path, pg_url: str | None) -> dict[str, float]:
+    """Instructions per model call at each length in TURNS, for `kind` on `tree` (called `name`)."""
     out = scratch / f"callgrind-{kind}"
     command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}.%p"]
     command += ["--zero-before=os_getppid", "--dump-before=os_getpgrp", sys.executable]
     command += [str(Path(__file__).resolve()), "--child", "--callgrind", "--kinds", kind]
-    command += ["--scratch", str(scratch), "--tag", f"cg{kind}"]
+    command += ["--scratch", str(scratch), "--tag", f"cg-{name}"]
     if pg_url is not None:
         command += ["--pg-url", pg_url]
     env = {**os.environ, "PYTHONPATH": str(tree)}
@@ -247,7 +247,7 @@ def _driver(args: argparse.Namespace) -> None:
                 for name, tree in trees.items():
                     by_kind = samples[name].setdefault("instructions", {})
                     for kind in kinds:
-                        counted = _callgrind(Path(tree), kind, Path(scratch), urls[name])
+                        counted = _callgrind(name, Path(tree), kind, Path(scratch), urls[name])
                         by_kind[kind] = {turns: [value] for turns, value in counted.items()}
     finally:
         if cluster is not None:
