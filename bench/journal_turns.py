@@ -9,7 +9,9 @@ Side by side in one run: each jeeves tree named on the command line (`NAME=PATH`
 commit before a change exported to a folder, and the worktree) is measured in its own
 subprocess with that tree on PYTHONPATH; the trees take turns round by round, so a change in
 the machine's load falls on all of them alike. `--profile` adds cProfile's top functions of a
-200-turn run per journal, for the last tree.
+200-turn run per journal, for the last tree. `--callgrind` adds instructions per model call
+(valgrind's callgrind, counting only the measured run: a count, not a time, so it does not move
+with the machine's load), one valgrind process per tree and journal.
 
     python bench/journal_turns.py before=/tmp/jeeves-before after=. --out bench/results/JOURNAL_TURNS
 """
@@ -120,12 +122,27 @@ async def _profile(kinds: list[str], scratch: Path, pg_url: str | None, tag: str
     return out
 
 
+async def _marked(kinds: list[str], scratch: Path, pg_url: str | None, tag: str) -> dict[str, str]:
+    """Each run measured is bracketed by `os.getppid()` and `os.getpgrp()`, which callgrind is
+    told to zero its counts before and dump them before (`_callgrind`): a dump per run, in order."""
+    for kind in kinds:
+        journal = _open(kind, scratch, pg_url, tag)
+        await _one(kind, journal, 25, f"{tag}-{kind}-warm")
+        for turns in TURNS:
+            os.getppid()
+            await _one(kind, journal, turns, f"{tag}-{kind}-{turns}")
+            os.getpgrp()
+        if journal is not None:
+            await journal.aclose()
+    return {}
+
+
 def _child(args: argparse.Namespace) -> None:
     import anyio
 
     kinds = args.kinds.split(",")
     scratch = Path(args.scratch)
-    work = _profile if args.profile else _measure
+    work = _marked if args.callgrind else _profile if args.profile else _measure
     result = anyio.run(work, kinds, scratch, args.pg_url, args.tag, backend="asyncio")
     print(json.dumps(result))
 
@@ -147,6 +164,33 @@ def _run_child(
     return json.loads(done.stdout.splitlines()[-1])
 
 
+def _callgrind(name: str, tree: Path, kind: str, scratch: Path, pg_url: str | None) -> dict[str, float]:
+    """Instructions per model call at each length in TURNS, for `kind` on `tree` (called `name`)."""
+    out = scratch / f"callgrind-{kind}"
+    command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}.%p"]
+    command += ["--zero-before=os_getppid", "--dump-before=os_getpgrp", sys.executable]
+    command += [str(Path(__file__).resolve()), "--child", "--callgrind", "--kinds", kind]
+    command += ["--scratch", str(scratch), "--tag", f"cg-{name}"]
+    if pg_url is not None:
+        command += ["--pg-url", pg_url]
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=3600)
+    if done.returncode != 0:
+        raise RuntimeError(f"{tree}: the callgrind run failed: {done.stderr[-3000:]}")
+    dumps = sorted(scratch.glob(f"callgrind-{kind}.*.*"), key=lambda p: int(p.name.rsplit(".", 1)[1]))
+    counts = [_summary(path) for path in dumps]
+    for path in scratch.glob(f"callgrind-{kind}.*"):
+        path.unlink()
+    return {str(turns): count / turns for turns, count in zip(TURNS, counts, strict=True)}
+
+
+def _summary(path: Path) -> int:
+    for line in path.read_text().splitlines():
+        if line.startswith("summary:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"{path}: no summary line")
+
+
 def _postgres() -> tuple[Any, dict[str, str]]:
     import pgcluster
 
@@ -158,9 +202,11 @@ def _postgres() -> tuple[Any, dict[str, str]]:
     return cluster, {}
 
 
-def _table(trees: list[str], best: dict[str, dict[str, dict[str, float]]]) -> list[str]:
+def _table(
+    trees: list[str], best: dict[str, dict[str, dict[str, float]]], unit: str = "µs/call"
+) -> list[str]:
     head = "| journal | " + " | ".join(
-        f"{name} µs/call @25 | {name} µs/call @200 | {name} 200/25 | {name} ×bare @200" for name in trees
+        f"{name} {unit} @25 | {name} {unit} @200 | {name} 200/25 | {name} ×bare @200" for name in trees
     )
     lines = [head + " |", "|---|" + "--:|" * (4 * len(trees))]
     for kind in JOURNALS:
@@ -197,21 +243,31 @@ def _driver(args: argparse.Namespace) -> None:
             if args.profile:
                 last = list(trees)[-1]
                 profiles = _run_child(Path(trees[last]), kinds, Path(scratch), urls[last], "prof", True)
+            if args.callgrind:
+                for name, tree in trees.items():
+                    by_kind = samples[name].setdefault("instructions", {})
+                    for kind in kinds:
+                        counted = _callgrind(name, Path(tree), kind, Path(scratch), urls[name])
+                        by_kind[kind] = {turns: [value] for turns, value in counted.items()}
     finally:
         if cluster is not None:
             cluster.stop()
+    metrics = ("wall", "cpu", "instructions") if args.callgrind else ("wall", "cpu")
     best = {
         metric: {
             name: {kind: {t: min(v) for t, v in by.items()} for kind, by in samples[name][metric].items()}
             for name in trees
         }
-        for metric in ("wall", "cpu")
+        for metric in metrics
     }
     report = {"trees": trees, "runs": args.runs, "samples": samples, "best": best, "profiles": profiles}
     lines = []
     for metric in ("wall", "cpu"):
         lines += ["", f"{metric} time, best of {args.runs} runs, µs per model call:", ""]
         lines += _table(list(trees), best[metric])
+    if args.callgrind:
+        lines += ["", "instructions per model call (callgrind, one run each):", ""]
+        lines += _table(list(trees), best["instructions"], "Ir/call")
     print("\n".join(lines))
     if args.out:
         out = Path(args.out)
@@ -229,6 +285,7 @@ def main() -> None:
     parser.add_argument("--out", help="write OUT.json and OUT.table.md")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--no-postgres", action="store_true")
+    parser.add_argument("--callgrind", action="store_true", help="add instructions per call (valgrind)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--kinds", default=",".join(JOURNALS), help=argparse.SUPPRESS)
     parser.add_argument("--scratch", help=argparse.SUPPRESS)

@@ -42,6 +42,7 @@ __all__ = [
     "StepKind",
     "check_recorded",
     "diverged",
+    "envelope",
     "journaled",
     "next_index",
     "recordable",
@@ -339,13 +340,14 @@ async def completed(session: Session, index: int) -> None:
     seconds (live only: a replay serves steps and reports no progress). The caller has
     counted the step in `completed_steps`."""
     state = session._state
-    event = progress(session, index, None)
-    state.progress = event.model_dump(mode="json", exclude={"seq", "ts", "replayed", "type"})
+    state.progress = fields = envelope(session, index, None)
+    if state.progress_interval_s is None:
+        return
     now = time.monotonic()
-    if state.progress_interval_s is None or now - state.last_progress < state.progress_interval_s:
+    if now - state.last_progress < state.progress_interval_s:
         return
     state.last_progress = now
-    await emit(session, event)
+    await emit(session, Progress(**fields))
 
 
 def report_plan(session: Session, total: int, completed: int, current: str | None = None) -> None:
@@ -355,25 +357,29 @@ def report_plan(session: Session, total: int, completed: int, current: str | Non
 
 
 def progress(session: Session, index: int, gate: str | None) -> Progress:
-    meter = session._state.meter
-    plan = session._state.plan_progress
+    """The `progress` event after step `index` of `session` (`gate`: the gate it waits on)."""
+    return Progress(**envelope(session, index, gate))
+
+
+def envelope(session: Session, index: int, gate: str | None) -> dict[str, Any]:
+    """The run's progress envelope after step `index` of `session`, as JSON: a `Progress`
+    event's fields without `seq`, `ts`, `replayed` and `type`, in its order, as the event
+    would dump them. Built at every journaled step, the event only when it is emitted."""
+    state = session._state
+    meter, plan = state.meter, state.plan_progress
     b, spent = meter.budget, meter.spent
-
-    def left(allowed: float | None, used: float) -> float | None:
-        return None if allowed is None else max(0.0, allowed - used)
-
-    tokens = left(b.max_tokens, spent.total_tokens)
-    calls = left(b.max_model_calls, spent.model_calls)
-    return Progress(
-        session_id=session.session_id,
-        step=index,
-        completed_steps=session._state.completed_steps,
-        tokens_left=None if tokens is None else int(tokens),
-        model_calls_left=None if calls is None else int(calls),
-        usd_left=left(b.max_usd, spent.cost_usd),
-        seconds_left=left(b.deadline_s, meter.elapsed()),
-        gate=gate,
-        total_steps=plan[0] if plan else None,
-        plan_steps_completed=plan[1] if plan else None,
-        current_step=plan[2] if plan else None,
-    )
+    return {
+        "session_id": session.session_id,
+        "step": index,
+        "completed_steps": state.completed_steps,
+        "tokens_left": None if b.max_tokens is None else max(0, b.max_tokens - spent.total_tokens),
+        "model_calls_left": None
+        if b.max_model_calls is None
+        else max(0, b.max_model_calls - spent.model_calls),
+        "usd_left": None if b.max_usd is None else max(0.0, b.max_usd - spent.cost_usd),
+        "seconds_left": None if b.deadline_s is None else max(0.0, b.deadline_s - meter.elapsed()),
+        "gate": gate,
+        "total_steps": plan[0] if plan else None,
+        "plan_steps_completed": plan[1] if plan else None,
+        "current_step": plan[2] if plan else None,
+    }

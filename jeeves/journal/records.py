@@ -145,8 +145,15 @@ class Journal(Protocol):
     async def put_session(self, record: SessionRecord) -> None: ...
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+"""What `json.dumps(payload, sort_keys=True, ...)` would build for every payload, made once:
+fingerprints are persisted, so their text never changes, and the encoder holds no state
+between calls."""
+
+
 def canonical(payload: Any) -> str:
-    return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    """The payload's canonical JSON: keys sorted, no spaces, what a fingerprint hashes."""
+    return _CANONICAL.encode(payload)
 
 
 def fingerprint(payload: Any) -> str:

@@ -70,17 +70,28 @@ def in_tree(session_id: str, root: str | None) -> bool:
 
 
 def encode_record(record: Record) -> str:
-    """A record as one line of JSON (no newline). Raises if a value is not JSON-able."""
-    kind = "step" if isinstance(record, StepRecord) else "session"
+    """A record as one line of JSON (no newline), `"type"` first, then the record's fields in
+    their order: every store writes what this returns, and nothing else turns a record into
+    JSON. Raises a `UserError` naming the step if a value is not JSON-able.
+
+    One pass of pydantic's own serializer, written compactly (`{"type":"step","v":3,…}`).
+    Earlier journals were written with `json.dumps`' separators (`{"type": "step", "v": 3, …}`):
+    the same keys in the same order, the same values, so every reader (`json.loads`, pydantic's
+    JSON parser) reads both alike (docs/design.md, "A record is encoded once").
+    """
     try:
-        data = record.model_dump(mode="json")
+        body = record.model_dump_json()
     except PydanticSerializationError as exc:
         where = f"Step {record.index} of" if isinstance(record, StepRecord) else "The record of"
         raise UserError(
             f"{where} session {record.session_id!r} cannot be journaled: {exc}. Journals hold JSON; give "
             f"ctx.step a JSON-able request and a result_type pydantic can serialise."
         ) from exc
-    return json.dumps({"type": kind, **data}, ensure_ascii=False)
+    return (_STEP_HEAD if isinstance(record, StepRecord) else _SESSION_HEAD) + body[1:]
+
+
+_STEP_HEAD = '{"type":"step",'
+_SESSION_HEAD = '{"type":"session",'
 
 
 def decode_record(data: Any, where: str) -> Record:

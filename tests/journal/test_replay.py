@@ -327,7 +327,7 @@ async def test_journal_paths_open_the_matching_store(tmp_path: Any) -> None:
         )
         result = await jeeves.replay(archs.build_agent(), str(path), "r1")
         assert result.text == recorded.text
-    assert (tmp_path / "runs.jsonl").read_text().startswith('{"type": "session"')
+    assert (tmp_path / "runs.jsonl").read_text().startswith('{"type":"session"')
     assert (tmp_path / "runs.db").read_bytes().startswith(b"SQLite format 3")
 
 

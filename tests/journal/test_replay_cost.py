@@ -109,7 +109,12 @@ def _one_by_one(record: StepRecord, replayed: bool) -> list[Event]:
 async def test_a_steps_events_are_served_in_one_validation_as_they_were_one_by_one() -> None:
     journal = MemoryJournal()
     await jeeves.run(archs.build_team(), TASK, models=archs.team_models(), journal=journal, session_id="r1")
-    records = [r for steps in journal._steps.values() for r in steps.values() if r.events]
+    records = [
+        step
+        for session in await journal.sessions()
+        for i in await journal.step_indices(session.session_id)
+        if (step := await journal.get_step(session.session_id, i)) is not None and step.events
+    ]
     assert records
     for record in records:
         for replayed in (True, False):  # a strict replay's, an adopted session's
@@ -204,14 +209,14 @@ async def test_a_stored_row_is_read_in_one_parse_as_the_checked_read_reads_it(tm
         assert record.model_fields_set == checked.model_fields_set
         assert list(record.__dict__) == list(cls.model_fields)
     text, cls = rows[-1]
-    assert text.startswith('{"type": "step", "v": 3, ')
-    body = text[len('{"type": "step", "v": 3, ') :]
+    assert text.startswith('{"type":"step","v":3,')
+    body = text[len('{"type":"step","v":3,') :]
     damaged = {  # each read plainly would pass the one-parse read's fields; the checks refuse it
-        '{"type": "step", "v": 3.0, ' + body: "has no schema version",
-        '{"type": "step", "v": "2", ' + body: "has no schema version",
-        '{"type": "step", "v": true, ' + body: "has no schema version",
-        '{"type": "step", ' + body: "has no schema version",
-        '{"type": "step", "v": 4, ' + body: "newer jeeves",
+        '{"type":"step","v":3.0,' + body: "has no schema version",
+        '{"type":"step","v":"2",' + body: "has no schema version",
+        '{"type":"step","v":true,' + body: "has no schema version",
+        '{"type":"step",' + body: "has no schema version",
+        '{"type":"step","v":4,' + body: "newer jeeves",
         text[:-1] + ', "v": 4}': "newer jeeves",  # the last key wins, as json.loads reads it
         text[:-1] + ', "type": "session"}': "malformed session record",
     }

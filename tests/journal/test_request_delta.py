@@ -199,6 +199,8 @@ async def test_a_v2_run_resumed_goes_on_in_v3_and_reads_whole(tmp_path: Path) ->
     result = await jeeves.resume(delta_archs.tool_agent(), "v2run", journal=path, model=model)
     assert result.text == "done after 3 lookups"
     assert len(model.requests) == 2  # steps 0-3 were served: only the last two model calls ran
+    spellings = {line[: len('{"type": ')] for line in path.read_text().splitlines()}
+    assert spellings == {'{"type": ', '{"type":"'}  # json.dumps' lines, then pydantic's: one file
 
     journal = JSONLJournal(path, create=False)
     try:

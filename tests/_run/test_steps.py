@@ -1,0 +1,69 @@
+"""The step path's progress envelope: built as JSON at every journaled step, the event only when emitted."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+import jeeves
+from jeeves import Agent, Budget, ScriptedModel
+from jeeves.events import Progress
+from jeeves.journal.memory import MemoryJournal
+from jeeves.messages import Usage
+from jeeves.testing import Reply, call
+
+pytestmark = pytest.mark.anyio
+
+DROPPED = {"seq", "ts", "replayed", "type"}
+
+
+async def _envelopes(arch: Any, model: ScriptedModel, budget: Budget | None) -> tuple[list[Progress], Any]:
+    """The run's progress events (one per step: `progress_s=0`) and its root record's envelope."""
+    journal = MemoryJournal()
+    async with jeeves.stream(
+        arch, "t", model=model, budget=budget, journal=journal, session_id="p", progress_s=0
+    ) as events:
+        seen = [e async for e in events if isinstance(e, Progress)]
+    root = await journal.get_session("p")
+    assert root is not None
+    return seen, root.progress
+
+
+def _dumped(event: Progress) -> str:
+    return json.dumps(event.model_dump(mode="json", exclude=DROPPED))
+
+
+@pytest.mark.parametrize(
+    "budget",
+    [None, Budget(max_tokens=1000, max_usd=5, max_model_calls=5, deadline_s=600)],
+    ids=["unlimited", "every-axis"],
+)
+async def test_the_recorded_envelope_is_the_last_event_as_it_dumps(budget: Budget | None) -> None:
+    @jeeves.tool(approval="read_only")
+    def lookup(q: str) -> str:
+        """Look it up."""
+        return "found"
+
+    priced = Usage(input_tokens=90, output_tokens=10, model_calls=1, cost_usd=0.25)
+    model = ScriptedModel(
+        [Reply(tool_calls=[call("lookup", {"q": "a"})], usage=priced), Reply(text="done", usage=priced)]
+    )
+    seen, recorded = await _envelopes(Agent("x", tools=[lookup]), model, budget)
+    assert [e.step for e in seen] == [0, 1, 2]
+    # the same keys in the same order, each value of the event's type (5.0, not 5)
+    assert json.dumps(recorded) == _dumped(seen[-1])
+    if budget is not None:
+        assert (seen[-1].tokens_left, seen[-1].model_calls_left, seen[-1].usd_left) == (800, 3, 4.5)
+        assert isinstance(recorded["usd_left"], float) and 0 < recorded["seconds_left"] <= 600
+
+
+async def test_a_plans_envelope_is_the_last_event_as_it_dumps() -> None:
+    from tests.architectures.test_plan_execute import Shop, arch, refund_plan
+
+    seen, recorded = await _envelopes(
+        arch(Shop()), ScriptedModel({"planner": [refund_plan(pinned=True)]}), None
+    )
+    assert (seen[-1].total_steps, seen[-1].plan_steps_completed, seen[-1].current_step) == (3, 3, "refund")
+    assert json.dumps(recorded) == _dumped(seen[-1])
