@@ -37,7 +37,7 @@ from jeeves._run.state import count_tool_call
 from jeeves._run.steps import next_index
 from jeeves.approvals.policy import APPROVAL_MODES, ApprovalMode
 from jeeves.errors import UserError, UserTypeError
-from jeeves.journal.records import fingerprint as request_fingerprint
+from jeeves.journal.records import fingerprint
 from jeeves.messages import ToolCall, ToolSpec
 
 __all__ = [
@@ -75,7 +75,7 @@ class ToolContext:
 
     @functools.cached_property
     def fingerprint(self) -> str:
-        return request_fingerprint(self.request)
+        return fingerprint(self.request)  # the module's function (a method does not see the class scope)
 
     @functools.cached_property
     def idempotency_key(self) -> str:
