@@ -23,7 +23,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Sequence, Set
 from contextlib import AbstractAsyncContextManager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, get_type_hints, overload
 
 import anyio
@@ -63,14 +63,21 @@ class ToolContext:
     `idempotency_key` is derived from these three only, so it is the same every time this
     step runs: a resume after a crash runs the one step that was in flight again (jeeves is
     at-least-once for that step) with the same key, and an external system that takes the
-    key (a payment API's `Idempotency-Key`) absorbs the duplicate.
+    key (a payment API's `Idempotency-Key`) absorbs the duplicate. The fingerprint (the
+    journal's, of `request`) and the key are computed when first read: a tool that reads
+    neither does not hash its request again.
     """
 
     session_id: str
     step: int
-    fingerprint: str
+    request: Any = field(repr=False, hash=False)
+    """What the call's journaled step records: the tool's name and its arguments."""
 
-    @property
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        return fingerprint(self.request)  # the module's function (a method does not see the class scope)
+
+    @functools.cached_property
     def idempotency_key(self) -> str:
         digest = hashlib.sha256(f"{self.session_id}\x00{self.step}\x00{self.fingerprint}".encode())
         return "jv-" + digest.hexdigest()[:32]
@@ -259,8 +266,8 @@ async def tool_step(ctx: Context, tool: Tool, call: ToolCall, index: int) -> Ste
     has it, else invoked live (in an `execute_tool` span)."""
     request = tool.step_request(call.arguments)
 
-    async def live() -> ToolOutcome:  # a served step runs none of this (nor its fingerprint)
-        context = ToolContext(ctx.session_id, index, fingerprint(request))
+    async def live() -> ToolOutcome:  # a served step runs none of this
+        context = ToolContext(ctx.session_id, index, request)
         with tool_span(ctx, call.name, call.id, call.arguments) as span:
             outcome = await tool.invoke(call.arguments, context)
             span.set_attribute("gen_ai.tool.call.result", outcome.text)

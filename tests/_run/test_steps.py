@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import anyio
 import pytest
 
 import jeeves
 from jeeves import Agent, Budget, ScriptedModel
 from jeeves.events import Progress
 from jeeves.journal.memory import MemoryJournal
+from jeeves.journal.records import StepRecord
 from jeeves.messages import Usage
 from jeeves.testing import Reply, call
 
@@ -67,3 +69,46 @@ async def test_a_plans_envelope_is_the_last_event_as_it_dumps() -> None:
     )
     assert (seen[-1].total_steps, seen[-1].plan_steps_completed, seen[-1].current_step) == (3, 3, "refund")
     assert json.dumps(recorded) == _dumped(seen[-1])
+
+
+class _SlowWrites(MemoryJournal):
+    """A store whose step writes wait until released: its put_step suspends (no `never_waits`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writing = anyio.Event()
+        self.release = anyio.Event()
+
+    async def put_step(self, record: StepRecord) -> None:
+        self.writing.set()
+        await self.release.wait()
+        await super().put_step(record)
+
+
+async def test_a_step_cancelled_mid_write_is_still_recorded_whole() -> None:
+    journal = _SlowWrites()
+    model = ScriptedModel([Reply(tool_calls=[call("lookup", {"key": "k"})]), "done"])
+
+    @jeeves.tool
+    def lookup(key: str) -> str:
+        """Look up."""
+        return "v"
+
+    async with anyio.create_task_group() as tg:
+        scope = anyio.CancelScope()
+
+        async def run() -> None:
+            with scope:
+                await jeeves.run(
+                    Agent("x", tools=[lookup]), "t", model=model, journal=journal, session_id="s"
+                )
+
+        tg.start_soon(run)
+        await journal.writing.wait()  # the first model step's record is being written
+        scope.cancel()
+        await anyio.wait_all_tasks_blocked()
+        journal.release.set()
+    assert scope.cancelled_caught
+    step = await journal.get_step("s", 0)
+    assert step is not None and step.kind == "model" and step.result is not None
+    assert await journal.get_step("s", 1) is None  # the result was not used: the run stopped there

@@ -13,12 +13,12 @@ import pytest
 
 import jeeves
 from jeeves.errors import ReplayDivergence
-from jeeves.journal.delta import RequestChain, recorded_request, whole_request
+from jeeves.journal.delta import RequestChain, plain_key, recorded_request, whole_request
 from jeeves.journal.jsonl import JSONLJournal
 from jeeves.journal.memory import MemoryJournal
 from jeeves.journal.records import SCHEMA_VERSION, StepRecord, fingerprint
 from jeeves.journal.store import JournalStore, encode_record
-from jeeves.messages import Message, ModelRequest, ToolSpec
+from jeeves.messages import Message, ModelRequest, ToolCall, ToolSpec
 from jeeves.server.recorded import JournalBrowser
 from jeeves.server.requests import whole_requests
 from tests.journal import delta_archs
@@ -226,3 +226,49 @@ async def test_the_explorer_reads_each_recorded_call_whole(tmp_path: Path) -> No
     assert [c["step"] for c in calls] == list(range(6))
     old = whole_requests(await JournalBrowser(tmp_path / "v2.jsonl").requests("v2run"))
     assert [len(c["request"]["messages"]) for c in old] == [2, 4, 6, 8]
+
+
+_GOLDEN = [
+    "364262db4b48970491e88c744aa62cd754fbd5ed63cc9a13e5da34b53ab26f75",
+    "38ec465a591a02c2fbe560e5deb820f6c407237e46996163fc34a85c54ab2cf2",
+    "4a7c19076b1e52bf0ed90b385d87e4bf5e47fb252ea5cc23f3fed7fffa029a42",
+]
+"""Schema v3 fingerprints of `_golden_requests`, as main computed them before the key's
+encoder changed: every recorded fingerprint must stay the same, or recorded runs diverge."""
+
+
+def _golden_requests() -> tuple[ModelRequest, ModelRequest]:
+    tools = [
+        ToolSpec(
+            name="lookup",
+            description="Look \u00e9 up",
+            parameters={"type": "object", "properties": {"k": {"type": "string"}}, "required": ["k"]},
+        )
+    ]
+    params = {"temperature": 0.7, "max_tokens": 1e16, "api_key": "sk-secret", "stop": ["\n", "\u2028"]}
+    first = [
+        Message(role="system", content='You are \u2603 "careful".\n\tTabs\x01'),
+        Message(role="user", content="caf\u00e9 1.0"),
+    ]
+    turn = [
+        Message(
+            role="assistant",
+            content=None,
+            tool_calls=[ToolCall(id="c0", name="lookup", arguments='{"k": "\u00fc"}')],
+        ),
+        Message(role="tool", content="r" * 50 + "\u00e9", tool_call_id="c0", name="lookup"),
+    ]
+    schema = {"type": "object", "b": 1, "a": [1.5, None, True]}
+    one = ModelRequest(messages=first, tools=tools, output_schema=schema, params=params)
+    return one, ModelRequest(messages=[*first, *turn], tools=tools, output_schema=schema, params=params)
+
+
+def test_the_fingerprints_of_a_fixed_request_are_the_recorded_ones() -> None:
+    one, two = _golden_requests()
+    chain = RequestChain()
+    first = chain.key(one, 0)
+    first.commit()
+    extended = chain.key(two, 2)
+    assert [first.fingerprint, extended.fingerprint] == _GOLDEN[:2]
+    assert RequestChain().key(two, 0).fingerprint == _GOLDEN[1]  # whole or chained: one value
+    assert plain_key({"name": "lookup", "arguments": '{"k": "\u00fc"}'}).fingerprint == _GOLDEN[2]
