@@ -266,25 +266,20 @@ async def _run(
             raise
         error = exc
     if record is not None:
-        journal = state.journal
-        put = journal.put_step(  # type: ignore[union-attr]
-            StepRecord(
-                session_id=session.session_id,
-                index=index,
-                kind=kind,
-                name=name,
-                fingerprint=record.fingerprint,
-                request=record.stored,
-                result=None if error else state.adapter(result_type).dump_python(result, mode="json"),
-                error=encode_error(error) if error else None,
-                events=[e.model_dump(mode="json", exclude=_NOT_EVENT_FIELDS) for e in emitted],
+        with anyio.CancelScope(shield=True):  # a cancelled caller still records the step whole
+            await state.journal.put_step(  # type: ignore[union-attr]
+                StepRecord(
+                    session_id=session.session_id,
+                    index=index,
+                    kind=kind,
+                    name=name,
+                    fingerprint=record.fingerprint,
+                    request=record.stored,
+                    result=None if error else state.adapter(result_type).dump_python(result, mode="json"),
+                    error=encode_error(error) if error else None,
+                    events=[e.model_dump(mode="json", exclude=_NOT_EVENT_FIELDS) for e in emitted],
+                )
             )
-        )
-        if getattr(journal.put_step, "never_waits", False):  # type: ignore[union-attr]
-            await put  # no cancellation can reach a write that never suspends
-        else:
-            with anyio.CancelScope(shield=True):  # a cancelled caller still records the step whole
-                await put
         record.commit()  # a base for the session's next model step only once it is in the journal
     if step_completed(kind, error):
         state.completed_steps += 1

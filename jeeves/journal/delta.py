@@ -32,7 +32,7 @@ from typing import Any
 from jeeves import messages as _messages
 from jeeves._base.redact import strip_credentials
 from jeeves.errors import JournalError
-from jeeves.journal.records import DAMAGED, StepRecord, canonical_dumped, fingerprint
+from jeeves.journal.records import DAMAGED, StepRecord, canonical, fingerprint
 from jeeves.messages import ModelRequest
 
 __all__ = ["DELTA_VERSION", "RequestChain", "StepKey", "plain_key", "recorded_request", "whole_request"]
@@ -82,7 +82,7 @@ def plain_key(request: Any) -> StepKey:
 
 def _fold(chain: str, dumped: list[Any]) -> str:
     for message in dumped:
-        chain = hashlib.sha256(f"{chain}\n{canonical_dumped(message)}".encode()).hexdigest()
+        chain = hashlib.sha256(f"{chain}\n{canonical(message)}".encode()).hexdigest()
     return chain
 
 

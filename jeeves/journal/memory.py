@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from jeeves.journal.records import SessionRecord, StepRecord
 from jeeves.journal.snapshot import RunSnapshot
-from jeeves.journal.store import StoreBase, decode_text, encode_record, in_tree, never_waits
+from jeeves.journal.store import StoreBase, decode_text, encode_record, in_tree
 
 __all__ = ["MemoryJournal"]
 
@@ -29,7 +29,6 @@ class MemoryJournal(StoreBase):
         text = self._steps.get(session_id, {}).get(index)
         return None if text is None else self._step(session_id, index, text)
 
-    @never_waits
     async def put_step(self, record: StepRecord) -> None:
         self._steps.setdefault(record.session_id, {})[record.index] = encode_record(record)
 

@@ -156,18 +156,6 @@ def canonical(payload: Any) -> str:
     return _CANONICAL.encode(payload)
 
 
-_DUMPED = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str, check_circular=False
-)
-"""`_CANONICAL` without its circular-reference check (the same text, half the cost) for data
-a pydantic `mode="json"` dump just built: a tree, which cannot hold itself."""
-
-
-def canonical_dumped(payload: Any) -> str:
-    """`canonical(payload)` for freshly dumped JSON data (no cycles): a model step's messages."""
-    return _DUMPED.encode(payload)
-
-
 def fingerprint(payload: Any) -> str:
     """SHA-256 of the payload's canonical JSON."""
     return hashlib.sha256(canonical(payload).encode()).hexdigest()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable
 from types import TracebackType
 from typing import Annotated, Any, Literal, Protocol, Self, TypeVar, runtime_checkable
 
@@ -37,7 +36,6 @@ __all__ = [
     "decode_text",
     "encode_record",
     "in_tree",
-    "never_waits",
 ]
 
 Record = StepRecord | SessionRecord
@@ -64,18 +62,6 @@ class JournalStore(Journal, Protocol):
     async def aclose(self) -> None:
         """Release files and connections; the store is not used afterwards."""
         ...
-
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def never_waits(method: F) -> F:
-    """Mark a store's async method that returns without ever suspending (no `await` in it
-    waits): no cancellation can reach it between its start and its end, so the step path
-    needs no shield around it (`jeeves._run.steps`). A subclass that overrides the method
-    does not inherit the mark."""
-    method.never_waits = True  # type: ignore[attr-defined]
-    return method
 
 
 def in_tree(session_id: str, root: str | None) -> bool:

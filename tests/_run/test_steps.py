@@ -72,7 +72,7 @@ async def test_a_plans_envelope_is_the_last_event_as_it_dumps() -> None:
 
 
 class _SlowWrites(MemoryJournal):
-    """A store whose step writes wait until released: its put_step suspends (no `never_waits`)."""
+    """A store whose step writes wait until released: its put_step suspends."""
 
     def __init__(self) -> None:
         super().__init__()
