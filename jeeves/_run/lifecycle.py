@@ -95,12 +95,16 @@ async def set_root_status(
             await journal.put_session(record.model_copy(update=update))
 
 
-async def _heartbeat(state: RunState, root_id: str) -> None:
+async def _heartbeat(state: RunState, root_id: str, done: anyio.Event) -> None:
+    """Renew the lease every `HEARTBEAT_S` seconds until `done` (the root returned or raised)."""
     journal = state.journal
     if journal is None or state.mode == "replay":
         return
     while True:
-        await anyio.sleep(HEARTBEAT_S)
+        with anyio.move_on_after(HEARTBEAT_S):
+            await done.wait()
+        if done.is_set():
+            return
         async with state.root_lock:
             record = await journal.get_session(root_id)
             if record is None or record.status != "in_progress":
@@ -145,26 +149,28 @@ async def supervise(
     if deadline is None and not _helped(state):  # nothing to renew, no gate to park at (`unsupervised`)
         outcome.output = await execute(root, arch, task, index)
         return outcome
+    done = anyio.Event()
     with anyio.move_on_after(deadline if deadline is not None else float("inf")) as ttl:
         async with anyio.create_task_group() as group:
 
             async def watch() -> None:
-                await state.suspension.settled()
-                outcome.suspended = True
-                group.cancel_scope.cancel()
+                if await state.suspension.settled():
+                    outcome.suspended = True
+                    group.cancel_scope.cancel()
 
             state.suspension.watched = True
             group.start_soon(watch)
             if not branch:
-                group.start_soon(_heartbeat, state, root.session_id)
+                group.start_soon(_heartbeat, state, root.session_id, done)
             try:
                 outcome.output = await execute(root, arch, task, index)
             except anyio.get_cancelled_exc_class():
                 raise
             except BaseException as exc:
                 error = exc
-            finally:
-                group.cancel_scope.cancel()
+            finally:  # the helpers end by themselves: no cancelled task's traceback holds the run
+                done.set()
+                state.suspension.end()
     if error is not None:
         raise error
     if ttl.cancelled_caught and outcome.output is None and not outcome.suspended:
