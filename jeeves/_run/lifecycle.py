@@ -149,21 +149,22 @@ async def supervise(
     if deadline is None and not _helped(state):  # nothing to renew, no gate to park at (`unsupervised`)
         outcome.output = await execute(root, arch, task, index)
         return outcome
-    done = anyio.Event()
+    done, work = anyio.Event(), anyio.CancelScope()
     with anyio.move_on_after(deadline if deadline is not None else float("inf")) as ttl:
         async with anyio.create_task_group() as group:
 
             async def watch() -> None:
                 if await state.suspension.settled():
                     outcome.suspended = True
-                    group.cancel_scope.cancel()
+                    work.cancel()  # the root's tree only: the heartbeat ends by `done`
 
             state.suspension.watched = True
             group.start_soon(watch)
             if not branch:
                 group.start_soon(_heartbeat, state, root.session_id, done)
             try:
-                outcome.output = await execute(root, arch, task, index)
+                with work:
+                    outcome.output = await execute(root, arch, task, index)
             except anyio.get_cancelled_exc_class():
                 raise
             except BaseException as exc:
@@ -172,7 +173,10 @@ async def supervise(
                 done.set()
                 state.suspension.end()
     if error is not None:
-        raise error
+        try:
+            raise error
+        finally:
+            del error  # its traceback holds this frame: not a cycle through this local
     if ttl.cancelled_caught and outcome.output is None and not outcome.suspended:
         await set_root_status(state, root.session_id, "expired", stop_reason="session_ttl")
         raise SessionExpired(

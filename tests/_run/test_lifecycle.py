@@ -148,6 +148,19 @@ async def test_a_finished_run_leaves_nothing_only_cycles_hold(journaled: bool) -
     assert _kernel_objects(garbage) == {}
 
 
+async def test_a_suspended_run_leaves_nothing_only_cycles_hold() -> None:
+    """At a gate the watcher cancels the root's tree only; the heartbeat still ends by itself."""
+    model = FunctionModel(lambda r: "x")
+    with _garbage() as garbage:
+        for _ in range(3):
+            result = await jeeves.run(
+                _GatesWithoutPolicy(), "go", model=model, approvals=Approvals(), journal=MemoryJournal()
+            )
+            assert result.status == "awaiting_approval"
+            del result
+    assert _kernel_objects(garbage) == {}
+
+
 async def test_an_architecture_built_per_run_leaves_no_garbage() -> None:
     """An output type's JSON schema is generated once per type, not per `Agent`: pydantic's
     schema generator (bound methods in a dict on itself) is a cycle per generation."""
