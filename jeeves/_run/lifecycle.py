@@ -8,7 +8,11 @@ journal, no approval policy and no TTL needs neither, and runs the root alone):
   `jeeves runs` shows a run whose process died as `paused` once `LEASE_S`
   (2 × `HEARTBEAT_S`) passed;
 - the suspension watcher waits for `Suspension.settled()` (a gate with no approver,
-  everything in flight recorded) and cancels the tree.
+  everything in flight recorded) and cancels the root's tree.
+
+Both end when the root returns or raises (a `done` event, `Suspension.end`), not by a
+cancellation: on asyncio a cancelled task's traceback holds its frames, and through them the
+run's state, in reference cycles only the cyclic collector frees.
 
 The session TTL is a cancel scope around all of it, whose deadline comes from the root's
 record (`expires_at`), so it holds across resumes and while the run waits at gates.
