@@ -9,7 +9,8 @@ SQLite file), as the runs of one server do. Then one traced batch per variant, o
 journal: tracemalloc's peak above the baseline per run in flight, and what the journal still
 holds once the batch ended (its records: the memory journal keeps them, by design).
 
-Also reported: the collector's share of the wall time (`gc.callbacks`), and for SQLite how
+Also reported: the collector's share of the wall time (`gc.callbacks`), its collections per
+batch and the objects it found unreachable per run (what only reference cycles held), and for SQLite how
 many transactions the writes took (group commit: `jeeves.journal.sqlite`) and the CPU time
 per batch its store's thread spent committing and reading (`store_thread_cpu_ms`, part of
 the batch's CPU time).
@@ -69,11 +70,13 @@ class CountingSQLite(SQLiteJournal):
 
 
 class GcClock:
-    """Time spent in the cyclic collector while on."""
+    """Time spent in the cyclic collector while on, and what it found unreachable (objects
+    only reference cycles held)."""
 
     def __init__(self) -> None:
         self.total = 0.0
         self.collections = 0
+        self.collected = 0
         self._start = 0.0
 
     def __call__(self, phase: str, info: dict[str, Any]) -> None:
@@ -82,6 +85,7 @@ class GcClock:
         else:
             self.total += time.perf_counter() - self._start
             self.collections += 1
+            self.collected += info["collected"]
 
 
 def _journal(variant: str, folder: str) -> Any:
@@ -144,6 +148,7 @@ async def measure(n: int, rounds: int) -> dict[str, Any]:
     walls: dict[str, list[float]] = {v: [] for v in VARIANTS}
     cpus: dict[str, list[float]] = {v: [] for v in VARIANTS}
     gcs: dict[str, list[float]] = {v: [] for v in VARIANTS}
+    found: dict[str, list[tuple[int, int]]] = {v: [] for v in VARIANTS}
     CountingSQLite.transactions = CountingSQLite.writes = 0
     CountingSQLite.thread_cpu = 0.0
     for _ in range(rounds):
@@ -157,6 +162,7 @@ async def measure(n: int, rounds: int) -> dict[str, Any]:
             cpus[variant].append(time.process_time() - c)
             gc.callbacks.remove(clock)
             gcs[variant].append(clock.total)
+            found[variant].append((clock.collections, clock.collected))
     for journal in journals.values():
         if journal is not None:
             await journal.aclose()
@@ -171,6 +177,8 @@ async def measure(n: int, rounds: int) -> dict[str, Any]:
             "wall_x_bare": wall / bare_wall,
             "cpu_x_bare": cpu / bare_cpu,
             "gc_share": statistics.median(g / w for g, w in zip(gcs[variant], walls[variant], strict=True)),
+            "gc_collections": statistics.median(c for c, _ in found[variant]),
+            "gc_collected_per_run": statistics.median(k for _, k in found[variant]) / n,
         }
     runs = n * rounds
     rows["sqlite journal"]["writes_per_run"] = CountingSQLite.writes / runs

@@ -8,7 +8,11 @@ journal, no approval policy and no TTL needs neither, and runs the root alone):
   `jeeves runs` shows a run whose process died as `paused` once `LEASE_S`
   (2 × `HEARTBEAT_S`) passed;
 - the suspension watcher waits for `Suspension.settled()` (a gate with no approver,
-  everything in flight recorded) and cancels the tree.
+  everything in flight recorded) and cancels the root's tree.
+
+Both end when the root returns or raises (a `done` event, `Suspension.end`), not by a
+cancellation: on asyncio a cancelled task's traceback holds its frames, and through them the
+run's state, in reference cycles only the cyclic collector frees.
 
 The session TTL is a cancel scope around all of it, whose deadline comes from the root's
 record (`expires_at`), so it holds across resumes and while the run waits at gates.
@@ -95,12 +99,16 @@ async def set_root_status(
             await journal.put_session(record.model_copy(update=update))
 
 
-async def _heartbeat(state: RunState, root_id: str) -> None:
+async def _heartbeat(state: RunState, root_id: str, done: anyio.Event) -> None:
+    """Renew the lease every `HEARTBEAT_S` seconds until `done` (the root returned or raised)."""
     journal = state.journal
     if journal is None or state.mode == "replay":
         return
     while True:
-        await anyio.sleep(HEARTBEAT_S)
+        with anyio.move_on_after(HEARTBEAT_S):
+            await done.wait()
+        if done.is_set():
+            return
         async with state.root_lock:
             record = await journal.get_session(root_id)
             if record is None or record.status != "in_progress":
@@ -145,28 +153,34 @@ async def supervise(
     if deadline is None and not _helped(state):  # nothing to renew, no gate to park at (`unsupervised`)
         outcome.output = await execute(root, arch, task, index)
         return outcome
+    done, work = anyio.Event(), anyio.CancelScope()
     with anyio.move_on_after(deadline if deadline is not None else float("inf")) as ttl:
         async with anyio.create_task_group() as group:
 
             async def watch() -> None:
-                await state.suspension.settled()
-                outcome.suspended = True
-                group.cancel_scope.cancel()
+                if await state.suspension.settled():
+                    outcome.suspended = True
+                    work.cancel()  # the root's tree only: the heartbeat ends by `done`
 
             state.suspension.watched = True
             group.start_soon(watch)
             if not branch:
-                group.start_soon(_heartbeat, state, root.session_id)
+                group.start_soon(_heartbeat, state, root.session_id, done)
             try:
-                outcome.output = await execute(root, arch, task, index)
+                with work:
+                    outcome.output = await execute(root, arch, task, index)
             except anyio.get_cancelled_exc_class():
                 raise
             except BaseException as exc:
                 error = exc
-            finally:
-                group.cancel_scope.cancel()
+            finally:  # the helpers end by themselves: no cancelled task's traceback holds the run
+                done.set()
+                state.suspension.end()
     if error is not None:
-        raise error
+        try:
+            raise error
+        finally:
+            del error  # its traceback holds this frame: not a cycle through this local
     if ttl.cancelled_caught and outcome.output is None and not outcome.suspended:
         await set_root_status(state, root.session_id, "expired", stop_reason="session_ttl")
         raise SessionExpired(

@@ -95,32 +95,40 @@ class Suspension:
     `pending`.
     """
 
-    __slots__ = ("_changed", "_requested", "in_flight", "pending", "watched")
+    __slots__ = ("_changed", "_requested", "ended", "in_flight", "pending", "watched")
 
     def __init__(self) -> None:
         self.pending: dict[str, PendingGate] = {}
         self.in_flight = 0
         self.watched = False
         """Whether the runner watches for suspension (a run with an approval policy)."""
+        self.ended = False
+        """Whether the run's root returned or raised (`end`): there is nothing left to watch."""
         self._requested: anyio.Event | None = None
         self._changed: anyio.Event | None = None
 
     @property
     def requested(self) -> anyio.Event:
-        """Set when a gate parks: the run is asked to suspend (built on first use)."""
+        """Set when a gate parks: the run is asked to suspend (built on first use); set by
+        `end` too, to wake the watcher."""
         if self._requested is None:
             self._requested = anyio.Event()
         return self._requested
-
-    @property
-    def suspending(self) -> bool:
-        return self._requested is not None and self._requested.is_set()
 
     def enter(self) -> None:
         self.in_flight += 1
 
     def leave(self) -> None:
         self.in_flight -= 1
+        if self._changed is not None:
+            self._changed.set()
+
+    def end(self) -> None:
+        """The run's root returned or raised: wake the watcher (`settled`), which then returns
+        False. Ending by itself, not by a cancellation, the watcher leaves no cancelled task
+        whose traceback would hold its frames, and through them the run, in a reference cycle."""
+        self.ended = True
+        self.requested.set()
         if self._changed is not None:
             self._changed.set()
 
@@ -137,16 +145,19 @@ class Suspension:
             self.requested.set()
         await anyio.sleep_forever()
 
-    async def settled(self) -> None:
-        """Return once the run was asked to suspend and nothing is left in flight."""
+    async def settled(self) -> bool:
+        """True once the run was asked to suspend and nothing is left in flight; False once
+        the run ended (`end`) first."""
         await self.requested.wait()
-        while True:
-            while self.in_flight:
+        while not self.ended:
+            if self.in_flight:
                 self._changed = anyio.Event()
                 await self._changed.wait()
+                continue
             await anyio.wait_all_tasks_blocked()
-            if not self.in_flight:
-                return
+            if not self.in_flight and not self.ended:
+                return True
+        return False
 
     def gates(self) -> list[PendingGate]:
         return sorted(self.pending.values(), key=lambda g: (g.session_id, g.step))

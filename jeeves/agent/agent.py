@@ -77,8 +77,33 @@ def _items(values: object, *, name: str) -> list[Any]:
     return list(values)
 
 
+_SCHEMAS: dict[Any, tuple[TypeAdapter[Any], dict[str, Any]]] = {}
+MAX_SCHEMAS = 512
+"""How many output types `_adapter` keeps; past that, the oldest is dropped."""
+
+
 def _adapter(output_type: Any) -> tuple[TypeAdapter[Any], dict[str, Any]]:
-    """The validator of `output_type` and the JSON schema the model is shown, or a UserTypeError."""
+    """The validator of `output_type` and the JSON schema the model is shown, or a UserTypeError.
+
+    Built once per type and kept: a program that builds its architecture per request would
+    otherwise generate the same schema (milliseconds, and a pydantic generator that only
+    the cyclic collector frees) for every `Agent`. An unhashable type is built each time."""
+    try:
+        known = _SCHEMAS.get(output_type)
+    except TypeError:
+        return _built(output_type)
+    if known is None:
+        known = _built(output_type)
+        if len(_SCHEMAS) >= MAX_SCHEMAS:
+            try:
+                del _SCHEMAS[next(iter(_SCHEMAS))]
+            except (StopIteration, KeyError, RuntimeError):
+                pass  # another thread changed the cache meanwhile
+        _SCHEMAS[output_type] = known
+    return known
+
+
+def _built(output_type: Any) -> tuple[TypeAdapter[Any], dict[str, Any]]:
     if isinstance(output_type, str):  # a name, not a type: pydantic would take it as a forward reference
         raise UserTypeError(
             f"Agent output_type is the string {short_repr(output_type)}; pass the type itself "

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import gc
+import types
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import anyio
 import pytest
 
@@ -9,6 +15,7 @@ import jeeves
 from jeeves import Agent, FunctionModel
 from jeeves._run.context import Context, Output
 from jeeves._run.gates import gate
+from jeeves._run.state import RunState, Suspension
 from jeeves._run.steps import next_index
 from jeeves.approvals.decide import Approvals
 from jeeves.errors import UserError
@@ -76,3 +83,92 @@ async def test_the_same_gate_with_a_policy_suspends() -> None:
     )
     assert result.status == "awaiting_approval"
     assert [g.tool for g in result.pending] == ["pay"]
+
+
+@contextmanager
+def _garbage() -> Iterator[list[object]]:
+    """What only reference cycles hold, among the objects made inside the block: the
+    cyclic collector stays off, then one collection saves what it would have freed."""
+    enabled, debug = gc.isenabled(), gc.get_debug()
+    gc.collect()
+    gc.disable()
+    found: list[object] = []
+    try:
+        yield found
+        gc.set_debug(debug | gc.DEBUG_SAVEALL)
+        gc.collect()
+        found.extend(gc.garbage)
+    finally:
+        gc.garbage.clear()
+        gc.set_debug(debug)
+        if enabled:
+            gc.enable()
+
+
+def _kernel_objects(garbage: list[object]) -> dict[str, int]:
+    """The run's objects (and the tasks and frames running it) among `garbage`, by type."""
+    kinds = (Context, RunState, Suspension, MemoryJournal, types.FrameType, types.TracebackType)
+    return dict(
+        Counter(
+            type(o).__qualname__
+            for o in garbage
+            if isinstance(o, kinds) or type(o).__module__.startswith("jeeves.") or "Task" in type(o).__name__
+        )
+    )
+
+
+def _critic_loop() -> jeeves.ActorCritic:
+    return jeeves.ActorCritic(
+        Agent("write", role="actor"),
+        Agent("review", role="critic", output_type=jeeves.Verdict),
+        max_rounds=2,
+        threshold=0.9,
+    )
+
+
+def _critic_model(request: ModelRequest) -> str:
+    role = request.role_path[-1]
+    return '{"score": 0.5, "passed": false, "feedback": "more"}' if role == "critic" else "draft"
+
+
+@pytest.mark.parametrize("journaled", [False, True], ids=["bare", "journaled"])
+async def test_a_finished_run_leaves_nothing_only_cycles_hold(journaled: bool) -> None:
+    """A run's state (its contexts, RunState, journal, helper tasks) is freed by reference
+    counting when the run returns: nothing of it waits for the cyclic collector. The
+    heartbeat and the suspension watcher end when the run does, not by a cancellation whose
+    traceback would hold their frames (and through them the run) in a cycle."""
+    arch, model = _critic_loop(), FunctionModel(_critic_model)
+    await jeeves.run(arch, "go", model=model, journal=MemoryJournal())  # warm: first-use caches
+    with _garbage() as garbage:
+        for _ in range(3):
+            journal = MemoryJournal() if journaled else None
+            result = await jeeves.run(arch, "go", model=model, journal=journal)
+            assert result.status == "completed"
+            del result, journal
+    assert _kernel_objects(garbage) == {}
+
+
+async def test_a_suspended_run_leaves_nothing_only_cycles_hold() -> None:
+    """At a gate the watcher cancels the root's tree only; the heartbeat still ends by itself."""
+    model = FunctionModel(lambda r: "x")
+    with _garbage() as garbage:
+        for _ in range(3):
+            result = await jeeves.run(
+                _GatesWithoutPolicy(), "go", model=model, approvals=Approvals(), journal=MemoryJournal()
+            )
+            assert result.status == "awaiting_approval"
+            del result
+    assert _kernel_objects(garbage) == {}
+
+
+async def test_an_architecture_built_per_run_leaves_no_garbage() -> None:
+    """An output type's JSON schema is generated once per type, not per `Agent`: pydantic's
+    schema generator (bound methods in a dict on itself) is a cycle per generation."""
+    model = FunctionModel(_critic_model)
+    await jeeves.run(_critic_loop(), "go", model=model)
+    with _garbage() as garbage:
+        for _ in range(3):
+            result = await jeeves.run(_critic_loop(), "go", model=model, journal=MemoryJournal())
+            assert result.status == "completed"
+            del result
+    assert dict(Counter(type(o).__qualname__ for o in garbage)) == {}
