@@ -288,7 +288,10 @@ async def _run(
         if record is not None or state.progress_interval_s is not None:
             await completed(session, index)
     if error is not None:
-        raise error
+        try:
+            raise error
+        finally:
+            del error  # its traceback holds this frame: no cycle left through the local
     return StepResult(result, False)  # type: ignore[arg-type]
 
 

@@ -172,3 +172,20 @@ async def test_an_architecture_built_per_run_leaves_no_garbage() -> None:
             assert result.status == "completed"
             del result
     assert dict(Counter(type(o).__qualname__ for o in garbage)) == {}
+
+
+async def test_a_run_failed_at_a_step_leaves_nothing_only_cycles_hold() -> None:
+    """A step's error is raised from the step path without a local holding it: its traceback
+    (which holds that frame) would otherwise keep the run alive in a cycle."""
+
+    def broken(request: ModelRequest) -> str:
+        raise ValueError("the provider broke")
+
+    arch, model = _critic_loop(), FunctionModel(broken)
+    with pytest.raises(ValueError):
+        await jeeves.run(arch, "go", model=model, journal=MemoryJournal())  # warm: first-use caches
+    with _garbage() as garbage:
+        for _ in range(3):
+            with pytest.raises(ValueError):
+                await jeeves.run(arch, "go", model=model, journal=MemoryJournal())
+    assert _kernel_objects(garbage) == {}
