@@ -15,6 +15,7 @@ from typing import Any, Generic, NamedTuple, ParamSpec, TypeVar, overload
 import anyio
 from pydantic import TypeAdapter
 
+from jeeves._base.cache import kept
 from jeeves._run.channel import EventChannel
 from jeeves._run.steering import Inbox, Intervener
 from jeeves._run.usage_tree import book
@@ -174,16 +175,7 @@ def type_adapter(tp: Any) -> TypeAdapter[Any]:
     kept: a run's steps ask for the same few types in every run, and building one costs
     far more than a step served from a journal. Thread-safe enough: two threads missing at
     once each build an equal adapter, and either is kept."""
-    adapter = _ADAPTERS.get(tp)
-    if adapter is None:
-        adapter = TypeAdapter(tp)
-        if len(_ADAPTERS) >= MAX_ADAPTERS:
-            try:
-                del _ADAPTERS[next(iter(_ADAPTERS))]
-            except (StopIteration, KeyError, RuntimeError):
-                pass  # another thread changed the cache meanwhile
-        _ADAPTERS[tp] = adapter
-    return adapter
+    return kept(_ADAPTERS, tp, TypeAdapter, MAX_ADAPTERS)
 
 
 @dataclass

@@ -27,6 +27,7 @@ from typing import Any
 import anyio
 from pydantic import PydanticUserError, TypeAdapter, ValidationError
 
+from jeeves._base.cache import kept
 from jeeves._base.ids import validate_name
 from jeeves._base.validate import check_int, check_mapping, check_str, short_repr
 from jeeves._run import model_calls
@@ -89,18 +90,10 @@ def _adapter(output_type: Any) -> tuple[TypeAdapter[Any], dict[str, Any]]:
     otherwise generate the same schema (milliseconds, and a pydantic generator that only
     the cyclic collector frees) for every `Agent`. An unhashable type is built each time."""
     try:
-        known = _SCHEMAS.get(output_type)
+        hash(output_type)
     except TypeError:
         return _built(output_type)
-    if known is None:
-        known = _built(output_type)
-        if len(_SCHEMAS) >= MAX_SCHEMAS:
-            try:
-                del _SCHEMAS[next(iter(_SCHEMAS))]
-            except (StopIteration, KeyError, RuntimeError):
-                pass  # another thread changed the cache meanwhile
-        _SCHEMAS[output_type] = known
-    return known
+    return kept(_SCHEMAS, output_type, _built, MAX_SCHEMAS)
 
 
 def _built(output_type: Any) -> tuple[TypeAdapter[Any], dict[str, Any]]:
