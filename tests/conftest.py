@@ -55,6 +55,21 @@ def subprocess_env() -> dict[str, str]:
     return env
 
 
+def crash_child(module: str, *args: str) -> subprocess.Popen[str]:
+    """`python -m MODULE ARGS` from this checkout, to be SIGKILLed mid-run: its stdin is held
+    open by the test, so a child that reaches its hang (`tests.waiting.hang_until_killed`)
+    waits on it until killed; stdout and stderr are pipes the test reads lines from."""
+    return subprocess.Popen(
+        [sys.executable, "-m", module, *args],
+        cwd=REPO,
+        env=subprocess_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def offline_env() -> dict[str, str]:
     """`subprocess_env()` with every provider key removed: offline means offline."""
     return {k: v for k, v in subprocess_env().items() if not k.endswith("_API_KEY")}

@@ -21,7 +21,7 @@ from jeeves.journal.open import open_journal, shown_status
 from jeeves.journal.records import HEARTBEAT_S, LEASE_S, SessionRecord
 from jeeves.messages import Usage
 from jeeves.testing import Reply, call
-from tests.conftest import REPO, subprocess_env
+from tests.conftest import REPO, crash_child, subprocess_env
 from tests.resume_budget_child import resume_run
 
 
@@ -31,15 +31,7 @@ def calls(root: Path) -> list[str]:
 
 def killed_at(root: Path, block: int) -> list[dict[str, Any]]:
     """Run the child until `work {block}` hangs, SIGKILL it; its progress envelopes."""
-    child = subprocess.Popen(
-        [sys.executable, "-m", "tests.resume_budget_child", str(root), str(block)],
-        cwd=REPO,
-        env=subprocess_env(),
-        stdin=subprocess.PIPE,  # held open: the child hangs on it until killed
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    child = crash_child("tests.resume_budget_child", str(root), str(block))
     envelopes = []
     try:
         assert child.stdout is not None

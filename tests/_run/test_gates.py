@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import anyio
@@ -24,20 +22,12 @@ from jeeves.events import ApprovalDecided, ApprovalRequested, Progress
 from jeeves.journal.open import list_runs
 from jeeves.messages import ModelRequest
 from jeeves.testing import FunctionModel, Reply, call
-from tests.conftest import REPO, subprocess_env, wait_for_line
+from tests.conftest import crash_child, wait_for_line
 
 
 # -- SIGKILL at each point ---------------------------------------------------------------
 def _kill_at(root: Path, point: str) -> None:
-    child = subprocess.Popen(
-        [sys.executable, "-m", "tests._run.gate_crash_child", str(root), point],
-        cwd=REPO,
-        env=subprocess_env(),
-        stdin=subprocess.PIPE,  # held open: the child hangs on it until killed
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    child = crash_child("tests._run.gate_crash_child", str(root), point)
     try:
         wait_for_line(child, "blocked")  # printed at the crash point
         child.send_signal(signal.SIGKILL)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +18,7 @@ from jeeves.events import Event
 from jeeves.messages import ModelRequest
 from jeeves.stop import MaxToolCalls, WatchdogVerdict
 from jeeves.testing import Reply, call
-from tests.conftest import REPO, subprocess_env, wait_for_line
+from tests.conftest import crash_child, wait_for_line
 from tests.memory_journal import DictJournal
 
 pytestmark = pytest.mark.anyio
@@ -330,15 +328,7 @@ def test_resume_after_sigkill_mid_run_repeats_nothing(tmp_path: Path) -> None:
 
     killed = tmp_path / "killed"
     killed.mkdir()
-    child = subprocess.Popen(
-        [sys.executable, "-m", "tests.architectures.goal_crash_child", str(killed), "2"],
-        cwd=REPO,
-        env=subprocess_env(),
-        stdin=subprocess.PIPE,  # held open: the child hangs on it until killed
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    child = crash_child("tests.architectures.goal_crash_child", str(killed), "2")
     try:
         wait_for_line(child, "blocked")  # printed when its tool call is in flight
         child.send_signal(signal.SIGKILL)

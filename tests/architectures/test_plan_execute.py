@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +18,7 @@ from jeeves.errors import UserError
 from jeeves.events import Event
 from jeeves.messages import Usage
 from jeeves.models.testing import Reply, call
-from tests.conftest import REPO, subprocess_env
+from tests.conftest import crash_child
 from tests.memory_journal import DictJournal
 
 pytestmark = pytest.mark.anyio
@@ -273,15 +271,7 @@ def test_resume_after_sigkill_mid_execution_repeats_no_completed_step(tmp_path: 
 
     killed = tmp_path / "killed"
     killed.mkdir()
-    child = subprocess.Popen(
-        [sys.executable, "-m", "tests.architectures.plan_crash_child", str(killed), "block"],
-        cwd=REPO,
-        env=subprocess_env(),
-        stdin=subprocess.PIPE,  # held open: the child hangs on it until killed
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    child = crash_child("tests.architectures.plan_crash_child", str(killed), "block")
     try:
         assert child.stdout is not None
         line = child.stdout.readline()  # printed while the plan's second step is in flight

@@ -10,7 +10,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ import anyio
 import pytest
 
 import jeeves
-from tests.conftest import REPO, subprocess_env, wait_for_line
+from tests.conftest import crash_child, wait_for_line
 from tests.journal.crash_child import tick_run
 from tests.models.mock_openai import MockOpenAI, Text, Tool, serve
 
@@ -35,24 +34,7 @@ def script(mock: MockOpenAI, first: int = 0) -> None:
 
 
 def child(mock: MockOpenAI, journal: Path, *extra: str) -> subprocess.Popen[str]:
-    command = [
-        sys.executable,
-        "-m",
-        "tests.journal.crash_child",
-        mock.base_url,
-        str(journal),
-        "job-1",
-        *extra,
-    ]
-    return subprocess.Popen(
-        command,
-        cwd=REPO,
-        env=subprocess_env(),
-        stdin=subprocess.PIPE,  # held open: the child hangs on it until killed
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return crash_child("tests.journal.crash_child", mock.base_url, str(journal), "job-1", *extra)
 
 
 def run_here(mock: MockOpenAI, journal: Path) -> jeeves.RunResult:
