@@ -124,10 +124,8 @@ def test_replay_failures_exit_2_with_the_reason(tmp_path: Path, capsys: pytest.C
     assert "There is no journal at" in capsys.readouterr().err
 
 
-def test_replaying_a_failed_run_fails_the_same_way_with_exit_1(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    path = tmp_path / "runs.jsonl"
+def _record_a_failed_run(path: Path) -> None:
+    """Run `job-1` into `path` until its provider fails with a 400."""
 
     async def go() -> None:
         model = jeeves.ScriptedModel([ProviderError("the provider is down", status_code=400)])
@@ -142,6 +140,13 @@ def test_replaying_a_failed_run_fails_the_same_way_with_exit_1(
             )
 
     anyio.run(go)
+
+
+def test_replaying_a_failed_run_fails_the_same_way_with_exit_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "runs.jsonl"
+    _record_a_failed_run(path)
     assert main(["replay", str(path), "job-1"]) == 1
     captured = capsys.readouterr()
     assert "session.failed  error_type=ProviderError message=the provider is down" in captured.out
@@ -177,20 +182,7 @@ def test_a_failed_run_that_replays_into_another_failure_is_a_divergence_with_exi
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "runs.jsonl"
-
-    async def go() -> None:
-        model = jeeves.ScriptedModel([ProviderError("the provider is down", status_code=400)])
-        with pytest.raises(ProviderError):
-            await jeeves.run(
-                archs.build_agent(),
-                "t",
-                model=model,
-                journal=path,
-                session_id="job-1",
-                architecture_ref="tests.journal.archs:build_agent",
-            )
-
-    anyio.run(go)
+    _record_a_failed_run(path)
     lines = path.read_text().splitlines()
     last = json.loads(lines[-1])
     assert (last["session_id"], last["status"]) == ("job-1", "failed")
