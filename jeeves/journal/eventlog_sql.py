@@ -26,7 +26,7 @@ from typing import Any
 
 from jeeves.events import Event, event_from_json, event_to_json
 from jeeves.journal.eventlog import ENDED, LoggedRun
-from jeeves.journal.pgbatch import transaction
+from jeeves.journal.pgbatch import Merge, transaction
 from jeeves.journal.postgres import PostgresJournal
 from jeeves.journal.sqlite import SQLiteJournal
 
@@ -190,6 +190,19 @@ class SQLiteEventLog(_SqlEventLog):
 
 
 _LOCK_KEY = 0x6A65657666  # serialises the event tables' creation across processes
+_APPEND = (
+    "WITH batch AS (SELECT e->>0 AS root, (x->>0)::bigint AS seq, x->>1 AS event, (e->>2)::float8 AS updated "
+    "FROM json_array_elements(%s::json) AS e, json_array_elements(e->3) AS x), "
+    "added AS (INSERT INTO jeeves_events (root, seq, event) SELECT root, seq, event FROM batch "
+    "ON CONFLICT (root, seq) DO NOTHING) "
+    "UPDATE jeeves_event_runs AS r SET last_seq = GREATEST(r.last_seq, m.seq), updated = m.updated "
+    "FROM (SELECT root, max(seq) AS seq, max(updated) AS updated FROM batch GROUP BY root) AS m "
+    "WHERE r.root = m.root"
+)
+"""Appends of one run or more, each with its run's `last_seq`, in one statement. The rows are
+one JSON array (escaped by the C encoder, not row by row in Python) of `[root, first seq,
+time, [[seq, event JSON], ...]]`, one per `append`: a batch's appends merge into it
+(`jeeves.journal.pgbatch.Merge`)."""
 
 
 class PostgresEventLog(_SqlEventLog):
@@ -207,10 +220,12 @@ class PostgresEventLog(_SqlEventLog):
 
     async def append(self, root: str, events: Sequence[Event]) -> None:
         """Lazily (`jeeves.journal.pgbatch`): the run does not wait for its events, so they
-        ride in the transaction of the next journal write of any run of this process."""
+        ride in the transaction of the next journal write of any run of this process, and
+        the appends of every run in that batch are one statement (`_APPEND`)."""
         if events:
-            rows = [(root, event.seq, event_to_json(event)) for event in events]
-            await self._pg._call(self._append, root, rows, lazy=True)
+            row = (root, events[0].seq, time.time(), [[event.seq, event_to_json(event)] for event in events])
+            merge = Merge(_APPEND, row, 2) if self._ready else None  # merged once the tables are checked
+            await self._pg._call(self._append_runs, row, lazy=True, merge=merge)
 
     def _start(self, conn: Any, root: str, architecture: str, task: str) -> int:
         """One statement: where the log ends, and the run registered running there."""
@@ -227,17 +242,9 @@ class PostgresEventLog(_SqlEventLog):
         )
         return int(row[0])
 
-    def _append(self, conn: Any, root: str, rows: list[tuple[str, int, str]]) -> None:
-        """One statement: the batch's events and the run's `last_seq`, together; the events as
-        one JSON array (the C encoder escapes them, not Python row by row)."""
-        events = json.dumps([[seq, text] for _, seq, text in rows], ensure_ascii=False)
-        self._conn(conn).execute(
-            "WITH added AS (INSERT INTO jeeves_events (root, seq, event) "
-            "SELECT %s, (e->>0)::bigint, e->>1 FROM json_array_elements(%s::json) AS e "
-            "ON CONFLICT (root, seq) DO NOTHING) "
-            "UPDATE jeeves_event_runs SET last_seq = GREATEST(last_seq, %s), updated = %s WHERE root = %s",
-            (root, events, rows[-1][1], time.time(), root),
-        )
+    def _append_runs(self, conn: Any, row: tuple[str, int, float, list[list[Any]]]) -> None:
+        """`_APPEND` of one `append` (alone in its batch, or the store's first)."""
+        self._conn(conn).execute(_APPEND, (json.dumps([row], ensure_ascii=False),))
 
     def _create(self, conn: Any) -> None:
         with transaction(conn):  # CREATE TABLE IF NOT EXISTS races itself: take a lock first

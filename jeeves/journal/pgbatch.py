@@ -32,10 +32,12 @@ database, which the same restart most likely killed.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import json
 import threading
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -289,16 +291,19 @@ def transaction(conn: Any) -> contextlib.AbstractContextManager[Any]:
     return conn.transaction()  # type: ignore[no-any-return]
 
 
-_GROUPS: anyio.lowlevel.RunVar[dict[str, Group]] = anyio.lowlevel.RunVar("jeeves_postgres_groups")
+_GROUPS: weakref.WeakKeyDictionary[object, dict[str, Group]] = weakref.WeakKeyDictionary()
+"""Each running event loop's groups, by database URL (gone with the loop)."""
 
 
 def group_for(url: str, where: str, connect: Callable[[], Any], translate: Callable[..., Any]) -> Group:
     """The batches of the running event loop on `url` (one per loop: its events are the loop's)."""
     try:
-        groups = _GROUPS.get()
-    except LookupError:
-        groups = {}
-        _GROUPS.set(groups)
+        loop: object = asyncio.get_running_loop()  # every call of a store asks: the cheap way first
+    except RuntimeError:
+        loop = anyio.lowlevel.current_token().native_token
+    groups = _GROUPS.get(loop)
+    if groups is None:
+        groups = _GROUPS[loop] = {}
     group = groups.get(url)
     if group is None:
         group = groups[url] = Group(url, where, connect, translate)

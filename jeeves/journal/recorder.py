@@ -72,6 +72,10 @@ class EventRecorder:
         """How many batches were written (for tests and benchmarks)."""
         self._queue: deque[Event | _NewAttempt] = deque()
         self._wake = anyio.Event()
+        self._urgent = False
+        """Whether an event that ends something was queued since the last flush began."""
+        self._deferred = False
+        """Whether a deferred event was queued since the last flush began."""
         self._closed = False
         self._lock = anyio.Lock()
         self._aligning = False
@@ -92,20 +96,29 @@ class EventRecorder:
         """Queue `event` for writing; never waits."""
         self._queue.append(event)
         if event.type not in _DEFERRED:
+            self._urgent = True
+            self._wake.set()
+        elif not self._deferred:  # the first deferred one: the flusher starts its timer
+            self._deferred = True
             self._wake.set()
 
     async def run(self) -> None:
         """Flush queued events until `close()`: at once after an event that ends something,
-        and at most `flush_s` after a deferred one."""
+        and at most `flush_s` after a deferred one (with nothing queued, it only waits)."""
         while not self._closed:
-            with anyio.move_on_after(self.flush_s):
-                await self._wake.wait()
+            await self._wake.wait()
             self._wake = anyio.Event()
+            if not (self._urgent or self._closed):  # only deferred events: flushed within flush_s
+                with anyio.move_on_after(self.flush_s):
+                    await self._wake.wait()
+                self._wake = anyio.Event()
             await self.flush()
 
     async def flush(self) -> None:
-        """Write what is queued, in one batch."""
+        """Write what is queued, in one batch. An event is written as it is when its seq is
+        already its place in the log (an uninterrupted run), else as a copy renumbered."""
         async with self._lock:
+            self._urgent = self._deferred = False  # what is queued from here on wakes the flusher again
             batch: list[Event] = []
             while self._queue:
                 item = self._queue.popleft()
@@ -113,9 +126,10 @@ class EventRecorder:
                     await self._write(batch)
                     batch = []
                     self._aligning, self._position, self._page = self.last_seq > 0, 0, []
-                elif await self._is_new(item):
+                elif not self._aligning or await self._is_new(item):
                     self.last_seq += 1
-                    batch.append(item.model_copy(update={"seq": self.last_seq}))
+                    seq = self.last_seq
+                    batch.append(item if item.seq == seq else item.model_copy(update={"seq": seq}))
             await self._write(batch)
 
     async def _write(self, batch: list[Event]) -> None:

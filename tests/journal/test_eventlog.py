@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import pytest
 
 from jeeves.errors import UserError
@@ -71,3 +72,42 @@ async def test_targets_that_cannot_hold_a_log_are_refused_naming_them(tmp_path: 
     with pytest.raises(UserError, match="There is no journal at"):
         await missing.runs()
     await missing.aclose()
+
+
+@pytest.mark.postgres
+async def test_appends_of_runs_at_once_are_one_statement_and_each_run_gets_its_own(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("psycopg")
+    from jeeves.journal import pgbatch
+
+    merged: list[int] = []
+    real = pgbatch._merged
+
+    def counted(conn: object, calls: list[pgbatch.Call]) -> None:
+        if calls:  # a kind runs at its first call; the others find it done
+            merged.append(len(calls))
+        real(conn, calls)
+
+    monkeypatch.setattr(pgbatch, "_merged", counted)
+    log = open_event_log(postgres_url)
+    roots = [f"run{i}" for i in range(5)]
+    try:
+        for root in roots:
+            await log.start(root, architecture="codegen", task="t")
+        async with anyio.create_task_group() as group:
+            for i, root in enumerate(roots):
+                group.start_soon(
+                    log.append,
+                    root,
+                    [ModelDelta(session_id=root, text=f"{root} {n}", seq=n) for n in range(1, i + 2)],
+                )
+        assert merged == [5]
+        for i, root in enumerate(roots):
+            assert [(e.seq, e.text) for e in await log.after(root, 0)] == [  # type: ignore[union-attr]
+                (n, f"{root} {n}") for n in range(1, i + 2)
+            ]
+            run = await log.run(root)
+            assert run is not None and run.last_seq == i + 1
+    finally:
+        await log.aclose()

@@ -16,6 +16,7 @@ from jeeves import ActorCritic, Agent, ScriptedModel
 from jeeves.events import Event, ModelDelta
 from jeeves.journal.eventlog import open_event_log, same_event
 from jeeves.journal.recorder import EventRecorder
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.anyio
 
@@ -107,3 +108,23 @@ async def test_an_attempt_that_goes_another_way_goes_on_after_the_log_without_a_
     assert [e.seq for e in got] == list(range(1, 13))
     assert [e.text for e in got[10:]] == ["redone", "redone"]  # type: ignore[attr-defined]
     assert all(same_event(a, b) for a, b in zip(got[:10], events[:10], strict=True))
+
+
+async def test_a_delta_queued_while_the_flusher_idles_is_written_within_flush_s(tmp_path: Path) -> None:
+    """Nothing ends a step after it, so only the flusher's timer writes it; an idle flusher
+    (nothing queued) runs no timer, and the first deferred event starts one."""
+    log = open_event_log(tmp_path / "runs.db")
+    recorder = EventRecorder(log, "job", architecture="ac", task="Write add", flush_s=0.01)
+    await recorder.open()
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(recorder.run)
+            await anyio.lowlevel.checkpoint()  # the flusher waits, nothing queued
+            recorder.add(ModelDelta(session_id="job__actor_0", text="par", seq=1))
+            recorder.add(ModelDelta(session_id="job__actor_0", text="tial", seq=2))
+            got = await eventually(lambda: log.after("job", 0), "the deltas in the log", within_s=10)
+            assert [e.text for e in got] == ["par", "tial"]  # type: ignore[attr-defined]
+            assert recorder.flushes == 1
+            await recorder.close("completed")
+    finally:
+        await log.aclose()
