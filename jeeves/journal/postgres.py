@@ -37,6 +37,7 @@ jeeves` does not import it.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -91,8 +92,9 @@ def is_database_url(target: object) -> bool:
     return isinstance(target, str) and target.startswith(_SCHEMES)
 
 
+@functools.lru_cache(maxsize=32)
 def display_url(url: str) -> str:
-    """`url` with its password masked, for messages and listings."""
+    """`url` with its password masked, for messages and listings (a worker asks at every run)."""
     url = re.sub(r"(://[^:/@?]*:)[^@/?]*@", r"\1***@", url)
     return re.sub(r"(?i)(password=)[^&]*", r"\1***", url)
 

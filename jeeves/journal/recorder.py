@@ -77,7 +77,7 @@ class EventRecorder:
         self._deferred = False
         """Whether a deferred event was queued since the last flush began."""
         self._closed = False
-        self._lock = anyio.Lock()
+        self._lock = anyio.Lock(fast_acquire=True)  # taken by the flusher and `close`: rarely contended
         self._aligning = False
         self._position = 0
         """How many log events the current attempt has matched so far."""
