@@ -133,3 +133,18 @@ async def journaled(url: str, fragment: str) -> None:
     await row_written(
         url, "jeeves_steps", select, (fragment,), what=f"a journaled step of a {fragment!r} session"
     )
+
+
+def test_a_serving_worker_keeps_its_start_up_heap_out_of_the_collector_and_restores_it() -> None:
+    """While `Worker.run` serves, the start-up heap is frozen and young collections are rarer;
+    both settings come back when it returns (a process embedding a worker keeps its own)."""
+    import gc
+
+    from jeeves.durable.worker import GC_GEN0, _long_lived_heap
+
+    before = gc.get_threshold()
+    with _long_lived_heap():
+        assert gc.get_threshold() == (GC_GEN0, *before[1:])
+        assert gc.get_freeze_count() > 0
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0
