@@ -9,6 +9,11 @@ SQLite file), as the runs of one server do. Then one traced batch per variant, o
 journal: tracemalloc's peak above the baseline per run in flight, and what the journal still
 holds once the batch ended (its records: the memory journal keeps them, by design).
 
+A fourth variant, a memory journal whose every write yields to the event loop once (as a
+write off the loop does, so concurrent runs interleave at each write), tells what any store
+that writes off the event loop pays for the suspension alone (more runs' objects alive at
+each collection) from what the SQLite store itself costs.
+
 Also reported: the collector's share of the wall time (`gc.callbacks`), its collections per
 batch and the objects it found unreachable per run (what only reference cycles held), and for SQLite how
 many transactions the writes took (group commit: `jeeves.journal.sqlite`) and the CPU time
@@ -43,9 +48,23 @@ import jeeves_scenarios as js  # noqa: E402
 
 import jeeves  # noqa: E402
 from jeeves.journal.memory import MemoryJournal  # noqa: E402
+from jeeves.journal.records import SessionRecord, StepRecord  # noqa: E402
 from jeeves.journal.sqlite import SQLiteJournal  # noqa: E402
 
-VARIANTS = ("bare", "memory journal", "sqlite journal")
+VARIANTS = ("bare", "memory journal", "memory journal, yielding", "sqlite journal")
+
+
+class YieldingMemory(MemoryJournal):
+    """A memory journal whose writes each yield to the event loop once, as a store's that
+    writes off the loop do."""
+
+    async def put_step(self, record: StepRecord) -> None:
+        await super().put_step(record)
+        await asyncio.sleep(0)
+
+    async def put_session(self, record: SessionRecord) -> None:
+        await super().put_session(record)
+        await asyncio.sleep(0)
 
 
 class CountingSQLite(SQLiteJournal):
@@ -91,6 +110,8 @@ class GcClock:
 def _journal(variant: str, folder: str) -> Any:
     if variant == "memory journal":
         return MemoryJournal()
+    if variant == "memory journal, yielding":
+        return YieldingMemory()
     if variant == "sqlite journal":
         return CountingSQLite(f"{folder}/{time.monotonic_ns()}.db")
     return None

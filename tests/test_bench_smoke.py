@@ -55,7 +55,7 @@ def test_quick_bench_writes_a_report(tmp_path: Path) -> None:
     for curve in ("depth", "workers"):  # (h): every point timed, wall and CPU
         assert all(row["runs"] >= 3 and row["cpu_us_per_run"] > 0 for row in jeeves["h"][curve])
     cj, lr = jeeves["cj"], jeeves["lr"]  # journals at once; a long run's memory in every store
-    assert list(cj["rows"]) == ["bare", "memory journal", "sqlite journal"]
+    assert list(cj["rows"]) == ["bare", "memory journal", "memory journal, yielding", "sqlite journal"]
     assert (
         0
         < cj["rows"]["sqlite journal"]["transactions_per_run"]
@@ -175,3 +175,24 @@ def test_journal_turns_bench_writes_its_side_by_side_tables(tmp_path: Path) -> N
         assert set(report["best"][metric]["this"]) == {"bare", "memory", "sqlite"}
         assert all(v > 0 for row in report["best"][metric]["this"].values() for v in row.values())
     assert "| memory |" in out.with_suffix(".table.md").read_text()
+
+
+def test_sqlite_costs_bench_splits_a_step_into_its_parts() -> None:
+    done = subprocess.run(
+        [sys.executable, "bench/sqlite_costs.py", "--rounds", "1", "--turns", "5"],
+        cwd=REPO,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = [line.split(" | ")[0].lstrip("| ") for line in done.stdout.splitlines() if line.startswith("| ")]
+    assert rows[1:] == [
+        "bare",
+        "memory",
+        "memory, yielding",
+        "sqlite, no SQL",
+        "sqlite",
+        "sqlite on the loop",
+    ]
