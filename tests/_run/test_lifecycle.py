@@ -92,13 +92,18 @@ def _garbage() -> Iterator[list[object]]:
     enabled, debug = gc.isenabled(), gc.get_debug()
     gc.collect()
     gc.disable()
+    # kept alive through the block: an earlier test's leftovers (a store's thread, a task
+    # finishing late) cannot turn into garbage here, nor lend their ids to the run's objects
+    existing = gc.get_objects()
     found: list[object] = []
     try:
         yield found
         gc.set_debug(debug | gc.DEBUG_SAVEALL)
         gc.collect()
-        found.extend(gc.garbage)
+        old = {id(o) for o in existing}
+        found.extend(o for o in gc.garbage if id(o) not in old)
     finally:
+        del existing
         gc.garbage.clear()
         gc.set_debug(debug)
         if enabled:
