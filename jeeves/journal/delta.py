@@ -32,23 +32,32 @@ from typing import Any
 from jeeves import messages as _messages
 from jeeves._base.redact import strip_credentials
 from jeeves.errors import JournalError
-from jeeves.journal.records import DAMAGED, StepRecord, canonical, fingerprint
-from jeeves.messages import ModelRequest
+from jeeves.journal.records import DAMAGED, SCHEMA_VERSION, StepRecord, canonical, fingerprint
+from jeeves.messages import Message, ModelRequest
 
-__all__ = ["DELTA_VERSION", "RequestChain", "StepKey", "plain_key", "recorded_request", "whole_request"]
+__all__ = [
+    "DELTA_VERSION",
+    "RequestChain",
+    "StepKey",
+    "older_fingerprint",
+    "plain_key",
+    "recorded_request",
+    "whole_request",
+]
 
 DELTA_VERSION = 3
 """The first journal schema version whose model steps are stored as deltas and chain-hashed."""
 SETTINGS = ("tools", "output_schema", "params")
 """A request's fields other than its messages: stored only when they change."""
+_HEAD = f"request v{SCHEMA_VERSION}\n".encode()
 
 
 class StepKey:
     """A journaled step's request as the journal keeps it: its fingerprint and what is stored.
 
     `whole()` is the whole request (as schema v2 stored it), built only when asked (a
-    divergence's diff, a v2 record's fingerprint); `commit()` tells the session's chain that
-    the step is in the journal (recorded or served), so the next request can extend it.
+    divergence's diff, an older record's fingerprint); `commit()` tells the session's chain
+    that the step is in the journal (recorded or served), so the next request can extend it.
     """
 
     __slots__ = ("_commit", "_whole", "fingerprint", "stored")
@@ -69,9 +78,10 @@ class StepKey:
             self._commit()
 
     def matches(self, record: StepRecord) -> bool:
-        """Whether `record` was asked with this request (a v2 model step: hashed whole)."""
-        if record.kind == "model" and record.v < DELTA_VERSION:
-            return record.fingerprint == fingerprint(self.whole())
+        """Whether `record` was asked with this request (a model step of an older schema:
+        its fingerprint recomputed from the whole request, as that schema hashed it)."""
+        if record.kind == "model" and record.v < SCHEMA_VERSION:
+            return record.fingerprint == older_fingerprint(record.v, self.whole())
         return record.fingerprint == self.fingerprint
 
 
@@ -80,9 +90,10 @@ def plain_key(request: Any) -> StepKey:
     return StepKey(fingerprint(request), request, lambda: request)
 
 
-def _fold(chain: str, dumped: list[Any]) -> str:
-    for message in dumped:
-        chain = hashlib.sha256(f"{chain}\n{canonical(message)}".encode()).hexdigest()
+def _fold(chain: bytes, added: list[Message]) -> bytes:
+    """`chain` extended by each message's JSON, as pydantic's serializer writes it."""
+    for message in added:
+        chain = hashlib.sha256(chain + type(message).__pydantic_serializer__.to_json(message)).digest()
     return chain
 
 
@@ -95,10 +106,10 @@ class RequestChain:
         self._base: int | None = None
         """The index of the session's last model step in the journal; None before the first."""
         self._messages: list[Any] = []
-        self._chain = ""
+        self._chain = b""
         self._mutations = -1
         self._settings: tuple[Any, Any, dict[str, Any]] | None = None
-        self._settings_fp = ""
+        self._settings_fp = b""
 
     def key(self, request: ModelRequest, index: int) -> StepKey:
         """Model step `index`'s key: its new messages on the last committed request, chained."""
@@ -106,9 +117,9 @@ class RequestChain:
         if base is not None and self._extends(messages):
             chain, added = self._chain, messages[len(prior) :]
         else:
-            base, chain, added = None, "", messages
+            base, chain, added = None, b"", messages
+        chain = _fold(chain, added)
         dumped = [m.model_dump(mode="json") for m in added]
-        chain = _fold(chain, dumped)
         stored: dict[str, Any] = (
             {"base": base, "messages": dumped} if base is not None else {"messages": dumped}
         )
@@ -118,9 +129,9 @@ class RequestChain:
         else:
             payload = request.model_dump(mode="json", include=set(SETTINGS))
             payload["params"] = strip_credentials(payload["params"])
-            settings_fp = fingerprint(payload)
+            settings_fp = hashlib.sha256(canonical(payload).encode()).digest()
             stored.update(payload)
-        fp = hashlib.sha256(f"request v{DELTA_VERSION}\n{chain}\n{settings_fp}".encode()).hexdigest()
+        fp = hashlib.sha256(_HEAD + chain + settings_fp).hexdigest()
         kept, mutations = list(messages), _messages.mutations
 
         def commit() -> None:
@@ -137,6 +148,20 @@ class RequestChain:
             and len(messages) >= len(prior)
             and messages[: len(prior)] == prior
         )
+
+
+# -- older schemas: a model step's fingerprint from its whole request ---------------------------
+def older_fingerprint(version: int, whole: Any) -> str:
+    """The fingerprint schema `version` (2 or 3) gave the request `whole` (its fingerprint
+    payload): v2 hashed the whole request's canonical JSON; v3 chained the messages' canonical
+    JSON, then hashed the chain with the other fields' hash. O(n): old journals only."""
+    if version < DELTA_VERSION:
+        return fingerprint(whole)
+    chain = ""
+    for message in whole["messages"]:
+        chain = hashlib.sha256(f"{chain}\n{canonical(message)}".encode()).hexdigest()
+    settings = fingerprint({k: whole[k] for k in SETTINGS})
+    return hashlib.sha256(f"request v3\n{chain}\n{settings}".encode()).hexdigest()
 
 
 # -- reading: whole requests back from deltas ---------------------------------------------------

@@ -42,7 +42,7 @@ __all__ = [
     "step_origin",
 ]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """Bumped when a record's shape changes; stores refuse records from a newer version.
 v2 added gate steps (`kind="gate"`, `pending`), the session lifecycle states, the lease,
 the approval policy and progress; every v1 record reads as it was written.
