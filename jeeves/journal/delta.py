@@ -25,9 +25,13 @@ recomputes the v2 fingerprint for them.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
+
+from pydantic import TypeAdapter
+from pydantic_core import SchemaSerializer
 
 from jeeves import messages as _messages
 from jeeves._base.redact import strip_credentials
@@ -50,6 +54,7 @@ DELTA_VERSION = 3
 SETTINGS = ("tools", "output_schema", "params")
 """A request's fields other than its messages: stored only when they change."""
 _HEAD = f"request v{SCHEMA_VERSION}\n".encode()
+"""What a model request's v4 fingerprint hashes first (`RequestChain`)."""
 
 
 class StepKey:
@@ -90,23 +95,29 @@ def plain_key(request: Any) -> StepKey:
     return StepKey(fingerprint(request), request, lambda: request)
 
 
-def _fold(chain: bytes, added: list[Message]) -> bytes:
-    """`chain` extended by each message's JSON, as pydantic's serializer writes it."""
-    for message in added:
-        chain = hashlib.sha256(chain + type(message).__pydantic_serializer__.to_json(message)).digest()
-    return chain
+@functools.cache
+def _messages_serializer() -> SchemaSerializer:
+    """pydantic's serializer of a list of messages, built at the first model step."""
+    return TypeAdapter(list[Message]).serializer
 
 
 class RequestChain:
-    """One session's model requests so far: the last one in the journal, to extend."""
+    """One session's model requests so far: the last one in the journal, to extend.
 
-    __slots__ = ("_base", "_chain", "_messages", "_mutations", "_settings", "_settings_fp")
+    The fingerprint of a request is the SHA-256 of `request v4`, a newline, its messages'
+    JSON as pydantic writes a list of them without the brackets (`{…},{…}`), a newline and
+    the hex SHA-256 of its other fields' canonical JSON. The hash of the first part is kept
+    (a hash object, copied to go on) so a request extending the last one hashes only what
+    it adds, and gets the value hashing it whole gives."""
+
+    __slots__ = ("_base", "_hasher", "_messages", "_mutations", "_settings", "_settings_fp")
 
     def __init__(self) -> None:
         self._base: int | None = None
         """The index of the session's last model step in the journal; None before the first."""
         self._messages: list[Any] = []
-        self._chain = b""
+        self._hasher: Any = None
+        """The hash of the last committed request's messages (see the class), or None."""
         self._mutations = -1
         self._settings: tuple[Any, Any, dict[str, Any]] | None = None
         self._settings_fp = b""
@@ -115,11 +126,13 @@ class RequestChain:
         """Model step `index`'s key: its new messages on the last committed request, chained."""
         messages, base, prior = request.messages, self._base, self._messages
         if base is not None and self._extends(messages):
-            chain, added = self._chain, messages[len(prior) :]
+            hasher, added, sep = self._hasher.copy(), messages[len(prior) :], b"," if prior else b""
         else:
-            base, chain, added = None, b"", messages
-        chain = _fold(chain, added)
-        dumped = [m.model_dump(mode="json") for m in added]
+            base, hasher, added, sep = None, hashlib.sha256(_HEAD), messages, b""
+        serializer = _messages_serializer()
+        if added:
+            hasher.update(sep + serializer.to_json(added)[1:-1])
+        dumped = serializer.to_python(added, mode="json")
         stored: dict[str, Any] = (
             {"base": base, "messages": dumped} if base is not None else {"messages": dumped}
         )
@@ -129,17 +142,18 @@ class RequestChain:
         else:
             payload = request.model_dump(mode="json", include=set(SETTINGS))
             payload["params"] = strip_credentials(payload["params"])
-            settings_fp = hashlib.sha256(canonical(payload).encode()).digest()
+            settings_fp = b"\n" + fingerprint(payload).encode()
             stored.update(payload)
-        fp = hashlib.sha256(_HEAD + chain + settings_fp).hexdigest()
+        whole = hasher.copy()
+        whole.update(settings_fp)
         kept, mutations = list(messages), _messages.mutations
 
         def commit() -> None:
-            self._base, self._messages, self._chain, self._mutations = index, kept, chain, mutations
+            self._base, self._messages, self._hasher, self._mutations = index, kept, hasher, mutations
             self._settings = (list(settings[0]), settings[1], dict(settings[2]))
             self._settings_fp = settings_fp
 
-        return StepKey(fp, stored, request.fingerprint_payload, commit)
+        return StepKey(whole.hexdigest(), stored, request.fingerprint_payload, commit)
 
     def _extends(self, messages: list[Any]) -> bool:
         prior = self._messages

@@ -5,19 +5,21 @@ journals (the messages' canonical JSON chained) still replay and resume."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import TypeAdapter
 
 import jeeves
 from jeeves.errors import ReplayDivergence
 from jeeves.journal.delta import RequestChain, older_fingerprint, plain_key, recorded_request, whole_request
 from jeeves.journal.jsonl import JSONLJournal
 from jeeves.journal.memory import MemoryJournal
-from jeeves.journal.records import SCHEMA_VERSION, StepRecord
+from jeeves.journal.records import SCHEMA_VERSION, StepRecord, fingerprint
 from jeeves.journal.store import JournalStore, encode_record
 from jeeves.messages import Message, ModelRequest, ToolCall, ToolSpec
 from jeeves.server.recorded import JournalBrowser
@@ -283,8 +285,8 @@ _GOLDEN_V3 = [
 """Schema v3 fingerprints of `_golden_requests` (and of a tool step's request), as main
 computed them at v3: every recorded fingerprint must stay the same, or recorded runs diverge."""
 _GOLDEN_V4 = [
-    "41500a9d2ba224d77f7607725a1f659251166b6db00656ee240df7053c1e72d8",
-    "762c2aa0b28135f5cf6d2370e7a7202e9c44163b4c95c10c84276d1ab1913336",
+    "1aa2476b43c883754e55a3c7058d4b6f4a0c90231cca2041f79428bae1e6f321",
+    "83548ca24d258b5b9813b7b0bf0e988bbf103fa3afe1c5d7335b99e0406cbd20",
 ]
 """Schema v4 fingerprints of `_golden_requests`, as computed when v4 was introduced."""
 
@@ -323,6 +325,11 @@ def test_the_fingerprints_of_a_fixed_request_are_the_recorded_ones() -> None:
     extended = chain.key(two, 2)
     assert [first.fingerprint, extended.fingerprint] == _GOLDEN_V4
     assert RequestChain().key(two, 0).fingerprint == _GOLDEN_V4[1]  # whole or chained: one value
+    # as the format says: the messages' JSON list without its brackets, then the other fields' hash
+    listed = TypeAdapter(list[Message]).dump_json(two.messages)[1:-1]
+    payload = two.fingerprint_payload()
+    settings = fingerprint({k: payload[k] for k in ("tools", "output_schema", "params")})
+    assert hashlib.sha256(b"request v4\n" + listed + b"\n" + settings.encode()).hexdigest() == _GOLDEN_V4[1]
     assert plain_key({"name": "lookup", "arguments": '{"k": "\u00fc"}'}).fingerprint == _GOLDEN_V3[2]
     # a v3 record of either request is matched by the v3 hash of the whole request
     assert [older_fingerprint(3, r.fingerprint_payload()) for r in (one, two)] == _GOLDEN_V3[:2]
