@@ -8,19 +8,26 @@ whole, a run of n turns costs O(n²); here a model step costs what it adds:
   they differ from the base's. A request that does not extend the previous one (the first
   of a session, a rewritten history) is stored whole, exactly as schema v2 stored it.
   `whole_request` rebuilds the whole request from a step and the steps before it.
-- **Fingerprinted**: a hash chained message by message (`h = sha256(h + canonical(message))`)
-  over the messages, then with the hash of the other fields. The chain value is a function
-  of the messages' content alone, so a request hashes the same whether it was computed from
-  its base's value plus its new messages or from scratch: record and replay agree however
-  their requests were built. Any change to any message, the tools, the output schema or the
-  params changes the fingerprint, and a strict replay raises `ReplayDivergence`.
+- **Fingerprinted** (schema v4): one SHA-256 over `request v4`, a newline, the messages' JSON
+  as pydantic writes a `list[Message]` without its brackets (`{…},{…}`), a newline and the
+  hex SHA-256 of the other fields' canonical JSON. The hash object over the messages is kept
+  and copied to go on, so a step hashes (and serializes) only its new messages, one
+  pydantic call for them all, yet the value is a function of the request's content alone:
+  computed from its base's state plus its new messages or from scratch, a request hashes
+  the same, so record and replay agree however their requests were built. Any change to
+  any message, the tools, the output schema or the params changes the fingerprint, and a
+  strict replay raises `ReplayDivergence`.
 
 "Extends the previous request" is checked cheaply: the previous request's messages are the
 same objects (or equal ones) at the front of this one's, and no `Message` was assigned to
 since (`jeeves.messages.mutations`): a history edited in place is hashed and stored whole.
 
-Schema v2 records (the whole request, hashed whole) still replay: `StepKey.matches`
-recomputes the v2 fingerprint for them.
+Older model records still replay and resume: `StepKey.matches` recomputes the fingerprint
+their schema gave the whole request (`older_fingerprint`; O(n) a step, old journals only):
+v2 hashed the whole request's canonical JSON; v3 chained each message's canonical JSON
+(`h = sha256(h + "\n" + canonical(message))`), which cost a Python dump, a canonical
+encoding and a hash per message. Their stored forms are v4's, so a v4 step extends a v2 or
+v3 base. Tool, function and gate steps are hashed as in v3 (`plain_key`).
 """
 
 from __future__ import annotations
