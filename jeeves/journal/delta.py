@@ -8,47 +8,68 @@ whole, a run of n turns costs O(n²); here a model step costs what it adds:
   they differ from the base's. A request that does not extend the previous one (the first
   of a session, a rewritten history) is stored whole, exactly as schema v2 stored it.
   `whole_request` rebuilds the whole request from a step and the steps before it.
-- **Fingerprinted**: a hash chained message by message (`h = sha256(h + canonical(message))`)
-  over the messages, then with the hash of the other fields. The chain value is a function
-  of the messages' content alone, so a request hashes the same whether it was computed from
-  its base's value plus its new messages or from scratch: record and replay agree however
-  their requests were built. Any change to any message, the tools, the output schema or the
-  params changes the fingerprint, and a strict replay raises `ReplayDivergence`.
+- **Fingerprinted** (schema v4): one SHA-256 over `request v4`, a newline, the messages' JSON
+  as pydantic writes a `list[Message]` without its brackets (`{…},{…}`), a newline and the
+  hex SHA-256 of the other fields' canonical JSON. The hash object over the messages is kept
+  and copied to go on, so a step hashes (and serializes) only its new messages, one
+  pydantic call for them all, yet the value is a function of the request's content alone:
+  computed from its base's state plus its new messages or from scratch, a request hashes
+  the same, so record and replay agree however their requests were built. Any change to
+  any message, the tools, the output schema or the params changes the fingerprint, and a
+  strict replay raises `ReplayDivergence`.
 
 "Extends the previous request" is checked cheaply: the previous request's messages are the
 same objects (or equal ones) at the front of this one's, and no `Message` was assigned to
 since (`jeeves.messages.mutations`): a history edited in place is hashed and stored whole.
 
-Schema v2 records (the whole request, hashed whole) still replay: `StepKey.matches`
-recomputes the v2 fingerprint for them.
+Older model records still replay and resume: `StepKey.matches` recomputes the fingerprint
+their schema gave the whole request (`older_fingerprint`; O(n) a step, old journals only):
+v2 hashed the whole request's canonical JSON; v3 chained each message's canonical JSON
+(`h = sha256(h + "\n" + canonical(message))`), which cost a Python dump, a canonical
+encoding and a hash per message. Their stored forms are v4's, so a v4 step extends a v2 or
+v3 base. Tool, function and gate steps are hashed as in v3 (`plain_key`).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from pydantic import TypeAdapter
+from pydantic_core import SchemaSerializer
+
 from jeeves import messages as _messages
 from jeeves._base.redact import strip_credentials
 from jeeves.errors import JournalError
-from jeeves.journal.records import DAMAGED, StepRecord, canonical, fingerprint
-from jeeves.messages import ModelRequest
+from jeeves.journal.records import DAMAGED, SCHEMA_VERSION, StepRecord, canonical, fingerprint
+from jeeves.messages import Message, ModelRequest
 
-__all__ = ["DELTA_VERSION", "RequestChain", "StepKey", "plain_key", "recorded_request", "whole_request"]
+__all__ = [
+    "DELTA_VERSION",
+    "RequestChain",
+    "StepKey",
+    "older_fingerprint",
+    "plain_key",
+    "recorded_request",
+    "whole_request",
+]
 
 DELTA_VERSION = 3
 """The first journal schema version whose model steps are stored as deltas and chain-hashed."""
 SETTINGS = ("tools", "output_schema", "params")
 """A request's fields other than its messages: stored only when they change."""
+_HEAD = f"request v{SCHEMA_VERSION}\n".encode()
+"""What a model request's v4 fingerprint hashes first (`RequestChain`)."""
 
 
 class StepKey:
     """A journaled step's request as the journal keeps it: its fingerprint and what is stored.
 
     `whole()` is the whole request (as schema v2 stored it), built only when asked (a
-    divergence's diff, a v2 record's fingerprint); `commit()` tells the session's chain that
-    the step is in the journal (recorded or served), so the next request can extend it.
+    divergence's diff, an older record's fingerprint); `commit()` tells the session's chain
+    that the step is in the journal (recorded or served), so the next request can extend it.
     """
 
     __slots__ = ("_commit", "_whole", "fingerprint", "stored")
@@ -69,9 +90,10 @@ class StepKey:
             self._commit()
 
     def matches(self, record: StepRecord) -> bool:
-        """Whether `record` was asked with this request (a v2 model step: hashed whole)."""
-        if record.kind == "model" and record.v < DELTA_VERSION:
-            return record.fingerprint == fingerprint(self.whole())
+        """Whether `record` was asked with this request (a model step of an older schema:
+        its fingerprint recomputed from the whole request, as that schema hashed it)."""
+        if record.kind == "model" and record.v < SCHEMA_VERSION:
+            return record.fingerprint == older_fingerprint(record.v, self.whole())
         return record.fingerprint == self.fingerprint
 
 
@@ -80,35 +102,44 @@ def plain_key(request: Any) -> StepKey:
     return StepKey(fingerprint(request), request, lambda: request)
 
 
-def _fold(chain: str, dumped: list[Any]) -> str:
-    for message in dumped:
-        chain = hashlib.sha256(f"{chain}\n{canonical(message)}".encode()).hexdigest()
-    return chain
+@functools.cache
+def _messages_serializer() -> SchemaSerializer:
+    """pydantic's serializer of a list of messages, built at the first model step."""
+    return TypeAdapter(list[Message]).serializer
 
 
 class RequestChain:
-    """One session's model requests so far: the last one in the journal, to extend."""
+    """One session's model requests so far: the last one in the journal, to extend.
 
-    __slots__ = ("_base", "_chain", "_messages", "_mutations", "_settings", "_settings_fp")
+    The fingerprint of a request is the SHA-256 of `request v4`, a newline, its messages'
+    JSON as pydantic writes a list of them without the brackets (`{…},{…}`), a newline and
+    the hex SHA-256 of its other fields' canonical JSON. The hash of the first part is kept
+    (a hash object, copied to go on) so a request extending the last one hashes only what
+    it adds, and gets the value hashing it whole gives."""
+
+    __slots__ = ("_base", "_hasher", "_messages", "_mutations", "_settings", "_settings_fp")
 
     def __init__(self) -> None:
         self._base: int | None = None
         """The index of the session's last model step in the journal; None before the first."""
         self._messages: list[Any] = []
-        self._chain = ""
+        self._hasher: Any = None
+        """The hash of the last committed request's messages (see the class), or None."""
         self._mutations = -1
         self._settings: tuple[Any, Any, dict[str, Any]] | None = None
-        self._settings_fp = ""
+        self._settings_fp = b""
 
     def key(self, request: ModelRequest, index: int) -> StepKey:
         """Model step `index`'s key: its new messages on the last committed request, chained."""
         messages, base, prior = request.messages, self._base, self._messages
         if base is not None and self._extends(messages):
-            chain, added = self._chain, messages[len(prior) :]
+            hasher, added, sep = self._hasher.copy(), messages[len(prior) :], b"," if prior else b""
         else:
-            base, chain, added = None, "", messages
-        dumped = [m.model_dump(mode="json") for m in added]
-        chain = _fold(chain, dumped)
+            base, hasher, added, sep = None, hashlib.sha256(_HEAD), messages, b""
+        serializer = _messages_serializer()
+        if added:
+            hasher.update(sep + serializer.to_json(added)[1:-1])
+        dumped = serializer.to_python(added, mode="json")
         stored: dict[str, Any] = (
             {"base": base, "messages": dumped} if base is not None else {"messages": dumped}
         )
@@ -118,17 +149,18 @@ class RequestChain:
         else:
             payload = request.model_dump(mode="json", include=set(SETTINGS))
             payload["params"] = strip_credentials(payload["params"])
-            settings_fp = fingerprint(payload)
+            settings_fp = b"\n" + fingerprint(payload).encode()
             stored.update(payload)
-        fp = hashlib.sha256(f"request v{DELTA_VERSION}\n{chain}\n{settings_fp}".encode()).hexdigest()
+        whole = hasher.copy()
+        whole.update(settings_fp)
         kept, mutations = list(messages), _messages.mutations
 
         def commit() -> None:
-            self._base, self._messages, self._chain, self._mutations = index, kept, chain, mutations
+            self._base, self._messages, self._hasher, self._mutations = index, kept, hasher, mutations
             self._settings = (list(settings[0]), settings[1], dict(settings[2]))
             self._settings_fp = settings_fp
 
-        return StepKey(fp, stored, request.fingerprint_payload, commit)
+        return StepKey(whole.hexdigest(), stored, request.fingerprint_payload, commit)
 
     def _extends(self, messages: list[Any]) -> bool:
         prior = self._messages
@@ -137,6 +169,20 @@ class RequestChain:
             and len(messages) >= len(prior)
             and messages[: len(prior)] == prior
         )
+
+
+# -- older schemas: a model step's fingerprint from its whole request ---------------------------
+def older_fingerprint(version: int, whole: Any) -> str:
+    """The fingerprint schema `version` (2 or 3) gave the request `whole` (its fingerprint
+    payload): v2 hashed the whole request's canonical JSON; v3 chained the messages' canonical
+    JSON, then hashed the chain with the other fields' hash. O(n): old journals only."""
+    if version < DELTA_VERSION:
+        return fingerprint(whole)
+    chain = ""
+    for message in whole["messages"]:
+        chain = hashlib.sha256(f"{chain}\n{canonical(message)}".encode()).hexdigest()
+    settings = fingerprint({k: whole[k] for k in SETTINGS})
+    return hashlib.sha256(f"request v3\n{chain}\n{settings}".encode()).hexdigest()
 
 
 # -- reading: whole requests back from deltas ---------------------------------------------------

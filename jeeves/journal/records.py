@@ -42,13 +42,15 @@ __all__ = [
     "step_origin",
 ]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """Bumped when a record's shape changes; stores refuse records from a newer version.
 v2 added gate steps (`kind="gate"`, `pending`), the session lifecycle states, the lease,
 the approval policy and progress; every v1 record reads as it was written.
 v3 stores a model step's request as what it adds to the session's previous model step and
 fingerprints it with a chained hash (`jeeves.journal.delta`); v2 model steps (the whole
-request, hashed whole) still replay."""
+request, hashed whole) still replay.
+v4 hashes a model request's messages as pydantic's JSON of their list, not each message's
+canonical JSON (the stored form is v3's); v3 and v2 model steps still replay."""
 
 SessionStatus = Literal[
     "in_progress", "awaiting_gate", "paused", "completed", "failed", "expired", "rejected", "cancelled"

@@ -4,6 +4,10 @@
 at commit cfc7d86 (journal schema v2, every model request stored whole):
 
     jeeves.run(tool_agent(), "Find k.", model=tool_model(), journal=path, session_id="v2run")
+
+and tests/journal/data/v3_agent.jsonl the same way with jeeves at commit f46c18b (journal
+schema v3, model requests stored as deltas, each message's canonical JSON chained), with
+`session_id="v3run"`.
 """
 
 from __future__ import annotations

@@ -195,9 +195,9 @@ def test_a_string_that_utf8_cannot_hold_fails_where_it_is_recorded() -> None:
             "a malformed step record",
         ),
         (encode_record(step())[:-1] + ', "v": 9}', StepRecord, "newer jeeves"),
-        (encode_record(step()).replace('"v":3', '"v":"2"'), StepRecord, "no schema version"),
-        (encode_record(step()).replace('"v":3', '"v":true'), StepRecord, "no schema version"),
-        (encode_record(step()).replace('"v":3', '"v":3.0'), StepRecord, "no schema version"),
+        (encode_record(step()).replace(f'"v":{SCHEMA_VERSION}', '"v":"2"'), StepRecord, "no schema version"),
+        (encode_record(step()).replace(f'"v":{SCHEMA_VERSION}', '"v":true'), StepRecord, "no schema version"),
+        (encode_record(step()).replace(f'"v":{SCHEMA_VERSION}', '"v":3.0'), StepRecord, "no schema version"),
         (encode_record(session()), StepRecord, 'found a "session" record'),
         (
             encode_record(step()).replace('"index":0', '"index":"zero"'),

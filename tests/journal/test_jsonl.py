@@ -91,7 +91,7 @@ async def test_a_record_from_a_newer_jeeves_is_refused(tmp_path: Path) -> None:
     with path.open("a") as file:
         file.write(json.dumps(newer) + "\n")
     with pytest.raises(
-        JournalError, match=r"run.jsonl:3: .*newer jeeves \(journal schema v99; this jeeves reads up to v3\)"
+        JournalError, match=r"run.jsonl:3: .*newer jeeves \(journal schema v99; this jeeves reads up to v4\)"
     ):
         await JSONLJournal(path).sessions()
 

@@ -142,9 +142,9 @@ async def test_a_v1_journal_reads_as_the_sqlite_store_reads_one(postgres_url: st
         await journal.put_step(step())
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         conn.execute("UPDATE jeeves_journal SET value = '1' WHERE key = 'schema_version'")
-        conn.execute("UPDATE jeeves_steps SET record = replace(record, '\"v\":3', '\"v\":1')")
+        conn.execute("UPDATE jeeves_steps SET record = replace(record, '\"v\":4', '\"v\":1')")
         conn.execute(
-            "UPDATE jeeves_sessions SET record = replace(replace(record, '\"v\":3', '\"v\":1'), "
+            "UPDATE jeeves_sessions SET record = replace(replace(record, '\"v\":4', '\"v\":1'), "
             '\'"status":"in_progress"\', \'"status":"running"\')'
         )
         (text,) = conn.execute("SELECT record FROM jeeves_sessions").fetchone()

@@ -16,7 +16,7 @@ from jeeves._run.replay import _Served
 from jeeves.errors import JournalError
 from jeeves.events import EVENT_ADAPTER, Event
 from jeeves.journal.memory import MemoryJournal
-from jeeves.journal.records import TERMINAL, SessionRecord, StepRecord, served_events
+from jeeves.journal.records import SCHEMA_VERSION, TERMINAL, SessionRecord, StepRecord, served_events
 from jeeves.journal.sqlite import SQLiteJournal
 from jeeves.journal.store import decode_record, decode_text
 from tests.journal import archs
@@ -209,15 +209,17 @@ async def test_a_stored_row_is_read_in_one_parse_as_the_checked_read_reads_it(tm
         assert record.model_fields_set == checked.model_fields_set
         assert list(record.__dict__) == list(cls.model_fields)
     text, cls = rows[-1]
-    assert text.startswith('{"type":"step","v":3,')
-    body = text[len('{"type":"step","v":3,') :]
+    head = f'{{"type":"step","v":{SCHEMA_VERSION},'
+    assert text.startswith(head)
+    body = text[len(head) :]
     damaged = {  # each read plainly would pass the one-parse read's fields; the checks refuse it
         '{"type":"step","v":3.0,' + body: "has no schema version",
         '{"type":"step","v":"2",' + body: "has no schema version",
         '{"type":"step","v":true,' + body: "has no schema version",
         '{"type":"step",' + body: "has no schema version",
-        '{"type":"step","v":4,' + body: "newer jeeves",
-        text[:-1] + ', "v": 4}': "newer jeeves",  # the last key wins, as json.loads reads it
+        f'{{"type":"step","v":{SCHEMA_VERSION + 1},' + body: "newer jeeves",
+        text[:-1]
+        + f', "v": {SCHEMA_VERSION + 1}}}': "newer jeeves",  # the last key wins, as json.loads reads it
         text[:-1] + ', "type": "session"}': "malformed session record",
     }
     for bad, problem in damaged.items():

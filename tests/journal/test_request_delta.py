@@ -1,19 +1,22 @@
-"""A journaled model step stores and fingerprints what its request adds (journal schema v3):
-every part of every request is still covered, a journal still reads as whole requests, and a
-v2 journal (every request stored whole) still replays and resumes."""
+"""A journaled model step stores and fingerprints what its request adds (journal schema v3 on,
+hashed by pydantic's JSON of each message from v4): every part of every request is still
+covered, a journal still reads as whole requests, and v2 (every request stored whole) and v3
+journals (the messages' canonical JSON chained) still replay and resume."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import TypeAdapter
 
 import jeeves
 from jeeves.errors import ReplayDivergence
-from jeeves.journal.delta import RequestChain, plain_key, recorded_request, whole_request
+from jeeves.journal.delta import RequestChain, older_fingerprint, plain_key, recorded_request, whole_request
 from jeeves.journal.jsonl import JSONLJournal
 from jeeves.journal.memory import MemoryJournal
 from jeeves.journal.records import SCHEMA_VERSION, StepRecord, fingerprint
@@ -28,6 +31,9 @@ from tests.journal.delta_archs import CHANGES, Convo
 pytestmark = pytest.mark.anyio
 
 V2_JOURNAL = Path(__file__).parent / "data" / "v2_agent.jsonl"
+V3_JOURNAL = Path(__file__).parent / "data" / "v3_agent.jsonl"
+OLD = {2: (V2_JOURNAL, "v2run"), 3: (V3_JOURNAL, "v3run")}
+"""Journals recorded by jeeves at schema v2 and v3, and their root session."""
 
 
 async def _model_steps(journal: JournalStore, session_id: str) -> list[StepRecord]:
@@ -50,7 +56,7 @@ async def test_a_model_step_stores_only_the_messages_its_request_added() -> None
     await jeeves.run(convo, "Chat.", model=convo.model(), journal=journal, session_id="c1")
 
     steps = await _model_steps(journal, "c1")
-    assert [s.v for s in steps] == [SCHEMA_VERSION] * 30 and SCHEMA_VERSION == 3
+    assert [s.v for s in steps] == [SCHEMA_VERSION] * 30 and SCHEMA_VERSION == 4
     assert "base" not in steps[0].request and len(steps[0].request["messages"]) == 3
     assert steps[0].request == convo.seen[0]  # the first request of a session is stored whole
     for before, step in zip(steps, steps[1:], strict=False):
@@ -153,40 +159,82 @@ def test_a_fingerprint_is_a_function_of_the_request_alone_however_it_was_chained
     assert "base" not in uncommitted.key(requests[1], 1).stored
 
 
-# -- schema v2 journals --------------------------------------------------------------------------
-async def _v2_into(stores: Stores) -> JournalStore:
-    """The v2 fixture's records, as written by jeeves at schema v2, in the store under test."""
+# -- schema v2 and v3 journals -------------------------------------------------------------------
+async def _old_into(stores: Stores, version: int) -> JournalStore:
+    """The fixture's records, as written by jeeves at schema `version`, in the store under test."""
+    path, run = OLD[version]
     store = stores.open()
-    source = JSONLJournal(V2_JOURNAL, create=False)
+    source = JSONLJournal(path, create=False)
     try:
         for session in await source.sessions():
             await store.put_session(session)
-        for index in await source.step_indices("v2run"):
-            step = await source.get_step("v2run", index)
-            assert step is not None and step.v == 2
+        for index in await source.step_indices(run):
+            step = await source.get_step(run, index)
+            assert step is not None and step.v == version
             await store.put_step(step)
     finally:
         await source.aclose()
     return store
 
 
-async def test_a_v2_journal_replays_and_still_catches_a_change(stores: Stores) -> None:
-    store = await _v2_into(stores)
-    steps = await _model_steps(store, "v2run")
-    assert all(s.v == 2 and "base" not in s.request for s in steps)
+@pytest.mark.parametrize("version", sorted(OLD))
+async def test_an_older_journal_replays_and_still_catches_a_change(stores: Stores, version: int) -> None:
+    store = await _old_into(stores, version)
+    run = OLD[version][1]
+    steps = await _model_steps(store, run)
+    assert all(s.v == version for s in steps)
+    assert all("base" not in s.request for s in steps) == (version == 2)
 
-    result = await jeeves.replay(delta_archs.tool_agent(), store, "v2run")
+    result = await jeeves.replay(delta_archs.tool_agent(), store, run)
     assert result.text == "done after 3 lookups"
     with pytest.raises(ReplayDivergence, match=r"(?s)step 0 .*tersely"):
-        await jeeves.replay(delta_archs.tool_agent("You look things up tersely."), store, "v2run")
+        await jeeves.replay(delta_archs.tool_agent("You look things up tersely."), store, run)
     with pytest.raises(ReplayDivergence, match=r"(?s)step 0 .*0\.5"):
-        await jeeves.replay(delta_archs.tool_agent(temperature=0.5), store, "v2run")
+        await jeeves.replay(delta_archs.tool_agent(temperature=0.5), store, run)
 
 
-async def test_a_v2_run_resumed_goes_on_in_v3_and_reads_whole(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", sorted(OLD))
+async def test_an_older_model_record_is_matched_by_its_own_hash_of_every_part(version: int) -> None:
+    """Each model step of the fixture, asked again whole (a key that extends nothing), matches
+    its record; any part changed does not, wherever in the request it is."""
+    path, run = OLD[version]
+    source = JSONLJournal(path, create=False)
+    try:
+        steps = await _model_steps(source, run)
+        whole = await _whole(source, run)
+    finally:
+        await source.aclose()
+    assert len(steps) == 4
+    for step, asked in zip(steps, whole, strict=True):
+        request = ModelRequest.model_validate(asked)
+        assert RequestChain().key(request, step.index).matches(step)
+        assert older_fingerprint(version, request.fingerprint_payload()) == step.fingerprint
+        middle = len(request.messages) // 2
+        changed = [
+            request.model_copy(
+                update={
+                    "messages": [
+                        *request.messages[:middle],
+                        Message.user("x"),
+                        *request.messages[middle + 1 :],
+                    ]
+                }
+            ),
+            request.model_copy(update={"tools": [ToolSpec(name="other")]}),
+            request.model_copy(update={"output_schema": {"type": "object"}}),
+            request.model_copy(update={"params": {"temperature": 0.5}}),
+        ]
+        assert not any(RequestChain().key(other, step.index).matches(step) for other in changed)
+
+
+@pytest.mark.parametrize("version", sorted(OLD))
+async def test_an_older_run_resumed_goes_on_in_the_current_schema_and_reads_whole(
+    tmp_path: Path, version: int
+) -> None:
+    source, run = OLD[version]
     path = tmp_path / "crashed.jsonl"
     kept = []
-    for line in V2_JOURNAL.read_text().splitlines():  # the run as a crash after step 3 left it
+    for line in source.read_text().splitlines():  # the run as a crash after step 3 left it
         record = json.loads(line)
         if record["type"] == "step" and record["index"] > 3:
             continue
@@ -196,23 +244,24 @@ async def test_a_v2_run_resumed_goes_on_in_v3_and_reads_whole(tmp_path: Path) ->
     path.write_text("\n".join(kept) + "\n")
 
     model = delta_archs.tool_model()
-    result = await jeeves.resume(delta_archs.tool_agent(), "v2run", journal=path, model=model)
+    result = await jeeves.resume(delta_archs.tool_agent(), run, journal=path, model=model)
     assert result.text == "done after 3 lookups"
     assert len(model.requests) == 2  # steps 0-3 were served: only the last two model calls ran
-    spellings = {line[: len('{"type": ')] for line in path.read_text().splitlines()}
-    assert spellings == {'{"type": ', '{"type":"'}  # json.dumps' lines, then pydantic's: one file
+    if version == 2:
+        spellings = {line[: len('{"type": ')] for line in path.read_text().splitlines()}
+        assert spellings == {'{"type": ', '{"type":"'}  # json.dumps' lines, then pydantic's: one file
 
     journal = JSONLJournal(path, create=False)
     try:
-        steps = await _model_steps(journal, "v2run")
-        assert [s.v for s in steps] == [2, 2, 3, 3]
-        assert steps[2].request["base"] == 2 and steps[3].request["base"] == 4  # on the v2 record
-        whole = await _whole(journal, "v2run")
+        steps = await _model_steps(journal, run)
+        assert [s.v for s in steps] == [version, version, SCHEMA_VERSION, SCHEMA_VERSION]
+        assert steps[2].request["base"] == 2 and steps[3].request["base"] == 4  # on the older record
+        whole = await _whole(journal, run)
     finally:
         await journal.aclose()
     assert whole[2:] == [r.fingerprint_payload() for r in model.requests]
-    assert fingerprint(whole[1]) == steps[1].fingerprint  # a v2 record holds its request whole
-    await jeeves.replay(delta_archs.tool_agent(), path, "v2run")  # v2 and v3 steps in one run
+    assert older_fingerprint(version, whole[1]) == steps[1].fingerprint  # as that schema hashed it
+    await jeeves.replay(delta_archs.tool_agent(), path, run)  # older and current steps in one run
 
 
 async def test_the_explorer_reads_each_recorded_call_whole(tmp_path: Path) -> None:
@@ -228,13 +277,18 @@ async def test_the_explorer_reads_each_recorded_call_whole(tmp_path: Path) -> No
     assert [len(c["request"]["messages"]) for c in old] == [2, 4, 6, 8]
 
 
-_GOLDEN = [
+_GOLDEN_V3 = [
     "364262db4b48970491e88c744aa62cd754fbd5ed63cc9a13e5da34b53ab26f75",
     "38ec465a591a02c2fbe560e5deb820f6c407237e46996163fc34a85c54ab2cf2",
     "4a7c19076b1e52bf0ed90b385d87e4bf5e47fb252ea5cc23f3fed7fffa029a42",
 ]
-"""Schema v3 fingerprints of `_golden_requests`, as main computed them before the key's
-encoder changed: every recorded fingerprint must stay the same, or recorded runs diverge."""
+"""Schema v3 fingerprints of `_golden_requests` (and of a tool step's request), as main
+computed them at v3: every recorded fingerprint must stay the same, or recorded runs diverge."""
+_GOLDEN_V4 = [
+    "1aa2476b43c883754e55a3c7058d4b6f4a0c90231cca2041f79428bae1e6f321",
+    "83548ca24d258b5b9813b7b0bf0e988bbf103fa3afe1c5d7335b99e0406cbd20",
+]
+"""Schema v4 fingerprints of `_golden_requests`, as computed when v4 was introduced."""
 
 
 def _golden_requests() -> tuple[ModelRequest, ModelRequest]:
@@ -269,6 +323,16 @@ def test_the_fingerprints_of_a_fixed_request_are_the_recorded_ones() -> None:
     first = chain.key(one, 0)
     first.commit()
     extended = chain.key(two, 2)
-    assert [first.fingerprint, extended.fingerprint] == _GOLDEN[:2]
-    assert RequestChain().key(two, 0).fingerprint == _GOLDEN[1]  # whole or chained: one value
-    assert plain_key({"name": "lookup", "arguments": '{"k": "\u00fc"}'}).fingerprint == _GOLDEN[2]
+    assert [first.fingerprint, extended.fingerprint] == _GOLDEN_V4
+    assert RequestChain().key(two, 0).fingerprint == _GOLDEN_V4[1]  # whole or chained: one value
+    # as the format says: the messages' JSON list without its brackets, then the other fields' hash
+    listed = TypeAdapter(list[Message]).dump_json(two.messages)[1:-1]
+    payload = two.fingerprint_payload()
+    settings = fingerprint({k: payload[k] for k in ("tools", "output_schema", "params")})
+    assert hashlib.sha256(b"request v4\n" + listed + b"\n" + settings.encode()).hexdigest() == _GOLDEN_V4[1]
+    assert plain_key({"name": "lookup", "arguments": '{"k": "\u00fc"}'}).fingerprint == _GOLDEN_V3[2]
+    # a v3 record of either request is matched by the v3 hash of the whole request
+    assert [older_fingerprint(3, r.fingerprint_payload()) for r in (one, two)] == _GOLDEN_V3[:2]
+    for index, request in enumerate((one, two)):
+        record = StepRecord(v=3, session_id="s", index=index, kind="model", fingerprint=_GOLDEN_V3[index])
+        assert RequestChain().key(request, index).matches(record)

@@ -65,9 +65,9 @@ async def test_a_v1_journal_reads_with_its_running_root_in_progress(tmp_path: Pa
         await journal.put_step(step())
     with sqlite3.connect(path) as conn:
         conn.execute("UPDATE jeeves_journal SET value = '1' WHERE key = 'schema_version'")
-        conn.execute("UPDATE steps SET record = replace(record, '\"v\":3', '\"v\":1')")
+        conn.execute("UPDATE steps SET record = replace(record, '\"v\":4', '\"v\":1')")
         conn.execute(
-            "UPDATE sessions SET record = replace(replace(record, '\"v\":3', '\"v\":1'), "
+            "UPDATE sessions SET record = replace(replace(record, '\"v\":4', '\"v\":1'), "
             '\'"status":"in_progress"\', \'"status":"running"\')'
         )
         (text,) = conn.execute("SELECT record FROM sessions").fetchone()
@@ -85,7 +85,7 @@ async def test_a_newer_record_is_refused(tmp_path: Path) -> None:
     async with SQLiteJournal(path) as journal:
         await journal.put_step(step())
     with sqlite3.connect(path) as conn:
-        conn.execute("UPDATE steps SET record = replace(record, '\"v\":3', '\"v\":9')")
+        conn.execute("UPDATE steps SET record = replace(record, '\"v\":4', '\"v\":9')")
     with pytest.raises(
         JournalError, match=r"runs.db \(session 'r1' step 0\): the record was written by a newer"
     ):
