@@ -32,6 +32,7 @@ from jeeves.journal.records import (
     StepRecord,
     decode_error,
     encode_error,
+    live_record,
     request_diff,
     served_events,
     served_result,
@@ -270,14 +271,15 @@ async def _run(
     if record is not None:
         await put_whole(
             state.journal,  # type: ignore[arg-type]
-            StepRecord(
+            live_record(
+                result_type,
                 session_id=session.session_id,
                 index=index,
                 kind=kind,
                 name=name,
                 fingerprint=record.fingerprint,
                 request=record.stored,
-                result=None if error else state.adapter(result_type).dump_python(result, mode="json"),
+                result=None if error else result,
                 error=encode_error(error) if error else None,
                 events=[e.model_dump(mode="json", exclude=_NOT_EVENT_FIELDS) for e in emitted],
             ),
