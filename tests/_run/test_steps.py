@@ -1,4 +1,4 @@
-"""The step path's progress envelope: built as JSON at every journaled step, the event only when emitted."""
+"""The step path: the progress envelope (built as JSON at every journaled step, the event only when emitted) and the step's write (a cancelled step is still recorded whole)."""
 
 from __future__ import annotations
 
