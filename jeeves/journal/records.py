@@ -135,13 +135,13 @@ def live_record(
         "pending": False,
     }
     object.__setattr__(record, "__dict__", fields)
-    object.__setattr__(record, "__pydantic_fields_set__", set(_GIVEN))
+    object.__setattr__(record, "__pydantic_fields_set__", _GIVEN.copy())
     object.__setattr__(record, "__pydantic_extra__", None)
     object.__setattr__(record, "__pydantic_private__", None)
     return record
 
 
-_GIVEN = ("session_id", "index", "kind", "name", "fingerprint", "request", "result", "error", "events")
+_GIVEN = {"session_id", "index", "kind", "name", "fingerprint", "request", "result", "error", "events"}
 
 
 def _typed(result_type: Any) -> type[StepRecord]:

@@ -1,4 +1,5 @@
-"""The step path: the progress envelope (built as JSON at every journaled step, the event only when emitted) and the step's write (a cancelled step is still recorded whole)."""
+"""The step path: the progress envelope (built as JSON at every journaled step, the event
+only when emitted) and the step's write (a step cancelled mid-write is still recorded whole)."""
 
 from __future__ import annotations
 
