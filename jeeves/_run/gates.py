@@ -34,7 +34,7 @@ from typing import Any
 import anyio
 
 from jeeves._run.state import Session, emit
-from jeeves._run.steps import check_recorded, progress, unadopted
+from jeeves._run.steps import check_recorded, progress, put_whole, unadopted
 from jeeves.approvals.policy import (
     ApprovalMode,
     Approvals,
@@ -264,19 +264,19 @@ async def _write(
     state = session._state
     state.suspension.enter()
     try:
-        with anyio.CancelScope(shield=True):
-            await journal.put_step(
-                StepRecord(
-                    session_id=session.session_id,
-                    index=gate.step,
-                    kind="gate",
-                    name=gate.tool,
-                    fingerprint=fp,
-                    request=request,
-                    result=result.model_dump(mode="json"),
-                    pending=pending,
-                    events=[e.model_dump(mode="json", exclude=_EVENT_EXCLUDE) for e in events],
-                )
-            )
+        await put_whole(
+            journal,
+            StepRecord(
+                session_id=session.session_id,
+                index=gate.step,
+                kind="gate",
+                name=gate.tool,
+                fingerprint=fp,
+                request=request,
+                result=result.model_dump(mode="json"),
+                pending=pending,
+                events=[e.model_dump(mode="json", exclude=_EVENT_EXCLUDE) for e in events],
+            ),
+        )
     finally:
         state.suspension.leave()

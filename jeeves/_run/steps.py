@@ -28,9 +28,11 @@ from jeeves.errors import BudgetExceeded, MissingCredentials, ModelError, Replay
 from jeeves.events import BudgetExceededEvent, Event, Progress
 from jeeves.journal.delta import RequestChain, StepKey, plain_key, recorded_request
 from jeeves.journal.records import (
+    Journal,
     StepRecord,
     decode_error,
     encode_error,
+    live_record,
     request_diff,
     served_events,
     served_result,
@@ -45,6 +47,7 @@ __all__ = [
     "envelope",
     "journaled",
     "next_index",
+    "put_whole",
     "recordable",
     "recorded",
     "report_plan",
@@ -266,20 +269,21 @@ async def _run(
             raise
         error = exc
     if record is not None:
-        with anyio.CancelScope(shield=True):  # a cancelled caller still records the step whole
-            await state.journal.put_step(  # type: ignore[union-attr]
-                StepRecord(
-                    session_id=session.session_id,
-                    index=index,
-                    kind=kind,
-                    name=name,
-                    fingerprint=record.fingerprint,
-                    request=record.stored,
-                    result=None if error else state.adapter(result_type).dump_python(result, mode="json"),
-                    error=encode_error(error) if error else None,
-                    events=[e.model_dump(mode="json", exclude=_NOT_EVENT_FIELDS) for e in emitted],
-                )
-            )
+        await put_whole(
+            state.journal,  # type: ignore[arg-type]
+            live_record(
+                result_type,
+                session_id=session.session_id,
+                index=index,
+                kind=kind,
+                name=name,
+                fingerprint=record.fingerprint,
+                request=record.stored,
+                result=None if error else result,
+                error=encode_error(error) if error else None,
+                events=[e.model_dump(mode="json", exclude=_NOT_EVENT_FIELDS) for e in emitted],
+            ),
+        )
         record.commit()  # a base for the session's next model step only once it is in the journal
     if step_completed(kind, error):
         state.completed_steps += 1
@@ -293,6 +297,21 @@ async def _run(
         finally:
             del error  # its traceback holds this frame: no cycle left through the local
     return StepResult(result, False)  # type: ignore[arg-type]
+
+
+async def put_whole(journal: Journal, record: StepRecord) -> None:
+    """Write `record` so that a cancelled caller still leaves it recorded whole: a cancellation
+    that lands while the write is suspended writes the record again, shielded, then goes on.
+    `put_step` replaces what a step's key held (a resume re-records a step at its key), so the
+    second write leaves exactly the record, whatever the interrupted one did. One path for
+    every store: a write that never suspends (the memory store) is never cancelled, and pays
+    no cancel scope (an anyio scope is about 25k instructions entered and left)."""
+    try:
+        await journal.put_step(record)
+    except anyio.get_cancelled_exc_class():
+        with anyio.CancelScope(shield=True):
+            await journal.put_step(record)
+        raise
 
 
 def unadopted(session: Session, index: int, step: str) -> ReplayDivergence:

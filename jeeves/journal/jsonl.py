@@ -168,7 +168,9 @@ class JSONLJournal(StoreBase):
         line = encode_record(record)
         await self._ensure_loaded()
         await anyio.to_thread.run_sync(self._append, line)
-        self._add(record)
+        # the index holds what the file says, as a reload would read it: a live step's record
+        # holds its result as the step returned it (`live_record`), which no reader is handed
+        self._add(decode_record(json.loads(line), f"{self.path} (the line just written)"))
 
     # -- the Journal protocol ------------------------------------------------------------
     async def get_step(self, session_id: str, index: int) -> StepRecord | None:

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Optional, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model, field_validator
 
 from jeeves import errors
+from jeeves._base.cache import kept
 from jeeves._base.redact import mask_credentials
 from jeeves.events import EVENT_ADAPTER, Event
 
@@ -36,6 +37,7 @@ __all__ = [
     "excerpt",
     "fingerprint",
     "first_error",
+    "live_record",
     "request_diff",
     "served_events",
     "served_result",
@@ -92,6 +94,65 @@ class StepRecord(BaseModel):
     """Events the step emitted while it ran live (model deltas, retries), as JSON."""
     pending: bool = False
     """A gate recorded before its decision: `result` holds the PendingGate, not yet an outcome."""
+
+
+_LIVE: dict[Any, type[StepRecord]] = {}
+MAX_LIVE_RECORDS = 512
+"""How many result types `live_record` keeps a record class for (the oldest dropped past it)."""
+
+
+def live_record(
+    result_type: Any,
+    *,
+    session_id: str,
+    index: int,
+    kind: Literal["model", "tool", "function", "gate"],
+    name: str,
+    fingerprint: str,
+    request: Any,
+    result: Any,
+    error: dict[str, Any] | None,
+    events: list[dict[str, Any]],
+) -> StepRecord:
+    """The record of a step that ran live, its `result` the very value the step returned (None
+    on an error): a `StepRecord` of a subclass whose `result` field is `result_type` (one per
+    type, built at its first use and kept), so encoding the record (`encode_record`,
+    `model_dump(mode="json")`) serialises the result by its type's own schema in the record's
+    one pass, exactly as `TypeAdapter(result_type)` dumps it. Not validated: the kernel built
+    every field (a result that does not fit its type is stored as dumped, with pydantic's
+    warning, as the adapter would). The fields set are the ones the constructor was given."""
+    cls = kept(_LIVE, result_type, _typed, MAX_LIVE_RECORDS)
+    record = cls.__new__(cls)
+    fields = {
+        "v": SCHEMA_VERSION,
+        "session_id": session_id,
+        "index": index,
+        "kind": kind,
+        "name": name,
+        "fingerprint": fingerprint,
+        "request": request,
+        "result": result,
+        "error": error,
+        "events": events,
+        "pending": False,
+    }
+    object.__setattr__(record, "__dict__", fields)
+    object.__setattr__(record, "__pydantic_fields_set__", _GIVEN.copy())
+    object.__setattr__(record, "__pydantic_extra__", None)
+    object.__setattr__(record, "__pydantic_private__", None)
+    return record
+
+
+_GIVEN = {"session_id", "index", "kind", "name", "fingerprint", "request", "result", "error", "events"}
+
+
+def _typed(result_type: Any) -> type[StepRecord]:
+    return create_model(
+        "StepRecord",
+        __base__=StepRecord,
+        __module__=StepRecord.__module__,
+        result=(Optional[result_type], None),  # noqa: UP045 (a runtime type: `X | None` fails for some)
+    )
 
 
 class SessionRecord(BaseModel):

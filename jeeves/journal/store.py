@@ -79,8 +79,8 @@ def encode_record(record: Record) -> str:
     the same keys in the same order, the same values, so every reader (`json.loads`, pydantic's
     JSON parser) reads both alike (docs/design.md, "A record is encoded once").
     """
-    try:
-        body = record.model_dump_json()
+    try:  # `model_dump_json` with its defaults, less its wrapper's keyword plumbing
+        body = record.__pydantic_serializer__.to_json(record).decode()
     except PydanticSerializationError as exc:
         where = f"Step {record.index} of" if isinstance(record, StepRecord) else "The record of"
         raise UserError(

@@ -1,4 +1,5 @@
-"""The step path's progress envelope: built as JSON at every journaled step, the event only when emitted."""
+"""The step path: the progress envelope (built as JSON at every journaled step, the event
+only when emitted) and the step's write (a step cancelled mid-write is still recorded whole)."""
 
 from __future__ import annotations
 
@@ -112,3 +113,43 @@ async def test_a_step_cancelled_mid_write_is_still_recorded_whole() -> None:
     step = await journal.get_step("s", 0)
     assert step is not None and step.kind == "model" and step.result is not None
     assert await journal.get_step("s", 1) is None  # the result was not used: the run stopped there
+
+
+class _TornWrites(MemoryJournal):
+    """A store whose first step write stores half a record, then suspends until released."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes = 0
+        self.writing = anyio.Event()
+        self.release = anyio.Event()
+
+    async def put_step(self, record: StepRecord) -> None:
+        self.writes += 1
+        if self.writes == 1:
+            await super().put_step(record.model_copy(update={"result": None}))
+            self.writing.set()
+        await self.release.wait()
+        await super().put_step(record)
+
+
+async def test_a_write_cancelled_after_storing_half_a_record_leaves_it_whole() -> None:
+    from jeeves._run.steps import put_whole
+
+    journal = _TornWrites()
+    record = StepRecord(session_id="s", index=0, kind="tool", name="t", fingerprint="f", result={"ok": 1})
+    scope = anyio.CancelScope()
+
+    async def write() -> None:
+        with scope:
+            await put_whole(journal, record)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(write)
+        await journal.writing.wait()
+        scope.cancel()  # the writer is cancelled mid-write, its half record stored
+        await anyio.wait_all_tasks_blocked()
+        journal.release.set()
+    assert scope.cancelled_caught and journal.writes == 2
+    stored = await journal.get_step("s", 0)
+    assert stored is not None and stored.result == {"ok": 1}
