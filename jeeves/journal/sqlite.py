@@ -195,9 +195,15 @@ class SQLiteJournal(SQLStore):
         return conn.execute(sql, args).fetchall()
 
     async def put_session(self, record: SessionRecord) -> None:
-        await self._handoff.submit(
-            _Write(_PUT_SESSION, (record.session_id, record.parent_id, encode_record(record)))
-        )
+        """Committed on return, except a child's record (its start, its end) once the file is
+        open: nothing waits on it (a run resumed after a crash writes it again), so it is left
+        behind (`Handoff.post`) to be committed in order with this event loop's next call, at
+        the latest the root's next record, which every run writes when it ends."""
+        write = _Write(_PUT_SESSION, (record.session_id, record.parent_id, encode_record(record)))
+        if record.parent_id is not None and self._conn is not None:
+            self._handoff.post(write)
+            return
+        await self._handoff.submit(write)
 
     # -- a whole run ---------------------------------------------------------------------
     def _read_run(self, conn: sqlite3.Connection, root: str) -> tuple[list[Any], list[Any]]:
@@ -215,15 +221,27 @@ class SQLiteJournal(SQLStore):
 
     # -- closing -------------------------------------------------------------------------
     def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
-            self._cache.clear()
-        self._handoff.stop()
+        """Commit what was left behind, then close the file (raising a left-behind write's
+        error)."""
+        left = [job for job in self._handoff.take_left() if isinstance(job, _Write)]
+        try:
+            if left:
+                self._commit(left)
+        finally:
+            with self._lock:
+                if self._conn is not None:
+                    self._conn.close()
+                    self._conn = None
+                self._cache.clear()
+            self._handoff.stop()
+        self._handoff.raise_left()
 
     async def aclose(self) -> None:
-        await anyio.to_thread.run_sync(self.close)
+        """Commit what was left behind (in order, in the store's thread), then close."""
+        try:
+            await self._handoff.flush()
+        finally:
+            await anyio.to_thread.run_sync(self.close)
 
     def __repr__(self) -> str:
         return f"SQLiteJournal({str(self.path)!r})"
