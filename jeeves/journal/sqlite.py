@@ -2,7 +2,7 @@
 
 Every statement runs in the store's own thread (`jeeves.journal.handoff`) on one connection
 guarded by a lock, so a slow disk never stalls the loop. Each record is committed before the
-step returns; in WAL mode with `synchronous=NORMAL` that survives the process being killed
+step returns (a child session's record goes out with the next call: `put_session`); in WAL mode with `synchronous=NORMAL` that survives the process being killed
 (a power cut may lose the last steps, never corrupt the file). Several processes may write
 to one file: WAL lets readers run beside a writer and `busy_timeout` waits for the write
 lock.
