@@ -2,7 +2,7 @@
 
 Every statement runs in the store's own thread (`jeeves.journal.handoff`) on one connection
 guarded by a lock, so a slow disk never stalls the loop. Each record is committed before the
-step returns (a child session's record goes out with the next call: `put_session`); in WAL mode with `synchronous=NORMAL` that survives the process being killed
+step returns (a child session's record goes out with the next call: `SQLStore.put_session`); in WAL mode with `synchronous=NORMAL` that survives the process being killed
 (a power cut may lose the last steps, never corrupt the file). Several processes may write
 to one file: WAL lets readers run beside a writer and `busy_timeout` waits for the write
 lock.
@@ -194,16 +194,14 @@ class SQLiteJournal(SQLStore):
     def _rows(self, conn: sqlite3.Connection, sql: str, *args: object) -> list[Any]:
         return conn.execute(sql, args).fetchall()
 
-    async def put_session(self, record: SessionRecord) -> None:
-        """Committed on return, except a child's record (its start, its end) once the file is
-        open: nothing waits on it (a run resumed after a crash writes it again), so it is left
-        behind (`Handoff.post`) to be committed in order with this event loop's next call, at
-        the latest the root's next record, which every run writes when it ends."""
-        write = _Write(_PUT_SESSION, (record.session_id, record.parent_id, encode_record(record)))
-        if record.parent_id is not None and self._conn is not None:
-            self._handoff.post(write)
-            return
-        await self._handoff.submit(write)
+    def _in_use(self) -> bool:
+        return self._conn is not None
+
+    def _leave_session(self, record: SessionRecord, text: str) -> None:
+        self._handoff.post(_Write(_PUT_SESSION, (record.session_id, record.parent_id, text)))
+
+    async def _write_session(self, record: SessionRecord, text: str) -> None:
+        await self._handoff.submit(_Write(_PUT_SESSION, (record.session_id, record.parent_id, text)))
 
     # -- a whole run ---------------------------------------------------------------------
     def _read_run(self, conn: sqlite3.Connection, root: str) -> tuple[list[Any], list[Any]]:
