@@ -17,6 +17,12 @@ Each job is answered only once its batch ran: a write returns committed. A calle
 cancelled while its job waits stops waiting, and the job still runs (a write is committed,
 or fails with its batch, as if its caller had waited).
 
+A job may also be left behind (`post`: a write nobody's next step waits for). It joins its
+event loop's open batch without waiting and without waking the thread, and goes out with
+that loop's next `submit` (or `flush`), ahead of it: batches run one after the other, so
+it is committed no later than any job submitted after it. Its error, if it fails, is kept
+and raised by the next `submit` (or `raise_left`).
+
 The thread ends after `IDLE_S` without work, or at `stop` once the queue is empty, and the
 next job starts a new one: a store nobody closes keeps no thread. A forked child starts
 with none (its parent's thread is not in it).
@@ -44,13 +50,15 @@ IDLE_S = 5.0
 
 class Job:
     """One unit of work of a batch: the batch's runner sets `value`, or `error` (raised to
-    the job's caller)."""
+    the job's caller, or kept for the next `submit` when the job was left behind)."""
 
-    __slots__ = ("error", "value")
+    __slots__ = ("error", "left", "value")
 
     def __init__(self) -> None:
         self.value: Any = None
         self.error: BaseException | None = None
+        self.left = False
+        """Whether it was left behind (`Handoff.post`): nobody waits for it."""
 
 
 J = TypeVar("J", bound=Job)
@@ -61,11 +69,13 @@ class _Batch:
     on asyncio an `asyncio.Event` set through `call_soon_threadsafe` (the cheapest way back
     to the loop), on any other backend an `anyio.Event` set through the loop's token."""
 
-    __slots__ = ("jobs", "key", "wait", "_soon")
+    __slots__ = ("jobs", "key", "queued", "wait", "_soon")
 
     def __init__(self, key: object) -> None:
         self.key = key
         self.jobs: list[Job] = []
+        self.queued = False
+        """Whether the thread was given it (a batch of left-behind jobs waits for a `submit`)."""
         if isinstance(key, asyncio.AbstractEventLoop):
             event: asyncio.Event | anyio.Event = asyncio.Event()
             self._soon: Callable[[], object] = functools.partial(key.call_soon_threadsafe, event.set)
@@ -103,14 +113,19 @@ class Handoff:
         self._lock = threading.Lock()
         self._open: dict[object, _Batch] = {}
         self._thread: threading.Thread | None = None
+        self._left_error: BaseException | None = None
 
     async def submit(self, job: J) -> J:
-        """`job`, once the batch holding it ran; raises its `error`."""
+        """`job`, once the batch holding it (and what this loop left behind before it) ran;
+        raises its `error`, or first the error of a job left behind that failed."""
+        self.raise_left()
         key = _loop()
         with self._lock:
             batch = self._open.get(key)
             if batch is None:  # none open for this loop: the thread took the last one
                 batch = self._open[key] = _Batch(key)
+            if not batch.queued:
+                batch.queued = True
                 self._queue.put(batch)
                 if self._thread is None:
                     self._thread = threading.Thread(target=self._serve, name=self._name, daemon=True)
@@ -118,8 +133,45 @@ class Handoff:
             batch.jobs.append(job)
         await batch.wait()
         if job.error is not None:
+            if job.error is self._left_error:  # failed with what rode before it: heard once
+                self._left_error = None
             raise job.error
+        self.raise_left()
         return job
+
+    def post(self, job: Job) -> None:
+        """Leave `job` behind: it joins this loop's open batch and this returns at once; it
+        runs with the loop's next `submit` (see the module). Raises first the error of a job
+        left behind earlier that failed."""
+        self.raise_left()
+        key = _loop()
+        job.left = True
+        with self._lock:
+            batch = self._open.get(key)
+            if batch is None:
+                batch = self._open[key] = _Batch(key)
+            batch.jobs.append(job)
+
+    async def flush(self) -> None:
+        """Wait until what this loop left behind ran (a batch of nothing else carries it)."""
+        with self._lock:
+            batch = self._open.get(_loop())
+            pending = batch is not None and not batch.queued
+        if pending:
+            await self.submit(Job())
+
+    def take_left(self) -> list[Job]:
+        """What every loop left behind and no `submit` carried yet, taken out of the batches
+        (for a store closed without an event loop: it runs them itself)."""
+        with self._lock:
+            waiting = [key for key, batch in self._open.items() if not batch.queued]
+            return [job for key in waiting for job in self._open.pop(key).jobs]
+
+    def raise_left(self) -> None:
+        """Raise (once) the error of a job left behind that failed."""
+        error, self._left_error = self._left_error, None
+        if error is not None:
+            raise error
 
     def stop(self) -> None:
         """End the thread once what is queued ran (a later job starts a new one)."""
@@ -141,6 +193,9 @@ class Handoff:
         except BaseException as exc:  # the runner's own fault: every job hears it, none is taken as done
             for job in jobs:
                 job.error = exc
+        for job in jobs:
+            if job.left and job.error is not None and self._left_error is None:
+                self._left_error = job.error  # its loop's next `submit` raises it
         for batch in batches:
             batch.wake()
 

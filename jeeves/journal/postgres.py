@@ -298,18 +298,16 @@ class PostgresJournal(SQLStore):
         cursor = conn.execute(sql, args)
         return cursor.fetchall() if cursor.description is not None else []
 
-    async def put_session(self, record: SessionRecord) -> None:
-        """Committed on return, except a child's record (its start, its end) once this store is
-        in use: nothing waits on it (a run resumed after a crash writes it again), so it is
-        left behind (`_leave`) to go out in order with the next call, at the latest the root's
-        next record, which every run writes when it ends."""
-        text = encode_record(record)
+    def _in_use(self) -> bool:
+        return self._ready
+
+    def _leave_session(self, record: SessionRecord, text: str) -> None:
         args = (record.session_id, record.parent_id, text)
-        merge = Merge(_PUT_SESSIONS, args, 1)
-        if record.parent_id is not None and self._ready:
-            self._leave(self._rows, _PUT_SESSION, *args, merge=merge)
-            return
-        await self._call(self._rows, _PUT_SESSION, *args, merge=merge)
+        self._leave(self._rows, _PUT_SESSION, *args, merge=Merge(_PUT_SESSIONS, args, 1))
+
+    async def _write_session(self, record: SessionRecord, text: str) -> None:
+        args = (record.session_id, record.parent_id, text)
+        await self._call(self._rows, _PUT_SESSION, *args, merge=Merge(_PUT_SESSIONS, args, 1))
 
     # -- a whole run ---------------------------------------------------------------------
     def _read_run(self, conn: psycopg.Connection[Any], root: str) -> tuple[list[Any], list[Any]]:

@@ -6,6 +6,9 @@ one SQLite connection; a PostgreSQL batch on a kept connection), in their SQL di
 in how they write. A subclass gives `_call` (run `fn(connection, *args)` off the event
 loop), `_rows`, `_read_run` and its statements; this base does the rest.
 
+Both leave a child session's record behind (`put_session`): its writer does not wait for
+it, and it is committed in order with the store's next call.
+
 Steps of recently used sessions are cached, written through once a write is committed
 (never before: a write that fails leaves no trace), so a replay or a resume reads each
 session's steps in one query.
@@ -20,7 +23,7 @@ from typing import Any, TypeVar
 from jeeves.errors import JournalError
 from jeeves.journal.records import DAMAGED, SessionRecord, StepRecord, excerpt
 from jeeves.journal.snapshot import RunSnapshot
-from jeeves.journal.store import StoreBase, decode_text
+from jeeves.journal.store import StoreBase, decode_text, encode_record
 
 __all__ = ["SQLStore"]
 
@@ -100,6 +103,30 @@ class SQLStore(StoreBase):
         return [int(idx) for (idx,) in rows]
 
     # -- sessions ------------------------------------------------------------------------
+    async def put_session(self, record: SessionRecord) -> None:
+        """Committed on return, except a child's record (its start, its end) once the store is
+        in use: nothing waits on it (a run resumed after a crash writes it again), so it is
+        left behind, to be committed in order with this event loop's next call on the store,
+        at the latest the root's next record, which every run writes as it ends and waits
+        for (or at `aclose`). A left-behind write that failed is raised by the next call."""
+        text = encode_record(record)
+        if record.parent_id is not None and self._in_use():
+            self._leave_session(record, text)
+        else:
+            await self._write_session(record, text)
+
+    def _in_use(self) -> bool:
+        """Whether a call reached the database (its first one must be waited for)."""
+        raise NotImplementedError
+
+    def _leave_session(self, record: SessionRecord, text: str) -> None:
+        """Queue `record` behind, without waiting (see `put_session`)."""
+        raise NotImplementedError
+
+    async def _write_session(self, record: SessionRecord, text: str) -> None:
+        """Write `record` and wait until it is committed."""
+        raise NotImplementedError
+
     async def get_session(self, session_id: str) -> SessionRecord | None:
         rows = await self._call(self._rows, self._SELECT_SESSION, session_id)
         if not rows:

@@ -2,7 +2,7 @@
 
 Every statement runs in the store's own thread (`jeeves.journal.handoff`) on one connection
 guarded by a lock, so a slow disk never stalls the loop. Each record is committed before the
-step returns; in WAL mode with `synchronous=NORMAL` that survives the process being killed
+step returns (a child session's record goes out with the next call: `SQLStore.put_session`); in WAL mode with `synchronous=NORMAL` that survives the process being killed
 (a power cut may lose the last steps, never corrupt the file). Several processes may write
 to one file: WAL lets readers run beside a writer and `busy_timeout` waits for the write
 lock.
@@ -194,10 +194,14 @@ class SQLiteJournal(SQLStore):
     def _rows(self, conn: sqlite3.Connection, sql: str, *args: object) -> list[Any]:
         return conn.execute(sql, args).fetchall()
 
-    async def put_session(self, record: SessionRecord) -> None:
-        await self._handoff.submit(
-            _Write(_PUT_SESSION, (record.session_id, record.parent_id, encode_record(record)))
-        )
+    def _in_use(self) -> bool:
+        return self._conn is not None
+
+    def _leave_session(self, record: SessionRecord, text: str) -> None:
+        self._handoff.post(_Write(_PUT_SESSION, (record.session_id, record.parent_id, text)))
+
+    async def _write_session(self, record: SessionRecord, text: str) -> None:
+        await self._handoff.submit(_Write(_PUT_SESSION, (record.session_id, record.parent_id, text)))
 
     # -- a whole run ---------------------------------------------------------------------
     def _read_run(self, conn: sqlite3.Connection, root: str) -> tuple[list[Any], list[Any]]:
@@ -215,15 +219,27 @@ class SQLiteJournal(SQLStore):
 
     # -- closing -------------------------------------------------------------------------
     def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
-            self._cache.clear()
-        self._handoff.stop()
+        """Commit what was left behind, then close the file (raising a left-behind write's
+        error)."""
+        left = [job for job in self._handoff.take_left() if isinstance(job, _Write)]
+        try:
+            if left:
+                self._commit(left)
+        finally:
+            with self._lock:
+                if self._conn is not None:
+                    self._conn.close()
+                    self._conn = None
+                self._cache.clear()
+            self._handoff.stop()
+        self._handoff.raise_left()
 
     async def aclose(self) -> None:
-        await anyio.to_thread.run_sync(self.close)
+        """Commit what was left behind (in order, in the store's thread), then close."""
+        try:
+            await self._handoff.flush()
+        finally:
+            await anyio.to_thread.run_sync(self.close)
 
     def __repr__(self) -> str:
         return f"SQLiteJournal({str(self.path)!r})"

@@ -58,6 +58,7 @@ async def _ran(journal: JournalStore, root: str, before: set[tuple[str, int]]) -
 
 
 async def _put_back(journal: JournalStore, before: dict[str, SessionRecord]) -> None:
-    for session_id, record in before.items():
+    # the root last: a SQL store leaves a child's record behind, and the root's carries it
+    for session_id, record in sorted(before.items(), key=lambda item: item[1].parent_id is None):
         if await journal.get_session(session_id) != record:
             await journal.put_session(record)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +20,7 @@ import pytest
 
 import jeeves
 from tests.conftest import crash_child, wait_for_line
+from tests.journal.children_crash_child import checked_run
 from tests.journal.crash_child import tick_run
 from tests.models.mock_openai import MockOpenAI, Text, Tool, serve
 
@@ -91,3 +93,35 @@ def test_a_killed_run_resumes_without_repeating_a_completed_call(
     assert resumed.text == whole_result.text == "Ticked four times."
     assert resumed.usage.model_calls == CALLS - KILLED_AFTER
     assert server.unexpected == [] and server.remaining() == 0
+
+
+def test_a_run_killed_before_a_childs_record_went_out_resumes_from_its_steps(tmp_path: Path) -> None:
+    """SQLite leaves a child's record behind: killed while the actor's second call runs, the
+    critic's end is not in the file yet. The resume serves every committed step, writes the
+    records again, and ends as the uninterrupted run."""
+    whole = anyio.run(checked_run, str(tmp_path / "whole.db"))
+    journal = tmp_path / "runs.db"
+    crashed = crash_child("tests.journal.children_crash_child", str(journal), "block")
+    wait_for_line(crashed, "blocked")
+    os.kill(crashed.pid, signal.SIGKILL)
+    crashed.communicate(timeout=30)
+    assert crashed.returncode == -signal.SIGKILL
+    with sqlite3.connect(journal) as conn:
+        statuses = dict(conn.execute("SELECT session_id, json_extract(record, '$.status') FROM sessions"))
+    assert statuses == {"job": "in_progress", "job__actor_0": "completed", "job__critic_0": "in_progress"}
+
+    resumed = anyio.run(checked_run, str(journal))
+    assert (
+        (resumed.text, resumed.stop_reason)
+        == (whole.text, whole.stop_reason)
+        == (
+            "def add(a, b): return a + b",
+            "approved",
+        )
+    )
+    assert resumed.usage.model_calls == 2  # the actor's and the critic's second calls; the first ones served
+    with sqlite3.connect(journal) as conn:
+        rows = conn.execute(
+            "SELECT session_id, json_extract(record, '$.status') FROM sessions ORDER BY rowid"
+        )
+        assert [status for _, status in rows] == ["completed"] * 5

@@ -177,6 +177,7 @@ async def replace_session(journal: JournalStore, session_id: str, **fields: Any)
     recorded = await journal.get_session(session_id)
     assert recorded is not None
     await journal.put_session(SessionRecord.model_validate({**recorded.model_dump(), **fields}))
+    await journal.aclose()  # a SQL store commits a child's record with its next call, or here
 
 
 async def test_a_replay_that_ends_with_another_stop_reason_diverges(stores: Stores) -> None:

@@ -12,9 +12,11 @@ import pytest
 import jeeves
 from jeeves.errors import JournalError, UserError
 from jeeves.journal.open import list_runs
+from jeeves.journal.records import SessionRecord
 from jeeves.journal.sqlite import SQLiteJournal
 from tests.journal import archs
 from tests.journal.test_base import session, step
+from tests.waiting import ThreadGate
 
 pytestmark = pytest.mark.anyio
 
@@ -270,3 +272,68 @@ async def test_a_failed_group_fails_each_of_its_writers_and_the_next_group_commi
         failing = False
         await journal.put_step(step("r1", 0))
         assert await journal.get_step("r1", 0) == step("r1", 0)
+
+
+# -- a child's session record is left behind (committed with the next call) --------------------
+def _rows(path: Path) -> list[tuple[str, str]]:
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute("SELECT session_id, record FROM sessions ORDER BY rowid").fetchall()
+    return [(sid, SessionRecord.model_validate_json(text).status) for sid, text in rows]
+
+
+async def test_a_childs_record_is_not_waited_on_and_goes_out_in_order_with_the_roots(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    entered, release = ThreadGate(), threading.Event()
+
+    def busy(conn: sqlite3.Connection) -> None:  # holds the store's thread
+        entered.open()
+        release.wait()
+
+    async with SQLiteJournal(path) as journal:
+        await journal.put_session(session("r1", status="in_progress"))  # the file is open: children go behind
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(journal._call, busy)
+            await entered.wait()
+            try:
+                with anyio.fail_after(5):  # the thread is blocked: a waited write would time out here
+                    await journal.put_session(session("r1__c1", parent_id="r1", status="in_progress"))
+                    await journal.put_session(session("r1__c1", parent_id="r1", status="completed"))
+                    await journal.put_session(session("r1__c2", parent_id="r1", status="completed"))
+                assert _rows(path) == [("r1", "in_progress")]  # nothing of them committed yet
+            finally:
+                release.set()
+            await journal.put_session(session("r1", status="completed"))  # the root's waits, carrying them
+            assert _rows(path) == [
+                ("r1", "completed"),
+                ("r1__c1", "completed"),
+                ("r1__c2", "completed"),
+            ]
+
+
+async def test_a_left_behind_write_that_failed_is_raised_by_the_next_call(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    async with SQLiteJournal(path) as journal:
+        await journal.put_session(session("r1"))
+        with sqlite3.connect(path) as conn:
+            conn.execute("DROP TABLE sessions")
+        await journal.put_session(session("r1__c1", parent_id="r1"))  # returns: nothing waits on it
+        with pytest.raises(
+            JournalError, match=r"runs\.db: no such table: sessions; the journal file is damaged"
+        ):
+            await journal.step_indices("r1")  # a read rides with it, and then hears it
+        assert await journal.step_indices("r1") == []  # heard once
+
+
+async def test_closing_commits_what_was_left_behind(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    journal = SQLiteJournal(path)
+    await journal.put_session(session("r1"))
+    await journal.put_session(session("r1__c1", parent_id="r1"))
+    await journal.aclose()
+    assert _rows(path) == [("r1", "in_progress"), ("r1__c1", "in_progress")]
+
+    closed_sync = SQLiteJournal(path)
+    await closed_sync.put_session(session("r1__c2", parent_id="r1"))  # the file is not open yet: waited
+    await closed_sync.put_session(session("r1__c3", parent_id="r1"))
+    closed_sync.close()  # no event loop needed: it commits them itself
+    assert [sid for sid, _ in _rows(path)] == ["r1", "r1__c1", "r1__c2", "r1__c3"]
