@@ -170,7 +170,7 @@ async def test_an_architecture_built_per_run_leaves_no_garbage() -> None:
     """An output type's JSON schema is generated once per type, not per `Agent`: pydantic's
     schema generator (bound methods in a dict on itself) is a cycle per generation."""
     model = FunctionModel(_critic_model)
-    await jeeves.run(_critic_loop(), "go", model=model)
+    await jeeves.run(_critic_loop(), "go", model=model, journal=MemoryJournal())  # warm: first-use caches
     with _garbage() as garbage:
         for _ in range(3):
             result = await jeeves.run(_critic_loop(), "go", model=model, journal=MemoryJournal())
