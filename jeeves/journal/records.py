@@ -197,7 +197,15 @@ class SessionRecord(BaseModel):
 
 
 class Journal(Protocol):
-    """A store of step and session records. Implementations must be safe to call concurrently."""
+    """A store of step and session records. Implementations must be safe to call concurrently.
+
+    What a store of your own must do (`jeeves.journal.store.encode_record` and the stores
+    jeeves ships show how):
+    - `put_step` replaces whatever the record's `(session_id, index)` held: a step whose write
+      is cancelled while suspended is written again, whole, by the kernel;
+    - keep a record's JSON (`encode_record(record)` or `record.model_dump(mode="json")`), not
+      the record: a live step's record may hold the step's own result object;
+    - a step is used only once `put_step` returned, so it must be committed by then."""
 
     async def get_step(self, session_id: str, index: int) -> StepRecord | None: ...
 
