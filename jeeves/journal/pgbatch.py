@@ -33,9 +33,11 @@ database, which the same restart most likely killed.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import functools
 import json
+import os
 import threading
 import weakref
 from collections.abc import Callable
@@ -314,6 +316,8 @@ def group_for(url: str, where: str, connect: Callable[[], Any], translate: Calla
 _IDLE: list[tuple[str, psycopg.Connection[Any]]] = []
 _IDLE_LOCK = threading.Lock()
 IDLE_MAX = 16
+_INHERITED: list[psycopg.Connection[Any]] = []
+"""In a forked child: the parent's pooled connections, never used (`_forget_idle`)."""
 """How many idle connections a process keeps (all databases together, the most recent)."""
 
 
@@ -353,6 +357,30 @@ def put_idle(url: str, conn: psycopg.Connection[Any]) -> bool:
     if evicted is not None:
         evicted.close()
     return True
+
+
+def _close_idle() -> None:
+    """At exit: close the pool's connections (each ends its server session cleanly)."""
+    with _IDLE_LOCK:
+        kept, _IDLE[:] = list(_IDLE), []
+    for _, conn in kept:
+        with contextlib.suppress(Exception):
+            conn.close()
+
+
+def _forget_idle() -> None:
+    """In a forked child: forget the parent's pooled connections, unclosed. Their sockets are
+    the parent's: using one would interleave two processes' messages, and closing one would
+    end the parent's session (psycopg finishes a connection only in the process that opened
+    it). The pool's lock is new too: another thread may have held the parent's at the fork."""
+    global _IDLE_LOCK
+    _IDLE_LOCK = threading.Lock()
+    _INHERITED.extend(conn for _, conn in _IDLE)  # kept unused: freeing one would warn
+    _IDLE.clear()
+
+
+atexit.register(_close_idle)
+os.register_at_fork(after_in_child=_forget_idle)
 
 
 def _psycopg() -> Any:
