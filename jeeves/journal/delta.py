@@ -43,11 +43,12 @@ from pydantic_core import SchemaSerializer
 from jeeves import messages as _messages
 from jeeves._base.redact import strip_credentials
 from jeeves.errors import JournalError
-from jeeves.journal.records import DAMAGED, SCHEMA_VERSION, StepRecord, canonical, fingerprint
+from jeeves.journal.records import DAMAGED, StepRecord, canonical, fingerprint
 from jeeves.messages import Message, ModelRequest
 
 __all__ = [
     "DELTA_VERSION",
+    "KEY_VERSION",
     "RequestChain",
     "StepKey",
     "older_fingerprint",
@@ -60,8 +61,12 @@ DELTA_VERSION = 3
 """The first journal schema version whose model steps are stored as deltas and chain-hashed."""
 SETTINGS = ("tools", "output_schema", "params")
 """A request's fields other than its messages: stored only when they change."""
-_HEAD = f"request v{SCHEMA_VERSION}\n".encode()
-"""What a model request's v4 fingerprint hashes first (`RequestChain`)."""
+KEY_VERSION = 4
+"""The schema version that introduced today's model-step fingerprint (`RequestChain`): its
+head names it, and model records written before it are matched by `older_fingerprint`. A
+later schema bump that keeps the fingerprint leaves this alone."""
+_HEAD = f"request v{KEY_VERSION}\n".encode()
+"""What a model request's fingerprint hashes first (`RequestChain`)."""
 
 
 class StepKey:
@@ -92,7 +97,7 @@ class StepKey:
     def matches(self, record: StepRecord) -> bool:
         """Whether `record` was asked with this request (a model step of an older schema:
         its fingerprint recomputed from the whole request, as that schema hashed it)."""
-        if record.kind == "model" and record.v < SCHEMA_VERSION:
+        if record.kind == "model" and record.v < KEY_VERSION:
             return record.fingerprint == older_fingerprint(record.v, self.whole())
         return record.fingerprint == self.fingerprint
 

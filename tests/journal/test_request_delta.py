@@ -16,7 +16,14 @@ from pydantic import TypeAdapter
 
 import jeeves
 from jeeves.errors import ReplayDivergence
-from jeeves.journal.delta import RequestChain, older_fingerprint, plain_key, recorded_request, whole_request
+from jeeves.journal.delta import (
+    KEY_VERSION,
+    RequestChain,
+    older_fingerprint,
+    plain_key,
+    recorded_request,
+    whole_request,
+)
 from jeeves.journal.jsonl import JSONLJournal
 from jeeves.journal.memory import MemoryJournal
 from jeeves.journal.records import SCHEMA_VERSION, StepRecord, fingerprint
@@ -336,3 +343,6 @@ def test_the_fingerprints_of_a_fixed_request_are_the_recorded_ones() -> None:
     for index, request in enumerate((one, two)):
         record = StepRecord(v=3, session_id="s", index=index, kind="model", fingerprint=_GOLDEN_V3[index])
         assert RequestChain().key(request, index).matches(record)
+    # a record of a later schema that kept this fingerprint (KEY_VERSION) is matched as it is
+    later = StepRecord(v=KEY_VERSION + 1, session_id="s", index=1, kind="model", fingerprint=_GOLDEN_V4[1])
+    assert RequestChain().key(two, 1).matches(later)
