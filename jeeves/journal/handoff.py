@@ -119,11 +119,8 @@ class Handoff:
         """`job`, once the batch holding it (and what this loop left behind before it) ran;
         raises its `error`, or first the error of a job left behind that failed."""
         self.raise_left()
-        key = _loop()
         with self._lock:
-            batch = self._open.get(key)
-            if batch is None:  # none open for this loop: the thread took the last one
-                batch = self._open[key] = _Batch(key)
+            batch = self._batch()
             if not batch.queued:
                 batch.queued = True
                 self._queue.put(batch)
@@ -144,13 +141,18 @@ class Handoff:
         runs with the loop's next `submit` (see the module). Raises first the error of a job
         left behind earlier that failed."""
         self.raise_left()
-        key = _loop()
         job.left = True
         with self._lock:
-            batch = self._open.get(key)
-            if batch is None:
-                batch = self._open[key] = _Batch(key)
-            batch.jobs.append(job)
+            self._batch().jobs.append(job)
+
+    def _batch(self) -> _Batch:
+        """The running loop's open batch (a new one when the thread took the last); under
+        `_lock`."""
+        key = _loop()
+        batch = self._open.get(key)
+        if batch is None:
+            batch = self._open[key] = _Batch(key)
+        return batch
 
     async def flush(self) -> None:
         """Wait until what this loop left behind ran (a batch of nothing else carries it)."""

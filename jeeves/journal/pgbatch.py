@@ -316,9 +316,9 @@ def group_for(url: str, where: str, connect: Callable[[], Any], translate: Calla
 _IDLE: list[tuple[str, psycopg.Connection[Any]]] = []
 _IDLE_LOCK = threading.Lock()
 IDLE_MAX = 16
+"""How many idle connections a process keeps (all databases together, the most recent)."""
 _INHERITED: list[psycopg.Connection[Any]] = []
 """In a forked child: the parent's pooled connections, never used (`_forget_idle`)."""
-"""How many idle connections a process keeps (all databases together, the most recent)."""
 
 
 def take_idle(url: str) -> psycopg.Connection[Any] | None:

@@ -2,7 +2,8 @@
 
 Every statement runs in the store's own thread (`jeeves.journal.handoff`) on one connection
 guarded by a lock, so a slow disk never stalls the loop. Each record is committed before the
-step returns (a child session's record goes out with the next call: `SQLStore.put_session`); in WAL mode with `synchronous=NORMAL` that survives the process being killed
+step returns (a child session's record goes out with the next call: `SQLStore.put_session`);
+in WAL mode with `synchronous=NORMAL` that survives the process being killed
 (a power cut may lose the last steps, never corrupt the file). Several processes may write
 to one file: WAL lets readers run beside a writer and `busy_timeout` waits for the write
 lock.
@@ -198,10 +199,10 @@ class SQLiteJournal(SQLStore):
         return self._conn is not None
 
     def _leave_session(self, record: SessionRecord, text: str) -> None:
-        self._handoff.post(_Write(_PUT_SESSION, (record.session_id, record.parent_id, text)))
+        self._handoff.post(_session_write(record, text))
 
     async def _write_session(self, record: SessionRecord, text: str) -> None:
-        await self._handoff.submit(_Write(_PUT_SESSION, (record.session_id, record.parent_id, text)))
+        await self._handoff.submit(_session_write(record, text))
 
     # -- a whole run ---------------------------------------------------------------------
     def _read_run(self, conn: sqlite3.Connection, root: str) -> tuple[list[Any], list[Any]]:
@@ -264,6 +265,11 @@ class _Write(Job):
     def __init__(self, sql: str, args: tuple[Any, ...], step: tuple[str, int] | None = None) -> None:
         super().__init__()
         self.sql, self.args, self.step = sql, args, step
+
+
+def _session_write(record: SessionRecord, text: str) -> _Write:
+    """The write of a session's record (`text`, its JSON)."""
+    return _Write(_PUT_SESSION, (record.session_id, record.parent_id, text))
 
 
 class _Call(Job):
