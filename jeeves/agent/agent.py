@@ -324,7 +324,7 @@ async def _run_calls(ctx: Context, calls: Sequence[ToolCall], tools: Mapping[str
     runs = [_prepare(ctx, c, tools) for c in calls]
     for c in calls:
         await ctx.emit(
-            ToolStarted(session_id=ctx.session_id, tool_call_id=c.id, name=c.name, arguments=c.arguments)
+            ToolStarted, session_id=ctx.session_id, tool_call_id=c.id, name=c.name, arguments=c.arguments
         )
     if len(calls) == 1:
         outcome, replayed = await runs[0]()
@@ -366,14 +366,13 @@ async def _unknown(ctx: Context, call: ToolCall, known: list[str], index: int) -
 
 async def _completed(ctx: Context, call: ToolCall, outcome: ToolOutcome, replayed: bool) -> None:
     await ctx.emit(
-        ToolCompleted(
-            session_id=ctx.session_id,
-            tool_call_id=call.id,
-            name=call.name,
-            result=outcome.text,
-            is_error=outcome.is_error,
-            replayed=replayed,
-        )
+        ToolCompleted,
+        session_id=ctx.session_id,
+        tool_call_id=call.id,
+        name=call.name,
+        result=outcome.text,
+        is_error=outcome.is_error,
+        replayed=replayed,
     )
 
 
