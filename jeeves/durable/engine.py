@@ -119,13 +119,11 @@ def client(database: str) -> Any:
         ) from exc
 
 
-def register_queues(
-    queues: dict[str, int | None], *, worker_concurrency: int, polling_interval_s: float
-) -> None:
-    """Write each queue's limits (name -> global limit) to the database; blocking, so call
-    it from a thread (DBOS refuses it on the event loop)."""
+def register_queues(queues: dict[str, tuple[int | None, float]], *, worker_concurrency: int) -> None:
+    """Write each queue's limits (name -> (global limit, polling interval s)) to the database;
+    blocking, so call it from a thread (DBOS refuses it on the event loop)."""
     module = dbos()
-    for name, global_limit in queues.items():
+    for name, (global_limit, polling_interval_s) in queues.items():
         module.DBOS.register_queue(
             name,
             worker_concurrency=worker_concurrency,

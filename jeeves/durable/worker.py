@@ -50,6 +50,12 @@ from jeeves.journal.store import JournalStore
 __all__ = ["DATABASE_ENV", "Worker", "database_from_env", "journal_for"]
 
 DATABASE_ENV = "JEEVES_DATABASE"
+BRANCH_POLL_S = 0.5
+"""The branch queues are polled at most this often (the runs' queues at `polling_interval_s`):
+each poll is DBOS reading the queue's row and trying a dequeue, a few statements and about
+4 % of a busy worker's CPU at 0.1 s (bench/results/DURABLE_NOTES.md, stop 38), for a queue
+only runs that spread ever use. A branch is a whole child session: half a second before it
+starts is small next to it."""
 GATE_RECHECK_S = 300.0
 """A run waiting at a gate looks at its journal again at least this often, so a decision
 recorded without a wake-up message (`record_decision` in code) is acted on too."""
@@ -324,8 +330,12 @@ class Worker:
             await anyio.to_thread.run_sync(self.heartbeat.register)
             self.heartbeat.claiming = False  # beat while DBOS starts, take nobody over yet
             self.heartbeat.start()
-        queues = {queue_of(name): self.global_concurrency for name in self.targets}
-        queues.update({branch_queue_name(name): self.global_concurrency for name in self.targets})
+        run_poll = self.polling_interval_s
+        branch_poll = max(run_poll, BRANCH_POLL_S)
+        queues = {queue_of(name): (self.global_concurrency, run_poll) for name in self.targets}
+        queues.update(
+            {branch_queue_name(name): (self.global_concurrency, branch_poll) for name in self.targets}
+        )
         try:
             engine.launch(
                 self.database,
@@ -340,12 +350,7 @@ class Worker:
             raise
         try:
             await anyio.to_thread.run_sync(
-                functools.partial(
-                    engine.register_queues,
-                    queues,
-                    worker_concurrency=self.concurrency,
-                    polling_interval_s=self.polling_interval_s,
-                )
+                functools.partial(engine.register_queues, queues, worker_concurrency=self.concurrency)
             )
             if self.heartbeat is not None:
                 self.heartbeat.claiming = True
