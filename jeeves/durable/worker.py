@@ -34,7 +34,7 @@ from jeeves._run.runner import stream as stream_architecture
 from jeeves.approvals.decide import Approvals, PendingGate
 from jeeves.durable import engine
 from jeeves.durable.heartbeat import Heartbeat
-from jeeves.durable.runlock import LockConnections, run_lock
+from jeeves.durable.runlock import RunLocks
 from jeeves.durable.spread import Spreader, branch_queue_name, resolve_path
 from jeeves.durable.targets import Target, load_targets, queue_of
 from jeeves.errors import JournalError, UserError
@@ -165,8 +165,8 @@ class Worker:
         )
         self._running: set[anyio.CancelScope] = set()
         self._events: EventLog | None = None
-        self._locks = LockConnections(keep=self.concurrency + 4)
-        """The run locks' connections, kept from run to run (closed when `run` ends)."""
+        self._locks: RunLocks | None = None
+        """The run locks of the runs in flight, on one connection (PostgreSQL; while `run` serves)."""
         self._drained: anyio.Event | None = None
         self.heartbeat: Heartbeat | None = None
         if postgres:
@@ -314,9 +314,9 @@ class Worker:
     def _exclusive(self, session_id: str) -> AbstractAsyncContextManager[None]:
         """The run lock on PostgreSQL (no two workers execute one run at once); nothing on
         SQLite, where one machine runs one worker."""
-        if self.heartbeat is None:
+        if self._locks is None:
             return contextlib.nullcontext()
-        return run_lock(self.database, session_id, pool=self._locks)
+        return self._locks.hold(session_id)
 
     async def run(self, *, ready: anyio.Event | None = None) -> None:
         """Launch DBOS, serve the queues and beat until cancelled (Ctrl-C, SIGTERM, a cancel
@@ -336,33 +336,34 @@ class Worker:
         queues.update(
             {branch_queue_name(name): (self.global_concurrency, branch_poll) for name in self.targets}
         )
+        launched = False
         try:
-            engine.launch(
-                self.database,
-                worker_id=self.worker_id,
-                queues=list(queues),
-                body=self.execute,
-                branch=self.execute_branch,
-            )
-        except BaseException:
-            if self.heartbeat is not None:
-                await anyio.to_thread.run_sync(functools.partial(self.heartbeat.stop, hand_over=False))
-            raise
-        try:
-            await anyio.to_thread.run_sync(
-                functools.partial(engine.register_queues, queues, worker_concurrency=self.concurrency)
-            )
-            if self.heartbeat is not None:
-                self.heartbeat.claiming = True
-            if ready is not None:
-                ready.set()
-            with _long_lived_heap():
-                await anyio.sleep_forever()
+            async with self._run_locks():
+                try:
+                    engine.launch(
+                        self.database,
+                        worker_id=self.worker_id,
+                        queues=list(queues),
+                        body=self.execute,
+                        branch=self.execute_branch,
+                    )
+                    launched = True
+                    await anyio.to_thread.run_sync(
+                        functools.partial(engine.register_queues, queues, worker_concurrency=self.concurrency)
+                    )
+                    if self.heartbeat is not None:
+                        self.heartbeat.claiming = True
+                    if ready is not None:
+                        ready.set()
+                    with _long_lived_heap():
+                        await anyio.sleep_forever()
+                finally:
+                    if launched:
+                        with anyio.CancelScope(shield=True):
+                            await anyio.to_thread.run_sync(engine.shutdown)
+                            await self._stop_runs()
         finally:
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(engine.shutdown)
-                await self._stop_runs()
-                await self._locks.aclose()
                 if self._events is not None:
                     with contextlib.suppress(Exception):
                         await self._events.aclose()
@@ -371,7 +372,22 @@ class Worker:
                     await anyio.to_thread.run_sync(self._client.destroy)
                     self._client = None
                 if self.heartbeat is not None:
-                    await anyio.to_thread.run_sync(functools.partial(self.heartbeat.stop, hand_over=True))
+                    stop = functools.partial(self.heartbeat.stop, hand_over=launched)
+                    await anyio.to_thread.run_sync(stop)
+
+    @asynccontextmanager
+    async def _run_locks(self) -> AsyncIterator[None]:
+        """The run locks while the block runs (PostgreSQL), let go of when it ends, after
+        the runs stopped and before they are handed over."""
+        if self.heartbeat is None:
+            yield
+            return
+        async with RunLocks(self.database).serving() as locks:
+            self._locks = locks
+            try:
+                yield
+            finally:
+                self._locks = None
 
     async def _stop_runs(self) -> None:
         """Cancel the runs in flight and wait until each has closed its journal, so none

@@ -11,10 +11,10 @@ import pytest
 
 from jeeves.durable import Worker, queue_name, submit, target_name
 from jeeves.durable.heartbeat import Heartbeat
-from jeeves.durable.runlock import _NAMESPACE, LockConnections, run_lock
+from jeeves.durable.runlock import _NAMESPACE, RunLocks, run_lock
 from jeeves.errors import UserError
 from tests.durable.conftest import TARGET, environ
-from tests.waiting import wait_until
+from tests.waiting import eventually, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -133,13 +133,12 @@ async def test_the_run_locks_connection_asks_the_server_to_probe_it_so_a_vanishe
 
 @pytest.mark.postgres
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
-async def test_run_locks_on_a_workers_pool_reuse_its_connection_and_let_go_between_runs(
+async def test_a_workers_run_locks_share_one_connection_and_each_is_let_go_of_when_its_run_ends(
     postgres_url: str,
 ) -> None:
-    """A worker's run locks take kept connections: run after run on one server backend, no new
-    connection, and each lock released when its run ends (another worker takes it at once),
-    while a run that is still held keeps its own."""
-    pool = LockConnections(keep=4)
+    """A worker's run locks all live on one connection: run after run and runs side by side on
+    one server backend, no connection per run; each lock is let go of once its run ended
+    (another worker takes it), while a run that is still held keeps its own."""
 
     def holders() -> list[int]:  # the server backends holding run locks in this test's database now
         with psycopg.connect(postgres_url, autocommit=True) as other:
@@ -155,18 +154,50 @@ async def test_run_locks_on_a_workers_pool_reuse_its_connection_and_let_go_betwe
             row = other.execute("SELECT pg_try_advisory_lock(%s, hashtext(%s))", (_NAMESPACE, session))
             return bool(row.fetchone()[0])  # type: ignore[index]
 
-    try:
+    async with RunLocks(postgres_url, poll_s=0.05).serving() as locks:
         pids = []
         for i in range(3):
-            async with run_lock(postgres_url, f"pooled-{i}", pool=pool):
+            async with locks.hold(f"pooled-{i}"):
                 pids += holders()
                 assert not taken_elsewhere(f"pooled-{i}")  # held: nobody else gets it
-            assert taken_elsewhere(f"pooled-{i}")  # let go as the run ended
+
+            async def let_go(session: str = f"pooled-{i}") -> bool:
+                return taken_elsewhere(session)
+
+            await eventually(let_go, "the lock to be let go of after its run", within_s=10)
         assert len(pids) == 3 and len(set(pids)) == 1  # one connection for the three runs
-        async with run_lock(postgres_url, "held", pool=pool), run_lock(postgres_url, "beside", pool=pool):
-            assert len(set(holders())) == 2  # two at once: two connections
-    finally:
-        await pool.aclose()
+        async with locks.hold("held"), locks.hold("beside"):
+            both = holders()
+            assert len(both) == 2 and len(set(both)) == 1  # two locks at once, on the same connection
+            assert not taken_elsewhere("held") and not taken_elsewhere("beside")
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_two_runs_of_one_session_in_one_worker_never_execute_at_once(postgres_url: str) -> None:
+    """The server grants a session-level lock twice on one connection; the worker's locks do
+    not: a second run of a session waits in the worker until the first let go of it."""
+    order: list[str] = []
+    first_in = anyio.Event()
+    release = anyio.Event()
+
+    async def execute(locks: RunLocks, name: str) -> None:
+        async with locks.hold("r-same"):
+            order.append(f"{name} in")
+            if name == "first":
+                first_in.set()
+                await release.wait()
+            order.append(f"{name} out")
+
+    async with RunLocks(postgres_url, poll_s=0.05).serving() as locks, anyio.create_task_group() as tg:
+        tg.start_soon(execute, locks, "first")
+        await first_in.wait()
+        tg.start_soon(execute, locks, "second")
+        async with locks.hold("r-other"):  # another run goes ahead meanwhile
+            order.append("other in")
+        assert order == ["first in", "other in"]  # the second is still waiting
+        release.set()
+    assert order[2:] == ["first out", "second in", "second out"]
 
 
 @pytest.mark.postgres
