@@ -212,11 +212,16 @@ class RunLocks:
 
     async def _statement(self, requests: list[_Request], unlocks: list[str]) -> None:
         wanted = [sid for request in requests for sid in request.sids]
+        conn = None
         try:
             conn = await self._connection()
             cursor = await conn.execute(_STATEMENT, {"ns": _NAMESPACE, "unlock": unlocks, "lock": wanted})
             row = await cursor.fetchone()
-        except Exception as exc:  # the connection's fault: its locks went with it, released ones too
+        except Exception as exc:
+            # Closed, whatever the fault: the released locks go with its session (the
+            # watcher takes the held ones back on a new connection).
+            if conn is not None and conn is self.conn:
+                await self._close()
             for request in requests:
                 request.error = exc
                 request.done.set()

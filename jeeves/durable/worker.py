@@ -318,6 +318,16 @@ class Worker:
             return contextlib.nullcontext()
         return self._locks.hold(session_id)
 
+    def queues(self) -> dict[str, tuple[int | None, float]]:
+        """The DBOS queues this worker serves: name -> (global limit, polling interval s); each
+        target's runs' queue at `polling_interval_s`, its branch queue at most every
+        `BRANCH_POLL_S`."""
+        branch_poll = max(self.polling_interval_s, BRANCH_POLL_S)
+        queues = {queue_of(name): (self.global_concurrency, self.polling_interval_s) for name in self.targets}
+        for name in self.targets:
+            queues[branch_queue_name(name)] = (self.global_concurrency, branch_poll)
+        return queues
+
     async def run(self, *, ready: anyio.Event | None = None) -> None:
         """Launch DBOS, serve the queues and beat until cancelled (Ctrl-C, SIGTERM, a cancel
         scope); then stop taking runs, cancel the ones in flight and hand them over."""
@@ -330,12 +340,7 @@ class Worker:
             await anyio.to_thread.run_sync(self.heartbeat.register)
             self.heartbeat.claiming = False  # beat while DBOS starts, take nobody over yet
             self.heartbeat.start()
-        run_poll = self.polling_interval_s
-        branch_poll = max(run_poll, BRANCH_POLL_S)
-        queues = {queue_of(name): (self.global_concurrency, run_poll) for name in self.targets}
-        queues.update(
-            {branch_queue_name(name): (self.global_concurrency, branch_poll) for name in self.targets}
-        )
+        queues = self.queues()
         launched = False
         try:
             async with self._run_locks():

@@ -17,7 +17,7 @@ import pytest
 import jeeves
 from jeeves import FunctionModel
 from jeeves.durable.heartbeat import Heartbeat
-from jeeves.durable.runlock import run_lock
+from jeeves.durable.runlock import RunLocks, run_lock
 from jeeves.errors import JournalError
 from jeeves.journal import retry as _retry
 from jeeves.journal.eventlog import open_event_log
@@ -165,6 +165,33 @@ async def test_the_run_lock_is_taken_back_after_a_restart(
     async with run_lock(db, "r-lock", poll_s=0.05):
         await anyio.to_thread.run_sync(own_postgres.restart, 1.0)
         await eventually(held_elsewhere, "the holder to take the run lock again", within_s=10)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_workers_run_locks_are_all_taken_back_after_a_restart_and_a_released_one_is_not(
+    own_postgres: Cluster, db: str, bound: None
+) -> None:
+    """The locks of every run in flight share one connection: a restart ends its session,
+    and the worker takes each lock still held back on a new one (and only those)."""
+
+    async def held_elsewhere(session: str) -> bool:
+        async with await psycopg.AsyncConnection.connect(db, autocommit=True) as conn:
+            row = await (
+                await conn.execute("SELECT pg_try_advisory_lock(27254, hashtext(%s))", (session,))
+            ).fetchone()
+        return row is not None and not row[0]
+
+    async def both_held() -> bool:
+        return await held_elsewhere("r-a") and await held_elsewhere("r-b")
+
+    async with RunLocks(db, poll_s=0.05).serving() as locks:
+        async with locks.hold("r-a"), locks.hold("r-b"):
+            async with locks.hold("r-done"):
+                pass
+            await anyio.to_thread.run_sync(own_postgres.restart, 1.0)
+            await eventually(both_held, "the worker to take both run locks again", within_s=10)
+            assert not await held_elsewhere("r-done")
 
 
 def test_after_an_outage_longer_than_the_takeover_time_no_live_worker_is_taken_over(

@@ -260,3 +260,16 @@ async def test_a_worker_beats_while_dbos_launches_so_a_slow_start_is_not_taken_o
     assert during == [False]  # beating, not claiming, while DBOS launched
     assert worker.heartbeat is not None and worker.heartbeat._thread is not None
     assert not worker.heartbeat._thread.is_alive()  # a failed launch stops the beat
+
+
+def test_a_workers_branch_queues_are_polled_at_most_every_half_second(tmp_path: Path) -> None:
+    """The runs' queue at --poll; the branch queue, which only runs that spread use, no more
+    often than BRANCH_POLL_S (each poll costs the worker CPU and the database transactions)."""
+    from jeeves.durable.spread import branch_queue_name
+    from jeeves.durable.worker import BRANCH_POLL_S
+
+    name = target_name(TARGET)
+    fast = sqlite_worker(tmp_path, polling_interval_s=0.1, global_concurrency=3).queues()
+    assert fast == {queue_name(TARGET): (3, 0.1), branch_queue_name(name): (3, BRANCH_POLL_S)}
+    slow = sqlite_worker(tmp_path, polling_interval_s=2.0).queues()
+    assert slow == {queue_name(TARGET): (None, 2.0), branch_queue_name(name): (None, 2.0)}
