@@ -295,25 +295,30 @@ class RunLocks:
 
     async def _take_back(self) -> None:
         """After the connection died: take every held lock again on a new one, waiting for
-        each at most the retry bound (the server may not have ended the old session yet);
-        a run whose lock is not taken back is stopped."""
+        each at most the retry bound once the database answers (the server may not have ended
+        the old session yet); a run whose lock is not taken back is stopped, with the
+        database's `JournalError` when it did not come back within the bound."""
         wanted = set(self._held)
-        deadline = time.monotonic() + db_retry_s()
-        while wanted and time.monotonic() < deadline:
+        deadline: float | None = None
+        failure: JournalError | None = None
+        while wanted:
             try:
                 granted = await aretry(
                     functools.partial(self._try, sorted(wanted)), where=self.where, discard=self._discard
                 )
-            except JournalError:  # the database did not come back within the bound
+            except JournalError as exc:  # the database did not come back within the bound
+                failure = exc
                 break
             self._release(granted - self._held)  # their runs ended meanwhile
             wanted = (wanted - granted) & self._held
-            if wanted:
-                await anyio.sleep(self.poll_s)
+            deadline = time.monotonic() + db_retry_s() if deadline is None else deadline
+            if not wanted or time.monotonic() >= deadline:
+                break
+            await anyio.sleep(self.poll_s)
         for sid in wanted & self._held:
             hold = self._holds[sid]
             self._held.discard(sid)
-            hold.lost = JournalError(
+            hold.lost = failure or JournalError(
                 f"{self.where}: the run lock of {sid!r} was lost in a database fault and another "
                 f"worker holds it now; this worker stops the run, which goes on there."
             )

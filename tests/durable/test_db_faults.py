@@ -194,6 +194,25 @@ async def test_a_workers_run_locks_are_all_taken_back_after_a_restart_and_a_rele
             assert not await held_elsewhere("r-done")
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_run_whose_lock_cannot_be_taken_back_within_the_bound_stops_with_the_databases_error(
+    own_postgres: Cluster, db: str
+) -> None:
+    """An outage past the retry bound stops the runs holding locks, with the JournalError of
+    a database that did not answer (it says to resume), not a lock another worker took."""
+    _retry.configure(1.0)
+    try:
+        async with RunLocks(db, poll_s=0.05).serving() as locks:
+            with pytest.raises(JournalError, match="did not answer") as raised:
+                async with locks.hold("r-out"):
+                    await anyio.to_thread.run_sync(own_postgres.restart, 4.0)
+                    await anyio.sleep_forever()  # stopped by the lost lock
+            assert "resume" in str(raised.value)
+    finally:
+        _retry.configure(None)
+
+
 def test_after_an_outage_longer_than_the_takeover_time_no_live_worker_is_taken_over(
     own_postgres: Cluster, db: str, bound: None
 ) -> None:
