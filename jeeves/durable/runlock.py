@@ -139,9 +139,8 @@ class RunLocks:
                     yield self
                 finally:
                     keeper.cancel_scope.cancel()
-        except (
-            BaseExceptionGroup
-        ) as group:  # the block's own error, not a group of one: the keepers never raise
+        except BaseExceptionGroup as group:
+            # The block's own error, not a group of one: the keepers never raise.
             if len(group.exceptions) == 1:
                 raise group.exceptions[0]  # noqa: B904 (its own cause is kept)
             raise
