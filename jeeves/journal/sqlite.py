@@ -57,7 +57,7 @@ __all__ = ["CHECKPOINT_ROWS", "SQLiteJournal"]
 T = TypeVar("T")
 R = TypeVar("R", StepRecord, SessionRecord)
 
-CHECKPOINT_ROWS = 250
+CHECKPOINT_ROWS = 400
 """Rows written since the last checkpoint past which a checkpoint starts (in its thread)."""
 _FIRST_WAIT_S, _MOST_WAIT_S = 0.001, 0.1  # a write's pauses while another holds the write lock
 
@@ -105,6 +105,7 @@ class SQLiteJournal(SQLStore):
         self._left_error: BaseException | None = None
         self._checkpoint_at = 0
         self._checkpointer: threading.Thread | None = None
+        self._catching_up: dict[object, anyio.Event] = {}
         super().__init__(cached_sessions)
 
     # -- reads, in a worker thread ---------------------------------------------------------
@@ -335,11 +336,23 @@ class SQLiteJournal(SQLStore):
         self._checkpointer.start()
 
     async def _catch_up(self) -> None:
-        """Wait (in a worker thread, not blocking the loop) for a checkpoint still copying
-        while as many rows again were written: the WAL's bound when writes outrun it."""
+        """Wait for a checkpoint still copying while as many rows again were written (the WAL's
+        bound when writes outrun it): one of the loop's writers waits in a worker thread (the
+        loop is not blocked), the others for it."""
         checkpointer = self._checkpointer
-        if checkpointer is not None and checkpointer.is_alive():
+        if checkpointer is None or not checkpointer.is_alive():
+            return
+        key = _loop()
+        waiting = self._catching_up.get(key)
+        if waiting is not None:
+            await waiting.wait()
+            return
+        waiting = self._catching_up[key] = anyio.Event()
+        try:
             await anyio.to_thread.run_sync(checkpointer.join)
+        finally:
+            del self._catching_up[key]
+            waiting.set()
 
     def _checkpoint(self) -> None:
         """Copy the WAL back into the file: first beside the writers (PASSIVE), then what they

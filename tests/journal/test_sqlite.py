@@ -330,7 +330,7 @@ async def test_the_wal_stays_bounded_checkpointed_off_the_loop(
                 sizes.append(os.stat(wal).st_size)
         assert len(await journal.step_indices("r1")) == 4000
     assert threads and threading.get_ident() not in threads
-    assert max(sizes) < 8 * 2**20, sizes  # about 5.5 MB at most
+    assert max(sizes) < 12 * 2**20, sizes  # about 9 MB at most, 43 MB when never checkpointed
 
 
 async def test_a_failed_group_fails_each_of_its_writers_and_the_next_group_commits(
