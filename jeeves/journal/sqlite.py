@@ -14,10 +14,12 @@ another process:
   wait). The writes the loop's other runs make meanwhile join the waiting one and are
   committed with it, in one transaction (group commit, when it pays: a commit that goes
   through at once is one transaction per record, ~30 µs of CPU);
-- its automatic checkpoints are off (`wal_autocheckpoint = 0`): once the writes since the
-  last checkpoint pass `CHECKPOINT_ROWS` rows, a thread of its own copies the WAL back into
-  the file (a PASSIVE checkpoint, the one that never blocks a writer, repeated until it
-  caught up, so the next write starts the WAL again from its start), fsync included.
+- its automatic checkpoints are off (`wal_autocheckpoint = 0`): once `CHECKPOINT_ROWS`
+  rows were written since the last one began, a thread of its own copies the WAL back into
+  the file, fsync included: first beside the writers (PASSIVE), then the rest holding the
+  write lock (RESTART: a write meanwhile waits as for another process's lock), so the next
+  write starts the WAL over. Writes that outrun a checkpoint by as many rows again wait
+  for it (off the loop), so the WAL stays bounded.
 
 Reads (a session's steps, a strict replay's whole run, the session listing, the explorer)
 run in a worker thread on a second connection, under a lock: they can be large, and WAL
