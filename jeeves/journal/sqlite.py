@@ -17,8 +17,8 @@ another process:
 - its automatic checkpoints are off (`wal_autocheckpoint = 0`): once `CHECKPOINT_ROWS`
   rows were written since the last one began, a thread of its own copies the WAL back into
   the file, fsync included: first beside the writers (PASSIVE), then the rest holding the
-  write lock (RESTART: a write meanwhile waits as for another process's lock), so the next
-  write starts the WAL over. Writes that outrun a checkpoint by as many rows again wait
+  write lock (RESTART, waiting at most 0.1 s for another writer or an old reader: a write
+  meanwhile waits as for another process's lock), so the next write starts the WAL over. Writes that outrun a checkpoint by as many rows again wait
   for it (off the loop), so the WAL stays bounded.
 
 Reads (a session's steps, a strict replay's whole run, the session listing, the explorer)
@@ -62,6 +62,9 @@ R = TypeVar("R", StepRecord, SessionRecord)
 CHECKPOINT_ROWS = 400
 """Rows written since the last checkpoint past which a checkpoint starts (in its thread)."""
 _FIRST_WAIT_S, _MOST_WAIT_S = 0.001, 0.1  # a write's pauses while another holds the write lock
+_RESTART_WAIT_MS = 100
+"""How long a checkpoint's RESTART waits for another writer or an old reader (it holds the
+write lock meanwhile); past it the WAL starts over at a later checkpoint."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jeeves_journal (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -364,9 +367,14 @@ class SQLiteJournal(SQLStore):
         with self._lock:
             if self._conn is None:
                 return
+            conn = self._conn
             try:
-                self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-                self._conn.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                conn.execute(f"PRAGMA busy_timeout = {_RESTART_WAIT_MS}")  # writers wait meanwhile: briefly
+                try:
+                    conn.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()
+                finally:
+                    conn.execute("PRAGMA busy_timeout = 5000")
             except sqlite3.Error:
                 return
 

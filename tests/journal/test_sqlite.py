@@ -1,4 +1,4 @@
-"""SQLiteJournal: many runs in one WAL-mode file, versioned, queried off the event loop."""
+"""SQLiteJournal: many runs in one WAL-mode file, versioned, written on the event loop, read off it."""
 
 from __future__ import annotations
 
@@ -305,6 +305,17 @@ async def test_a_file_locked_past_the_retry_bound_fails_the_write_in_one_line(tm
         finally:
             timer.join()
         await journal.put_step(step("r1", 0))  # free again: the next write goes through
+        assert await journal.step_indices("r1") == [0]
+
+
+async def test_a_write_cancelled_while_the_file_is_locked_is_still_committed(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    async with SQLiteJournal(path) as journal:
+        await journal.put_session(session("r1"))
+        _, timer = _hold_write_lock(path, 0.3)
+        with anyio.move_on_after(0.05):
+            await journal.put_step(step("r1", 0))  # waits for the lock, then returns committed
+        timer.join()
         assert await journal.step_indices("r1") == [0]
 
 
