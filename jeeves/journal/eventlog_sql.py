@@ -3,9 +3,10 @@
 Both sit on a journal store of the same database (`SQLiteJournal`, `PostgresJournal`) and
 run every statement through it: its connections, its way to the database (PostgreSQL's
 batches in their thread; SQLite's writes as writes of its transactions on the event loop,
-its reads in a worker thread: the event loop never waits on the database), its checks (a file that is not a journal is refused,
-a newer journal schema too) and its errors (`JournalError` naming the database, the URL
-without its password). Two tables beside the journal's:
+its reads in a worker thread: the event loop never waits on the database), its checks (a
+file that is not a journal is refused, a newer journal schema too) and its errors
+(`JournalError` naming the database, the URL without its password). Two tables beside the
+journal's:
 
 - `jeeves_events (root, seq, event)`: one row per event, the event's JSON as the SSE
   endpoint sends it; the primary key `(root, seq)` makes a re-sent batch a no-op.

@@ -13,13 +13,14 @@ another process:
   (`--db-retry-s`, `jeeves.journal.retry`; then the same `JournalError` as every database
   wait). The writes the loop's other runs make meanwhile join the waiting one and are
   committed with it, in one transaction (group commit, when it pays: a commit that goes
-  through at once is one transaction per record, ~30 µs of CPU);
+  through at once is one transaction per record, ~40 µs of CPU);
 - its automatic checkpoints are off (`wal_autocheckpoint = 0`): once `CHECKPOINT_ROWS`
   rows were written since the last one began, a thread of its own copies the WAL back into
   the file, fsync included: first beside the writers (PASSIVE), then the rest holding the
   write lock (RESTART, waiting at most 0.1 s for another writer or an old reader: a write
-  meanwhile waits as for another process's lock), so the next write starts the WAL over. Writes that outrun a checkpoint by as many rows again wait
-  for it (off the loop), so the WAL stays bounded.
+  meanwhile waits as for another process's lock), so the next write starts the WAL over.
+  Writes that outrun a checkpoint by as many rows again wait for it (off the loop), so the
+  WAL stays bounded.
 
 Reads (a session's steps, a strict replay's whole run, the session listing, the explorer)
 run in a worker thread on a second connection, under a lock: they can be large, and WAL
