@@ -283,7 +283,7 @@ async def test_a_locked_file_is_waited_for_on_the_loop_which_serves_other_tasks(
         timer.join()
         assert min(waited) > 0.4  # each write waited for the other writer's lock
         assert len(ticks) >= 10  # ... while the loop kept serving the ticker (~50 ticks)
-        assert max(b - a for a, b in zip(ticks, ticks[1:], strict=False)) < 0.3
+        assert max(b - a for a, b in zip(ticks, ticks[1:], strict=False)) < 0.45  # blocked: >= 0.5
         assert await journal.step_indices("r1") == list(range(10))
         assert statements.count("COMMIT") == 1  # the writes made while it waited went out together
     with sqlite3.connect(path) as conn:
