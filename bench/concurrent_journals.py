@@ -3,7 +3,7 @@ journal side by side in one process (issue 33, target 4).
 
 Each round runs one batch of each variant, in turn (so a noisy moment on this shared machine
 lands on every variant), and a variant's figure is the median over the rounds: wall time,
-and CPU time of the whole process (the SQLite writer's thread included), which other
+and CPU time of the whole process (the SQLite store's threads included), which other
 processes do not inflate. All batches of a variant share one journal (a memory journal, a
 SQLite file), as the runs of one server do. Then one traced batch per variant, on a new
 journal: tracemalloc's peak above the baseline per run in flight, and what the journal still
@@ -16,9 +16,8 @@ each collection) from what the SQLite store itself costs.
 
 Also reported: the collector's share of the wall time (`gc.callbacks`), its collections per
 batch and the objects it found unreachable per run (what only reference cycles held), and for SQLite how
-many transactions the writes took (group commit: `jeeves.journal.sqlite`) and the CPU time
-per batch its store's thread spent committing and reading (`store_thread_cpu_ms`, part of
-the batch's CPU time).
+many transactions the writes took (`jeeves.journal.sqlite`: committed on the event loop's
+thread, so their CPU time is the batch's).
 
 Run: `python bench/concurrent_journals.py [--n 1000] [--rounds 3]` (prints JSON), or through
 `bench/jeeves_scenarios.py --mode concurrent-journals`.
@@ -68,19 +67,11 @@ class YieldingMemory(MemoryJournal):
 
 
 class CountingSQLite(SQLiteJournal):
-    """A SQLite journal that counts its transactions and the writes they held, and the CPU
-    time its thread spent running batches (`jeeves.journal.handoff`)."""
+    """A SQLite journal that counts its transactions and the writes they held (committed on
+    the event loop's thread: their CPU time is the batch's)."""
 
     transactions = 0
     writes = 0
-    thread_cpu = 0.0
-
-    def _run_batch(self, jobs: list[Any]) -> None:
-        start = time.thread_time()
-        try:
-            super()._run_batch(jobs)
-        finally:
-            type(self).thread_cpu += time.thread_time() - start
 
     def _commit(self, writes: list[Any]) -> None:
         type(self).transactions += 1
@@ -171,7 +162,6 @@ async def measure(n: int, rounds: int) -> dict[str, Any]:
     gcs: dict[str, list[float]] = {v: [] for v in VARIANTS}
     found: dict[str, list[tuple[int, int]]] = {v: [] for v in VARIANTS}
     CountingSQLite.transactions = CountingSQLite.writes = 0
-    CountingSQLite.thread_cpu = 0.0
     for _ in range(rounds):
         for variant, loop in loops.items():
             gc.collect()
@@ -204,7 +194,6 @@ async def measure(n: int, rounds: int) -> dict[str, Any]:
     runs = n * rounds
     rows["sqlite journal"]["writes_per_run"] = CountingSQLite.writes / runs
     rows["sqlite journal"]["transactions_per_run"] = CountingSQLite.transactions / runs
-    rows["sqlite journal"]["store_thread_cpu_ms"] = CountingSQLite.thread_cpu / rounds * 1e3
     for variant in VARIANTS:
         rows[variant].update(await _traced(variant, folder, n))
     return {"n": n, "rounds": rounds, "rows": rows}

@@ -2,24 +2,20 @@
 
 The tool-using Agent of `journal_turns.py` (a FunctionModel answering at once, a 200-byte
 tool result every turn: a model step and a tool step per model call) at 200 turns, per
-model call, with six journals side by side in one process, round by round (so a change in
+model call, with five journals side by side in one process, round by round (so a change in
 the machine's load falls on all of them alike), best of `--rounds`:
 
 - `bare`: no journal;
 - `memory`: `MemoryJournal`, whose write never suspends the run;
-- `memory, yielding`: the same, yielding to the event loop once per step written: what any
-  store that writes off the event loop pays for the suspension alone;
-- `sqlite, no SQL`: `SQLiteJournal` with its transaction skipped: the hand-off to the
-  store's thread and back (`jeeves.journal.handoff`), without the database;
-- `sqlite`: `SQLiteJournal`;
-- `sqlite on the loop`: the same statements committed on the event loop's own thread, as
-  the store refuses to (the loop would wait on fsync at WAL checkpoints and on another
-  process's write lock, and `tests/journal/test_sqlite.py` pins that it does not):
-  measured for scale only.
+- `memory, yielding`: the same, yielding to the event loop once per step written: what a
+  store that writes off the event loop would pay for the suspension alone;
+- `sqlite`: `SQLiteJournal`, which commits each write on the event loop's own thread
+  (`jeeves.journal.sqlite`: never waiting there for a lock or a checkpoint);
+- `sqlite, no SQL`: the same with its transaction skipped: what the store costs around
+  the database.
 
-Each row: CPU time per model call (the process's, the store's thread included), its ratio
-to `bare`, the store thread's own CPU per call (`time.thread_time` around its batches), and
-the context switches per call (`getrusage`: voluntary, involuntary).
+Each row: CPU time per model call (the process's, the checkpoint thread included), its ratio
+to `bare`, and the context switches per call (`getrusage`: voluntary, involuntary).
 
     python bench/sqlite_costs.py [--rounds 5] [--turns 200]
 """
@@ -31,7 +27,6 @@ import asyncio
 import resource
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +38,7 @@ import journal_turns  # noqa: E402
 
 from jeeves.journal.memory import MemoryJournal  # noqa: E402
 from jeeves.journal.records import StepRecord  # noqa: E402
-from jeeves.journal.sqlite import _PUT_STEP, SQLiteJournal, _Write  # noqa: E402
-from jeeves.journal.store import encode_record  # noqa: E402
+from jeeves.journal.sqlite import SQLiteJournal  # noqa: E402
 
 
 class Yielding(MemoryJournal):
@@ -55,35 +49,14 @@ class Yielding(MemoryJournal):
         await asyncio.sleep(0)
 
 
-class Timed(SQLiteJournal):
-    """A SQLite journal that adds up the CPU time its thread spends in batches."""
-
-    thread_cpu = 0.0
-
-    def _run_batch(self, jobs: list[Any]) -> None:
-        start = time.thread_time()
-        try:
-            super()._run_batch(jobs)
-        finally:
-            self.thread_cpu += time.thread_time() - start
-
-
-class NoSQL(Timed):
-    """The hand-off without the database: the batch is answered, no statement runs."""
+class NoSQL(SQLiteJournal):
+    """The store without the database: each write is taken as committed, no statement runs."""
 
     def _transaction(self, conn: Any, writes: list[Any]) -> None:
         return None
 
 
-class OnTheLoop(Timed):
-    """The step's statement committed on the event loop's own thread (for scale only)."""
-
-    async def put_step(self, record: StepRecord) -> None:
-        args = (record.session_id, record.index, encode_record(record))
-        self._commit([_Write(_PUT_STEP, args, (record.session_id, record.index))])
-
-
-KINDS = ("bare", "memory", "memory, yielding", "sqlite, no SQL", "sqlite", "sqlite on the loop")
+KINDS = ("bare", "memory", "memory, yielding", "sqlite", "sqlite, no SQL")
 
 
 def _journals(folder: Path) -> dict[str, Any]:
@@ -91,9 +64,8 @@ def _journals(folder: Path) -> dict[str, Any]:
         "bare": None,
         "memory": MemoryJournal(),
         "memory, yielding": Yielding(),
+        "sqlite": SQLiteJournal(folder / "sqlite.db"),
         "sqlite, no SQL": NoSQL(folder / "nosql.db"),
-        "sqlite": Timed(folder / "sqlite.db"),
-        "sqlite on the loop": OnTheLoop(folder / "loop.db"),
     }
 
 
@@ -106,12 +78,11 @@ async def measure(rounds: int, turns: int) -> dict[str, dict[str, float]]:
         for round_ in range(rounds):
             for n, kind in enumerate(KINDS):
                 journal = journals[kind]
-                before, thread = resource.getrusage(resource.RUSAGE_SELF), getattr(journal, "thread_cpu", 0.0)
+                before = resource.getrusage(resource.RUSAGE_SELF)
                 got = await journal_turns._one(kind, journal, turns, f"k{n}-{round_}")
                 after = resource.getrusage(resource.RUSAGE_SELF)
                 row = {
                     "cpu": got["cpu"],
-                    "thread": (getattr(journal, "thread_cpu", 0.0) - thread) / turns * 1e6,
                     "voluntary": (after.ru_nvcsw - before.ru_nvcsw) / turns,
                     "involuntary": (after.ru_nivcsw - before.ru_nivcsw) / turns,
                 }
@@ -126,13 +97,13 @@ async def measure(rounds: int, turns: int) -> dict[str, dict[str, float]]:
 def _table(best: dict[str, dict[str, float]]) -> str:
     bare = best["bare"]["cpu"]
     lines = [
-        "| journal | CPU µs/call | × bare | store thread µs/call | switches/call (vol, invol) |",
-        "|---|--:|--:|--:|--:|",
+        "| journal | CPU µs/call | × bare | switches/call (vol, invol) |",
+        "|---|--:|--:|--:|",
     ]
     for kind in KINDS:
         row = best[kind]
         lines.append(
-            f"| {kind} | {row['cpu']:,.0f} | {row['cpu'] / bare:.2f} | {row['thread']:,.0f} | "
+            f"| {kind} | {row['cpu']:,.0f} | {row['cpu'] / bare:.2f} | "
             f"{row['voluntary']:.1f}, {row['involuntary']:.1f} |"
         )
     return "\n".join(lines)

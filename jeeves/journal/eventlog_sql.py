@@ -1,10 +1,12 @@
 """The event log in SQL: SQLite (one machine, several processes) and PostgreSQL (many).
 
 Both sit on a journal store of the same database (`SQLiteJournal`, `PostgresJournal`) and
-run every statement through it: its one connection, its lock, its worker thread (the event
-loop never waits on the database), its checks (a file that is not a journal is refused,
-a newer journal schema too) and its errors (`JournalError` naming the database, the URL
-without its password). Two tables beside the journal's:
+run every statement through it: its connections, its way to the database (PostgreSQL's
+batches in their thread; SQLite's writes as writes of its transactions on the event loop,
+its reads in a worker thread: the event loop never waits on the database), its checks (a
+file that is not a journal is refused, a newer journal schema too) and its errors
+(`JournalError` naming the database, the URL without its password). Two tables beside the
+journal's:
 
 - `jeeves_events (root, seq, event)`: one row per event, the event's JSON as the SSE
   endpoint sends it; the primary key `(root, seq)` makes a re-sent batch a no-op.
@@ -21,8 +23,8 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from jeeves.events import Event, event_from_json, event_to_json
 from jeeves.journal.eventlog import ENDED, LoggedRun
@@ -31,6 +33,8 @@ from jeeves.journal.postgres import PostgresJournal
 from jeeves.journal.sqlite import SQLiteJournal
 
 __all__ = ["PostgresEventLog", "SQLiteEventLog"]
+
+T = TypeVar("T")
 
 _TABLES = (
     "CREATE TABLE IF NOT EXISTS jeeves_events ("
@@ -112,16 +116,21 @@ class _SqlEventLog:
             (status, time.time(), root),
         )
 
+    async def _write(self, fn: Callable[..., T], *args: object) -> T:
+        """`fn(connection, *args)`, a write (the store's `_call` unless the store writes
+        another way)."""
+        return await self._journal._call(fn, *args)
+
     async def start(self, root: str, *, architecture: str, task: str) -> int:
-        return await self._journal._call(self._start, root, architecture, task)
+        return await self._write(self._start, root, architecture, task)
 
     async def append(self, root: str, events: Sequence[Event]) -> None:
         if events:
             rows = [(root, event.seq, event_to_json(event)) for event in events]
-            await self._journal._call(self._append, root, rows)
+            await self._write(self._append, root, rows)
 
     async def set_status(self, root: str, status: str) -> None:
-        await self._journal._call(self._set_status, root, status)
+        await self._write(self._set_status, root, status)
 
     # -- reading -------------------------------------------------------------------------
     def _rows(self, conn: Any, sql: str, *args: object) -> list[Any]:
@@ -176,17 +185,15 @@ class SQLiteEventLog(_SqlEventLog):
         self, path: str | os.PathLike[str], *, create: bool = True, retry_s: float | None = None
     ) -> None:
         super().__init__()
-        self._journal = SQLiteJournal(path, create=create, retry_s=retry_s)
+        self._journal: SQLiteJournal = SQLiteJournal(path, create=create, retry_s=retry_s)
 
-    @contextlib.contextmanager
-    def _transaction(self, conn: Any) -> Iterator[Any]:
-        conn.execute("BEGIN IMMEDIATE")  # take the write lock now: busy_timeout waits for it
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+    async def _write(self, fn: Callable[..., T], *args: object) -> T:
+        return await self._journal._write_call(fn, *args)  # on the loop, in the store's transaction
+
+    def _transaction(self, conn: Any) -> contextlib.AbstractContextManager[Any]:
+        """None of its own: a write is one of the store's transaction's (`_write`); the tables'
+        creation on the reading connection commits each statement."""
+        return contextlib.nullcontext(conn)
 
 
 _LOCK_KEY = 0x6A65657666  # serialises the event tables' creation across processes

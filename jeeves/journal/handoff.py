@@ -1,12 +1,12 @@
 """One thread that owns a store's connection: jobs from event loops, run in batches, one
-wake-up per event loop per batch.
+wake-up per event loop per batch (the PostgreSQL batches', `jeeves.journal.pgbatch`; the
+SQLite store commits on the event loop's thread instead, `jeeves.journal.sqlite`).
 
 `anyio.to_thread.run_sync` costs 70-100 µs of CPU a call on a 2-core machine (a capacity
-limiter, a cancel scope, a pooled worker thread, a future and its wake-up), more than the
-SQLite commit it hands over (~20 µs in WAL mode), and a journaled run pays it at every
-step. A `Handoff` keeps a thread of its own, fed through a queue: the thread takes every
-batch queued, runs their jobs together (the store's `run`: a SQLite journal commits all
-their writes in one transaction), and wakes each event loop with jobs there once, through
+limiter, a cancel scope, a pooled worker thread, a future and its wake-up), and a
+journaled run would pay it at every step. A `Handoff` keeps a thread of its own, fed
+through a queue: the thread takes every batch queued, runs their jobs together (the
+store's `run`: a PostgreSQL group sends them in one transaction), and wakes each event loop with jobs there once, through
 the loop's thread-safe callback, which sets the batch's event (asyncio's
 `call_soon_threadsafe`; on another backend, `run_sync_soon` of its `anyio.lowlevel` token). A
 lone job costs a queue put, a thread wake-up and a loop wake-up (~25 µs of CPU in a tight

@@ -34,6 +34,7 @@ from jeeves.errors import JournalError, UserError
 
 __all__ = [
     "DEFAULT_DB_RETRY_S",
+    "Backoff",
     "RETRY_ENV",
     "aretry",
     "configure",
@@ -134,7 +135,7 @@ def retry(
     """`op()`, run again on a transient fault (after `discard()`) until it succeeds or the
     bound passes (`bound_s`, default `db_retry_s()`; then a `JournalError` saying so).
     Blocking: call it from a worker thread."""
-    backoff = _Backoff(where, bound_s)
+    backoff = Backoff(where, bound_s)
     while True:
         try:
             result = op()
@@ -156,7 +157,7 @@ async def aretry(
     bound_s: float | None = None,
 ) -> T:
     """`retry` for async operations (the run lock's connection)."""
-    backoff = _Backoff(where, bound_s)
+    backoff = Backoff(where, bound_s)
     while True:
         try:
             result = await op()
@@ -171,14 +172,22 @@ async def aretry(
             return result
 
 
-class _Backoff:
-    """The one waiting schedule of `retry` and `aretry`: doubling pauses from the first failure,
-    until the bound passes (then the `JournalError`); a database never reached fails at once."""
+class Backoff:
+    """The one waiting schedule of `retry`, `aretry` and the SQLite store's writes: doubling
+    pauses from the first failure (`first_s`, at most `most_s`), until the bound passes (then
+    the `JournalError`); a database never reached fails at once."""
 
-    def __init__(self, where: str, bound_s: float | None) -> None:
-        self.where, self.bound_s = where, bound_s
+    def __init__(
+        self,
+        where: str,
+        bound_s: float | None,
+        *,
+        first_s: float = _FIRST_DELAY_S,
+        most_s: float = _MAX_DELAY_S,
+    ) -> None:
+        self.where, self.bound_s, self.most_s = where, bound_s, most_s
         self.started: float | None = None
-        self.delay = _FIRST_DELAY_S
+        self.delay = first_s
 
     def pause(self, exc: Exception) -> float:
         """How long to wait before the next try after `exc` (raised inside an `except`)."""
@@ -190,5 +199,5 @@ class _Backoff:
         left = bound - (now - self.started)
         if left <= 0:
             raise _unavailable(self.where, now - self.started, bound, exc) from exc
-        pause, self.delay = min(self.delay, left), min(self.delay * 2, _MAX_DELAY_S)
+        pause, self.delay = min(self.delay, left), min(self.delay * 2, self.most_s)
         return pause

@@ -1,8 +1,9 @@
 """What the SQL stores share: the step cache and the reads, over one table layout.
 
 `SQLiteJournal` and `PostgresJournal` keep the same two tables (sessions, steps) and read
-them the same way; they differ in how a statement reaches the database (a worker thread on
-one SQLite connection; a PostgreSQL batch on a kept connection), in their SQL dialect and
+them the same way; they differ in how a statement reaches the database (SQLite: writes
+committed on the event loop, reads in a worker thread on a connection of their own;
+PostgreSQL: a batch on a kept connection, in its thread), in their SQL dialect and
 in how they write. A subclass gives `_call` (run `fn(connection, *args)` off the event
 loop), `_rows`, `_read_run` and its statements; this base does the rest.
 
@@ -11,11 +12,13 @@ it, and it is committed in order with the store's next call.
 
 Steps of recently used sessions are cached, written through once a write is committed
 (never before: a write that fails leaves no trace), so a replay or a resume reads each
-session's steps in one query.
+session's steps in one query. A session read while a step was written (from another thread)
+is returned but not cached: its rows may lack that step.
 """
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -52,6 +55,10 @@ class SQLStore(StoreBase):
     def __init__(self, cached_sessions: int) -> None:
         self._cache: OrderedDict[str, dict[int, str]] = OrderedDict()
         self._cache_size = max(1, cached_sessions)
+        self._cache_lock = threading.Lock()
+        """Between a session's steps read in one thread and steps written in another."""
+        self._written = 0
+        """Steps written through so far: a session read while one was written is not cached."""
 
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
         raise NotImplementedError
@@ -64,21 +71,28 @@ class SQLStore(StoreBase):
 
     # -- steps -------------------------------------------------------------------------
     def _session_steps(self, conn: Any, session_id: str) -> dict[int, str]:
-        steps = self._cache.get(session_id)
-        if steps is None:
-            rows = self._rows(conn, self._SELECT_STEPS, session_id)
-            steps = self._cache[session_id] = {int(idx): str(text) for idx, text in rows}
-            if len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
-        else:
-            self._cache.move_to_end(session_id)
+        with self._cache_lock:
+            steps = self._cache.get(session_id)
+            if steps is not None:
+                self._cache.move_to_end(session_id)
+                return steps
+            written = self._written
+        rows = self._rows(conn, self._SELECT_STEPS, session_id)
+        steps = {int(idx): str(text) for idx, text in rows}
+        with self._cache_lock:
+            if self._written == written:  # no step committed meanwhile that the rows may lack
+                self._cache[session_id] = steps
+                if len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
         return steps
 
     def _cache_step(self, session_id: str, index: int, text: str) -> None:
         """A committed step, written through to a cached session."""
-        cached = self._cache.get(session_id)
-        if cached is not None:
-            cached[index] = text
+        with self._cache_lock:
+            self._written += 1
+            cached = self._cache.get(session_id)
+            if cached is not None:
+                cached[index] = text
 
     async def get_step(self, session_id: str, index: int) -> StepRecord | None:
         cached = self._cache.get(session_id)

@@ -69,13 +69,13 @@ async def test_the_journal_and_event_log_wait_out_a_restart_on_fresh_connections
     store = PostgresJournal(db)
 
     waiting = threading.Event()  # set once a write below has met the outage and waits it out
-    pause = _retry._Backoff.pause
+    pause = _retry.Backoff.pause
 
     def waits(backoff: Any, exc: Exception) -> float:
         waiting.set()
         return pause(backoff, exc)
 
-    monkeypatch.setattr(_retry._Backoff, "pause", waits)
+    monkeypatch.setattr(_retry.Backoff, "pause", waits)
     own_postgres.stop_server()  # back once the writes below wait for it
     restarting = threading.Thread(target=lambda: (waiting.wait(60), own_postgres.start_server()))
     restarting.start()

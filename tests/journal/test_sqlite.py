@@ -1,9 +1,11 @@
-"""SQLiteJournal: many runs in one WAL-mode file, versioned, queried off the event loop."""
+"""SQLiteJournal: many runs in one WAL-mode file, versioned, written on the event loop, read off it."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 import anyio
@@ -16,7 +18,6 @@ from jeeves.journal.records import SessionRecord
 from jeeves.journal.sqlite import SQLiteJournal
 from tests.journal import archs
 from tests.journal.test_base import session, step
-from tests.waiting import ThreadGate
 
 pytestmark = pytest.mark.anyio
 
@@ -130,7 +131,7 @@ async def test_a_missing_file_is_created_only_when_recording(tmp_path: Path) -> 
     assert path.exists()
 
 
-async def test_database_work_runs_off_the_event_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_reads_run_off_the_event_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     threads: set[int] = set()
     original = SQLiteJournal._locked
 
@@ -204,14 +205,10 @@ def test_many_stores_opening_a_new_file_at_once_all_open_it(tmp_path: Path) -> N
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
 
-async def test_concurrent_writes_share_commits_and_each_returns_committed(tmp_path: Path) -> None:
+async def test_concurrent_writes_each_return_committed(tmp_path: Path) -> None:
     path = tmp_path / "runs.db"
-    statements: list[str] = []
     unseen: list[tuple[str, int]] = []
     async with SQLiteJournal(path) as journal:
-        await journal.put_session(session("r0"))  # opens the connection: trace it from here on
-        assert journal._conn is not None
-        journal._conn.set_trace_callback(statements.append)
 
         async def write(i: int) -> None:
             await journal.put_step(step(f"r{i % 5}", i))
@@ -225,21 +222,126 @@ async def test_concurrent_writes_share_commits_and_each_returns_committed(tmp_pa
                 group.start_soon(write, i)
         assert unseen == []
         assert len(await journal.step_indices("r3")) == 40
-    commits = statements.count("COMMIT")
-    assert sum(s.startswith("INSERT INTO steps") for s in statements) == 200
-    assert 1 <= commits < 50  # grouped: the writes that arrive during a commit share the next one
 
 
-async def test_a_lone_write_is_its_own_commit(tmp_path: Path) -> None:
+async def test_a_lone_write_is_its_own_commit_on_the_loops_thread(tmp_path: Path) -> None:
     statements: list[str] = []
+    threads: set[int] = set()
+
+    def trace(statement: str) -> None:
+        statements.append(statement)
+        threads.add(threading.get_ident())
+
     async with SQLiteJournal(tmp_path / "runs.db") as journal:
         await journal.put_session(session("r1"))
-        assert journal._conn is not None
-        journal._conn.set_trace_callback(statements.append)
+        assert journal._writer is not None
+        journal._writer.set_trace_callback(trace)
         await journal.put_step(step("r1", 0))
         assert statements[-1] == "COMMIT"
         await journal.put_step(step("r1", 1))
     assert statements.count("COMMIT") == 2
+    assert threads == {threading.get_ident()}
+
+
+# -- another writer holds the file: the loop waits without blocking ------------------------------
+def _hold_write_lock(path: Path, seconds: float) -> tuple[sqlite3.Connection, threading.Timer]:
+    """Another connection takes the file's write lock now and lets it go `seconds` later (from
+    a thread of its own: whatever the event loop does meanwhile)."""
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("INSERT INTO jeeves_journal (key, value) VALUES ('other', 'x')")
+    timer = threading.Timer(seconds, lambda: (other.execute("COMMIT"), other.close()))
+    timer.start()
+    return other, timer
+
+
+async def test_a_locked_file_is_waited_for_on_the_loop_which_serves_other_tasks(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    statements: list[str] = []
+    async with SQLiteJournal(path) as journal:
+        await journal.put_session(session("r1"))  # the file is open
+        assert journal._writer is not None
+        journal._writer.set_trace_callback(statements.append)
+        ticks: list[float] = []
+        waited: list[float] = []
+        _, timer = _hold_write_lock(path, 0.5)
+
+        async def ticker() -> None:
+            while not waited:
+                ticks.append(time.monotonic())
+                await anyio.sleep(0.01)
+
+        async def write(i: int) -> None:
+            start = time.monotonic()
+            await journal.put_step(step("r1", i))
+            waited.append(time.monotonic() - start)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(ticker)
+            for i in range(10):
+                group.start_soon(write, i)
+        timer.join()
+        assert min(waited) > 0.4  # each write waited for the other writer's lock
+        assert len(ticks) >= 10  # ... while the loop kept serving the ticker (~50 ticks)
+        assert max(b - a for a, b in zip(ticks, ticks[1:], strict=False)) < 0.45  # blocked: >= 0.5
+        assert await journal.step_indices("r1") == list(range(10))
+        assert statements.count("COMMIT") == 1  # the writes made while it waited went out together
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT count(*) FROM steps").fetchone() == (10,)
+        assert conn.execute("SELECT value FROM jeeves_journal WHERE key = 'other'").fetchone() == ("x",)
+    conn.close()
+
+
+async def test_a_file_locked_past_the_retry_bound_fails_the_write_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    async with SQLiteJournal(path, retry_s=0.2) as journal:
+        await journal.put_session(session("r1"))
+        _, timer = _hold_write_lock(path, 1.0)
+        try:
+            with pytest.raises(
+                JournalError, match=r"runs\.db: the database did not answer for 0 s .*resume the run"
+            ):
+                await journal.put_step(step("r1", 0))
+        finally:
+            timer.join()
+        await journal.put_step(step("r1", 0))  # free again: the next write goes through
+        assert await journal.step_indices("r1") == [0]
+
+
+async def test_a_write_cancelled_while_the_file_is_locked_is_still_committed(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    async with SQLiteJournal(path) as journal:
+        await journal.put_session(session("r1"))
+        _, timer = _hold_write_lock(path, 0.3)
+        with anyio.move_on_after(0.05):
+            await journal.put_step(step("r1", 0))  # waits for the lock, then returns committed
+        timer.join()
+        assert await journal.step_indices("r1") == [0]
+
+
+async def test_the_wal_stays_bounded_checkpointed_off_the_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "runs.db"
+    threads: set[int] = set()
+    original = SQLiteJournal._checkpoint
+
+    def spy(self: SQLiteJournal) -> None:
+        threads.add(threading.get_ident())
+        original(self)
+
+    monkeypatch.setattr(SQLiteJournal, "_checkpoint", spy)
+    wal = Path(f"{path}-wal")
+    sizes: list[int] = []
+    result = {"text": "x" * 1000}
+    async with SQLiteJournal(path) as journal:
+        for i in range(4000):  # ~43 MB of WAL frames, were it never checkpointed
+            await journal.put_step(step("r1", i, result=result))
+            if i % 100 == 0:
+                sizes.append(os.stat(wal).st_size)
+        assert len(await journal.step_indices("r1")) == 4000
+    assert threads and threading.get_ident() not in threads
+    assert max(sizes) < 12 * 2**20, sizes  # about 9 MB at most, 43 MB when never checkpointed
 
 
 async def test_a_failed_group_fails_each_of_its_writers_and_the_next_group_commits(
@@ -283,31 +385,24 @@ def _rows(path: Path) -> list[tuple[str, str]]:
 
 async def test_a_childs_record_is_not_waited_on_and_goes_out_in_order_with_the_roots(tmp_path: Path) -> None:
     path = tmp_path / "runs.db"
-    entered, release = ThreadGate(), threading.Event()
-
-    def busy(conn: sqlite3.Connection) -> None:  # holds the store's thread
-        entered.open()
-        release.wait()
-
     async with SQLiteJournal(path) as journal:
         await journal.put_session(session("r1", status="in_progress"))  # the file is open: children go behind
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(journal._call, busy)
-            await entered.wait()
-            try:
-                with anyio.fail_after(5):  # the thread is blocked: a waited write would time out here
-                    await journal.put_session(session("r1__c1", parent_id="r1", status="in_progress"))
-                    await journal.put_session(session("r1__c1", parent_id="r1", status="completed"))
-                    await journal.put_session(session("r1__c2", parent_id="r1", status="completed"))
-                assert _rows(path) == [("r1", "in_progress")]  # nothing of them committed yet
-            finally:
-                release.set()
-            await journal.put_session(session("r1", status="completed"))  # the root's waits, carrying them
-            assert _rows(path) == [
-                ("r1", "completed"),
-                ("r1__c1", "completed"),
-                ("r1__c2", "completed"),
-            ]
+        _, timer = _hold_write_lock(path, 5.0)  # a waited write would wait for it
+        try:
+            with anyio.fail_after(2):
+                await journal.put_session(session("r1__c1", parent_id="r1", status="in_progress"))
+                await journal.put_session(session("r1__c1", parent_id="r1", status="completed"))
+                await journal.put_session(session("r1__c2", parent_id="r1", status="completed"))
+            assert _rows(path) == [("r1", "in_progress")]  # nothing of them committed yet
+        finally:
+            timer.cancel()
+            timer.function()  # let the lock go now
+        await journal.put_session(session("r1", status="completed"))  # the root's waits, carrying them
+        assert _rows(path) == [
+            ("r1", "completed"),
+            ("r1__c1", "completed"),
+            ("r1__c2", "completed"),
+        ]
 
 
 async def test_a_left_behind_write_that_failed_is_raised_by_the_next_call(tmp_path: Path) -> None:
