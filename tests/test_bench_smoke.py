@@ -192,7 +192,6 @@ def test_sqlite_costs_bench_splits_a_step_into_its_parts() -> None:
         "bare",
         "memory",
         "memory, yielding",
-        "sqlite, no SQL",
         "sqlite",
-        "sqlite on the loop",
+        "sqlite, no SQL",
     ]

@@ -269,7 +269,7 @@ async def test_a_locked_file_is_waited_for_on_the_loop_which_serves_other_tasks(
         async def ticker() -> None:
             while not waited:
                 ticks.append(time.monotonic())
-                await anyio.sleep(0.01)
+                await anyio.sleep(0.01)  # time, not sync: the ticks measure that the loop keeps serving
 
         async def write(i: int) -> None:
             start = time.monotonic()
