@@ -6,9 +6,10 @@ SQLite store commits on the event loop's thread instead, `jeeves.journal.sqlite`
 limiter, a cancel scope, a pooled worker thread, a future and its wake-up), and a
 journaled run would pay it at every step. A `Handoff` keeps a thread of its own, fed
 through a queue: the thread takes every batch queued, runs their jobs together (the
-store's `run`: a PostgreSQL group sends them in one transaction), and wakes each event loop with jobs there once, through
-the loop's thread-safe callback, which sets the batch's event (asyncio's
-`call_soon_threadsafe`; on another backend, `run_sync_soon` of its `anyio.lowlevel` token). A
+store's `run`: a PostgreSQL group sends them in one transaction), and wakes each event
+loop with jobs there once, through the loop's thread-safe callback, which sets the batch's
+event (asyncio's `call_soon_threadsafe`; on another backend, `run_sync_soon` of its
+`anyio.lowlevel` token). A
 lone job costs a queue put, a thread wake-up and a loop wake-up (~25 µs of CPU in a tight
 loop, more in a real run, whose caches each wake-up empties); the jobs of every
 task that submits while a batch runs share the next batch (group commit).
@@ -16,12 +17,6 @@ task that submits while a batch runs share the next batch (group commit).
 Each job is answered only once its batch ran: a write returns committed. A caller
 cancelled while its job waits stops waiting, and the job still runs (a write is committed,
 or fails with its batch, as if its caller had waited).
-
-A job may also be left behind (`post`: a write nobody's next step waits for). It joins its
-event loop's open batch without waiting and without waking the thread, and goes out with
-that loop's next `submit` (or `flush`), ahead of it: batches run one after the other, so
-it is committed no later than any job submitted after it. Its error, if it fails, is kept
-and raised by the next `submit` (or `raise_left`).
 
 The thread ends after `IDLE_S` without work, or at `stop` once the queue is empty, and the
 next job starts a new one: a store nobody closes keeps no thread. A forked child starts
@@ -42,7 +37,7 @@ from typing import Any, TypeVar, cast
 import anyio
 import anyio.lowlevel
 
-__all__ = ["IDLE_S", "Handoff", "Job"]
+__all__ = ["IDLE_S", "Handoff", "Job", "running_loop"]
 
 IDLE_S = 5.0
 """How long the thread waits for work before it ends."""
@@ -50,15 +45,13 @@ IDLE_S = 5.0
 
 class Job:
     """One unit of work of a batch: the batch's runner sets `value`, or `error` (raised to
-    the job's caller, or kept for the next `submit` when the job was left behind)."""
+    the job's caller)."""
 
-    __slots__ = ("error", "left", "value")
+    __slots__ = ("error", "value")
 
     def __init__(self) -> None:
         self.value: Any = None
         self.error: BaseException | None = None
-        self.left = False
-        """Whether it was left behind (`Handoff.post`): nobody waits for it."""
 
 
 J = TypeVar("J", bound=Job)
@@ -69,18 +62,16 @@ class _Batch:
     on asyncio an `asyncio.Event` set through `call_soon_threadsafe` (the cheapest way back
     to the loop), on any other backend an `anyio.Event` set through the loop's token."""
 
-    __slots__ = ("jobs", "key", "queued", "wait", "_soon")
+    __slots__ = ("jobs", "key", "wait", "_soon")
 
     def __init__(self, key: object) -> None:
         self.key = key
         self.jobs: list[Job] = []
-        self.queued = False
-        """Whether the thread was given it (a batch of left-behind jobs waits for a `submit`)."""
         if isinstance(key, asyncio.AbstractEventLoop):
             event: asyncio.Event | anyio.Event = asyncio.Event()
             self._soon: Callable[[], object] = functools.partial(key.call_soon_threadsafe, event.set)
         else:
-            token = cast(anyio.lowlevel.EventLoopToken, key)  # `_loop()` off asyncio
+            token = cast(anyio.lowlevel.EventLoopToken, key)  # `running_loop()` off asyncio
             event = anyio.Event()
             self._soon = functools.partial(
                 token.backend_class.run_sync_soon, event.set, (), token.native_token
@@ -113,16 +104,14 @@ class Handoff:
         self._lock = threading.Lock()
         self._open: dict[object, _Batch] = {}
         self._thread: threading.Thread | None = None
-        self._left_error: BaseException | None = None
 
     async def submit(self, job: J) -> J:
-        """`job`, once the batch holding it (and what this loop left behind before it) ran;
-        raises its `error`, or first the error of a job left behind that failed."""
-        self.raise_left()
+        """`job`, once the batch holding it ran; raises its `error`."""
+        key = running_loop()
         with self._lock:
-            batch = self._batch()
-            if not batch.queued:
-                batch.queued = True
+            batch = self._open.get(key)
+            if batch is None:  # none open for this loop: the thread took the last one
+                batch = self._open[key] = _Batch(key)
                 self._queue.put(batch)
                 if self._thread is None:
                     self._thread = threading.Thread(target=self._serve, name=self._name, daemon=True)
@@ -130,50 +119,8 @@ class Handoff:
             batch.jobs.append(job)
         await batch.wait()
         if job.error is not None:
-            if job.error is self._left_error:  # failed with what rode before it: heard once
-                self._left_error = None
             raise job.error
-        self.raise_left()
         return job
-
-    def post(self, job: Job) -> None:
-        """Leave `job` behind: it joins this loop's open batch and this returns at once; it
-        runs with the loop's next `submit` (see the module). Raises first the error of a job
-        left behind earlier that failed."""
-        self.raise_left()
-        job.left = True
-        with self._lock:
-            self._batch().jobs.append(job)
-
-    def _batch(self) -> _Batch:
-        """The running loop's open batch (a new one when the thread took the last); under
-        `_lock`."""
-        key = _loop()
-        batch = self._open.get(key)
-        if batch is None:
-            batch = self._open[key] = _Batch(key)
-        return batch
-
-    async def flush(self) -> None:
-        """Wait until what this loop left behind ran (a batch of nothing else carries it)."""
-        with self._lock:
-            batch = self._open.get(_loop())
-            pending = batch is not None and not batch.queued
-        if pending:
-            await self.submit(Job())
-
-    def take_left(self) -> list[Job]:
-        """What every loop left behind and no `submit` carried yet, taken out of the batches
-        (for a store closed without an event loop: it runs them itself)."""
-        with self._lock:
-            waiting = [key for key, batch in self._open.items() if not batch.queued]
-            return [job for key in waiting for job in self._open.pop(key).jobs]
-
-    def raise_left(self) -> None:
-        """Raise (once) the error of a job left behind that failed."""
-        error, self._left_error = self._left_error, None
-        if error is not None:
-            raise error
 
     def stop(self) -> None:
         """End the thread once what is queued ran (a later job starts a new one)."""
@@ -195,9 +142,6 @@ class Handoff:
         except BaseException as exc:  # the runner's own fault: every job hears it, none is taken as done
             for job in jobs:
                 job.error = exc
-        for job in jobs:
-            if job.left and job.error is not None and self._left_error is None:
-                self._left_error = job.error  # its loop's next `submit` raises it
         for batch in batches:
             batch.wake()
 
@@ -238,8 +182,10 @@ def _after_fork() -> None:
 os.register_at_fork(after_in_child=_after_fork)
 
 
-def _loop() -> object:
-    """The running event loop (asyncio's, cheaply; any other through anyio's token)."""
+def running_loop() -> object:
+    """The running event loop (asyncio's, cheaply; any other through anyio's token): a
+    key for what belongs to one loop (this module's batches, the SQLite store's waiting
+    writes)."""
     try:
         return asyncio.get_running_loop()
     except RuntimeError:

@@ -35,7 +35,6 @@ query per table, on the primary keys).
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import os
 import sqlite3
@@ -46,10 +45,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
-import anyio.lowlevel
 import anyio.to_thread
 
 from jeeves.errors import JournalError, UserError
+from jeeves.journal.handoff import running_loop
 from jeeves.journal.records import SCHEMA_VERSION, SessionRecord, StepRecord
 from jeeves.journal.retry import Backoff, is_transient, mark_reached, retry
 from jeeves.journal.sql import SQLStore
@@ -202,7 +201,7 @@ class SQLiteJournal(SQLStore):
             await anyio.to_thread.run_sync(self._locked, _nothing)  # open the file, off the loop
         elif self._writer.total_changes - self._checkpoint_at >= CHECKPOINT_ROWS:
             await self._catch_up()
-        key = _loop()
+        key = running_loop()
         group = self._waiting.get(key)
         if group is not None and group.done is not None:  # a commit waits for the file: join it
             group.writes.append(write)
@@ -295,7 +294,7 @@ class SQLiteJournal(SQLStore):
 
     async def _flush(self) -> None:
         """Commit what this loop left behind (or wait for its waiting commit)."""
-        if _loop() in self._waiting:
+        if running_loop() in self._waiting:
             await self._write(_Write(None, ()))
 
     def _raise_left(self) -> None:
@@ -319,7 +318,7 @@ class SQLiteJournal(SQLStore):
         self._raise_left()
         write = _session_write(record, text)
         write.left = True
-        key = _loop()
+        key = running_loop()
         group = self._waiting.get(key)
         if group is None:
             self._waiting[key] = _Group([write])
@@ -348,7 +347,7 @@ class SQLiteJournal(SQLStore):
         checkpointer = self._checkpointer
         if checkpointer is None or not checkpointer.is_alive():
             return
-        key = _loop()
+        key = running_loop()
         waiting = self._catching_up.get(key)
         if waiting is not None:
             await waiting.wait()
@@ -494,14 +493,6 @@ def _session_write(record: SessionRecord, text: str) -> _Write:
 
 def _nothing(conn: sqlite3.Connection) -> None:
     """A call that only opens the file."""
-
-
-def _loop() -> object:
-    """The running event loop (asyncio's, cheaply; any other through anyio's token)."""
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return anyio.lowlevel.current_token()
 
 
 def _use_wal(conn: sqlite3.Connection, *, attempts: int = 100) -> None:
