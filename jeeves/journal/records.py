@@ -14,7 +14,16 @@ import hashlib
 import json
 from typing import Any, Literal, Optional, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    TypeAdapter,
+    ValidationError,
+    create_model,
+    field_validator,
+)
 
 from jeeves import errors
 from jeeves._base.cache import kept
@@ -113,6 +122,7 @@ def live_record(
     result: Any,
     error: dict[str, Any] | None,
     events: list[dict[str, Any]],
+    request_json: bytes | None = None,
 ) -> StepRecord:
     """The record of a step that ran live, its `result` the very value the step returned (None
     on an error): a `StepRecord` of a subclass whose `result` field is `result_type` (one per
@@ -120,7 +130,11 @@ def live_record(
     `model_dump(mode="json")`) serialises the result by its type's own schema in the record's
     one pass, exactly as `TypeAdapter(result_type)` dumps it. Not validated: the kernel built
     every field (a result that does not fit its type is stored as dumped, with pydantic's
-    warning, as the adapter would). The fields set are the ones the constructor was given."""
+    warning, as the adapter would). The fields set are the ones the constructor was given.
+
+    `request_json`, when given, is `request`'s JSON as pydantic writes it (a model step's key
+    wrote it to hash it): the record's encoding writes those bytes and does not serialize the
+    request again (`encode_record`)."""
     cls = kept(_LIVE, result_type, _typed, MAX_LIVE_RECORDS)
     record = cls.__new__(cls)
     fields = {
@@ -139,8 +153,15 @@ def live_record(
     object.__setattr__(record, "__dict__", fields)
     object.__setattr__(record, "__pydantic_fields_set__", _GIVEN.copy())
     object.__setattr__(record, "__pydantic_extra__", None)
-    object.__setattr__(record, "__pydantic_private__", None)
+    object.__setattr__(record, "__pydantic_private__", {"_request_json": request_json})
     return record
+
+
+class LiveStepRecord(StepRecord):
+    """The class of a live step's record (`live_record`): a `StepRecord` that may carry its
+    request's JSON, already written."""
+
+    _request_json: bytes | None = PrivateAttr(None)
 
 
 _GIVEN = {"session_id", "index", "kind", "name", "fingerprint", "request", "result", "error", "events"}
@@ -149,7 +170,7 @@ _GIVEN = {"session_id", "index", "kind", "name", "fingerprint", "request", "resu
 def _typed(result_type: Any) -> type[StepRecord]:
     return create_model(
         "StepRecord",
-        __base__=StepRecord,
+        __base__=LiveStepRecord,
         __module__=StepRecord.__module__,
         result=(Optional[result_type], None),  # noqa: UP045 (a runtime type: `X | None` fails for some)
     )
