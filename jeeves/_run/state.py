@@ -231,6 +231,7 @@ class RunState:
     _root_lock: anyio.Lock | None = None
     _tree: dict[str, UsageTally] = field(default_factory=dict)
     _live_tree: dict[str, UsageTally] = field(default_factory=dict)
+    _served: bool = False
     """Per session: its usage plus everything below it, kept as calls are booked (see usage_tree)."""
 
     traced: bool = field(init=False)
@@ -270,22 +271,27 @@ class RunState:
         `BudgetMeter.charge_served`). Neither goes into the live books (`RunResult.usage`:
         what this process spent).
 
-        Without a journal nothing is replayed, so the live books are the same as the
-        others and are not kept twice (`_live_books`)."""
-        book(self.usage, self._tree, session_id, usage)
+        Until a call is served every call is live, so the live books are the others and are
+        not kept twice (`_live_books`): they part at the first call served."""
         meter = meter or self.meter
         if live:
-            if self.journal is not None:
+            book(self.usage, self._tree, session_id, usage)
+            if self._served:
                 book(self.live_usage, self._live_tree, session_id, usage)
             meter.charge(usage)
-        elif self.mode == "replay":
+            return
+        if not self._served:  # the first call served: the live books part from the others here
+            self._served = True
+            self.live_usage, self._live_tree = _copied(self.usage), _copied(self._tree)
+        book(self.usage, self._tree, session_id, usage)
+        if self.mode == "replay":
             meter.charge_served(usage)
         else:
             meter.charge(usage)
 
     def _live_books(self) -> tuple[dict[str, UsageTally], dict[str, UsageTally]]:
-        """The live usage per session and per subtree (the only books without a journal)."""
-        if self.journal is None:
+        """The live usage per session and per subtree (the only books until a call is served)."""
+        if not self._served:
             return self.usage, self._tree
         return self.live_usage, self._live_tree
 
@@ -447,3 +453,12 @@ def tool_calls(session: Session, session_id: str | None = None) -> list[str]:
 def run_journal(session: Session) -> Journal | None:
     """The journal `session`'s run records into; None for a run without one."""
     return session._state.journal
+
+
+def _copied(books: dict[str, UsageTally]) -> dict[str, UsageTally]:
+    """A copy of `books`, each tally its own."""
+    out = {}
+    for sid, tally in books.items():
+        out[sid] = copy = UsageTally()
+        copy.add(tally)
+    return out
