@@ -18,7 +18,6 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    PrivateAttr,
     TypeAdapter,
     ValidationError,
     create_model,
@@ -134,7 +133,10 @@ def live_record(
 
     `request_json`, when given, is `request`'s JSON as pydantic writes it (a model step's key
     wrote it to hash it): the record's encoding writes those bytes and does not serialize the
-    request again (`encode_record`)."""
+    request again (`encode_record`). It is kept in the record's private storage
+    (`__pydantic_private__["request_json"]`), which no dump reads: a record dumped by pydantic
+    itself is the same. (No class declares it: a class more built at import measurably
+    changed when the collector ran in a run without a journal.)"""
     cls = kept(_LIVE, result_type, _typed, MAX_LIVE_RECORDS)
     record = cls.__new__(cls)
     fields = {
@@ -153,15 +155,8 @@ def live_record(
     object.__setattr__(record, "__dict__", fields)
     object.__setattr__(record, "__pydantic_fields_set__", _GIVEN.copy())
     object.__setattr__(record, "__pydantic_extra__", None)
-    object.__setattr__(record, "__pydantic_private__", {"_request_json": request_json})
+    object.__setattr__(record, "__pydantic_private__", {"request_json": request_json})
     return record
-
-
-class LiveStepRecord(StepRecord):
-    """The class of a live step's record (`live_record`): a `StepRecord` that may carry its
-    request's JSON, already written."""
-
-    _request_json: bytes | None = PrivateAttr(None)
 
 
 _GIVEN = {"session_id", "index", "kind", "name", "fingerprint", "request", "result", "error", "events"}
@@ -170,7 +165,7 @@ _GIVEN = {"session_id", "index", "kind", "name", "fingerprint", "request", "resu
 def _typed(result_type: Any) -> type[StepRecord]:
     return create_model(
         "StepRecord",
-        __base__=LiveStepRecord,
+        __base__=StepRecord,
         __module__=StepRecord.__module__,
         result=(Optional[result_type], None),  # noqa: UP045 (a runtime type: `X | None` fails for some)
     )

@@ -82,7 +82,7 @@ def encode_record(record: Record) -> str:
     JSON parser) reads both alike (docs/design.md, "A record is encoded once").
     """
     private = record.__pydantic_private__
-    written = private.get("_request_json") if private else None
+    written = private.get("request_json") if private else None
     try:  # `model_dump_json` with its defaults, less its wrapper's keyword plumbing
         if written is None:
             body = record.__pydantic_serializer__.to_json(record).decode()
