@@ -152,6 +152,7 @@ class RequestChain:
             head = b'{"base":%d,"messages":' % base
         else:
             base, hasher, added, sep, head = None, hashlib.sha256(_HEAD), messages, b"", b'{"messages":'
+            prior, added = [], list(messages)  # what this request holds now: a copy
         listed = _messages_serializer().to_json(added)
         if added:
             hasher.update(sep + listed[1:-1])
@@ -169,9 +170,13 @@ class RequestChain:
             encoded = head + listed + b"," + to_json(payload)[1:]
         whole = hasher.copy()
         whole.update(settings_fp)
-        kept, mutations = list(messages), _messages.mutations
+        held, mutations = len(prior), _messages.mutations
 
         def commit() -> None:
+            # the session's messages so far: `prior` is only ever appended to, so its first
+            # `held` are the ones this request extended, whatever committed meanwhile
+            kept = prior if len(prior) == held else prior[:held]
+            kept.extend(added)
             self._base, self._messages, self._hasher, self._mutations = index, kept, hasher, mutations
             self._settings = (list(settings[0]), settings[1], dict(settings[2]))
             self._settings_fp = settings_fp

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from json.encoder import c_encode_basestring, c_make_encoder  # type: ignore[attr-defined]
 from typing import Any, Literal, Optional, Protocol
 
 from pydantic import (
@@ -233,14 +234,19 @@ class Journal(Protocol):
 
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-"""What `json.dumps(payload, sort_keys=True, ...)` would build for every payload, made once:
-fingerprints are persisted, so their text never changes, and the encoder holds no state
-between calls."""
+"""The encoder `json.dumps(payload, sort_keys=True, ...)` would build: fingerprints are
+persisted, so the text it writes never changes."""
+_ENCODE = c_make_encoder(None, str, c_encode_basestring, None, ":", ",", True, False, True)
+"""`_CANONICAL`'s own C encoder (what its `encode` builds at every call, with the same
+arguments), built once: the text is the same, byte for byte. It keeps no circular-reference
+markers (a marker set would be shared between calls and threads), so a payload that holds
+itself fails with a `RecursionError` where `json.dumps` says `ValueError("Circular
+reference detected")`."""
 
 
 def canonical(payload: Any) -> str:
     """The payload's canonical JSON: keys sorted, no spaces, what a fingerprint hashes."""
-    return _CANONICAL.encode(payload)
+    return "".join(_ENCODE(payload, 0))
 
 
 def fingerprint(payload: Any) -> str:
