@@ -161,8 +161,9 @@ class RequestChain:
         )
         settings = (request.tools, request.output_schema, request.params)
         if base is not None and settings == self._settings:
-            settings_fp, encoded = self._settings_fp, head + listed + b"}"
+            settings_fp, encoded, kept_settings = self._settings_fp, head + listed + b"}", self._settings
         else:
+            kept_settings = (list(settings[0]), settings[1], dict(settings[2]))
             payload = request.model_dump(mode="json", include=set(SETTINGS))
             payload["params"] = strip_credentials(payload["params"])
             settings_fp = b"\n" + fingerprint(payload).encode()
@@ -178,8 +179,7 @@ class RequestChain:
             kept = prior if len(prior) == held else prior[:held]
             kept.extend(added)
             self._base, self._messages, self._hasher, self._mutations = index, kept, hasher, mutations
-            self._settings = (list(settings[0]), settings[1], dict(settings[2]))
-            self._settings_fp = settings_fp
+            self._settings, self._settings_fp = kept_settings, settings_fp
 
         return StepKey(whole.hexdigest(), stored, request.fingerprint_payload, commit, encoded)
 

@@ -138,7 +138,7 @@ def live_record(
     (`__pydantic_private__["request_json"]`), which no dump reads: a record dumped by pydantic
     itself is the same. (No class declares it: a class more built at import measurably
     changed when the collector ran in a run without a journal.)"""
-    cls = kept(_LIVE, result_type, _typed, MAX_LIVE_RECORDS)
+    cls = _LIVE.get(result_type) or kept(_LIVE, result_type, _typed, MAX_LIVE_RECORDS)
     record = cls.__new__(cls)
     fields = {
         "v": SCHEMA_VERSION,
@@ -156,7 +156,9 @@ def live_record(
     object.__setattr__(record, "__dict__", fields)
     object.__setattr__(record, "__pydantic_fields_set__", _GIVEN.copy())
     object.__setattr__(record, "__pydantic_extra__", None)
-    object.__setattr__(record, "__pydantic_private__", {"request_json": request_json})
+    object.__setattr__(
+        record, "__pydantic_private__", None if request_json is None else {"request_json": request_json}
+    )
     return record
 
 
