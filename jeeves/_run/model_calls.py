@@ -76,7 +76,9 @@ async def call_model(session: Session, request: ModelRequest, given: Route | Non
     state = session._state
     state.add_usage(session.session_id, response.usage, live=not replayed, meter=session._meter)
     if not replayed and (state.journal is not None or state.progress_interval_s is not None):
-        await completed(session, index)  # after the charge: the budget left counts this call
+        # after the charge: the budget left counts this call
+        if (due := completed(session, index)) is not None:
+            await emit(session, due)
     await emit(session, _completed, session, step, index, replayed)
     return response
 

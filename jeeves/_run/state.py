@@ -31,6 +31,7 @@ from jeeves.models.router import Router
 from jeeves.telemetry.tracer import NullTracer, SpanHandle, Tracer, is_null
 
 __all__ = [
+    "Reached",
     "RunState",
     "Session",
     "Start",
@@ -38,6 +39,7 @@ __all__ = [
     "StepResult",
     "Suspension",
     "count_tool_call",
+    "envelope_of",
     "emit",
     "lease_owner",
     "run_journal",
@@ -178,6 +180,34 @@ def type_adapter(tp: Any) -> TypeAdapter[Any]:
     return kept(_ADAPTERS, tp, TypeAdapter, MAX_ADAPTERS)
 
 
+Reached = tuple[str, int, int, "tuple[int, int, str | None] | None", "tuple[Any, Any, Any, Any] | None"]
+"""What a progress envelope reports after a step (`jeeves._run.steps.reached`): the session id,
+the step's index, the steps completed, the plan's progress, and what the run's budget has left
+(tokens, model calls, USD, seconds; None when it limits nothing)."""
+_NOTHING_LEFT_TO_COUNT = (None, None, None, None)
+
+
+def envelope_of(reached: Reached, gate: str | None) -> dict[str, Any]:
+    """The progress envelope of `reached` (`gate`: the gate the run waits on), as JSON: a
+    `Progress` event's fields without `seq`, `ts`, `replayed` and `type`, in its order, as the
+    event would dump them."""
+    session_id, step, completed, plan, left = reached
+    tokens, calls, usd, seconds = _NOTHING_LEFT_TO_COUNT if left is None else left
+    return {
+        "session_id": session_id,
+        "step": step,
+        "completed_steps": completed,
+        "tokens_left": tokens,
+        "model_calls_left": calls,
+        "usd_left": usd,
+        "seconds_left": seconds,
+        "gate": gate,
+        "total_steps": plan[0] if plan else None,
+        "plan_steps_completed": plan[1] if plan else None,
+        "current_step": plan[2] if plan else None,
+    }
+
+
 @dataclass
 class RunState:
     """What every session of one run shares."""
@@ -221,8 +251,11 @@ class RunState:
     """Emit `progress` events at most this often (seconds); None: keep the envelope for the
     journal only, and emit no events (the default: a replay's events stay the recorded ones)."""
     last_progress: float = field(default_factory=time.monotonic)
-    progress: dict[str, Any] | None = None
-    """The last progress envelope, as JSON (the heartbeat writes it into the root's record)."""
+    reached: Reached | None = None
+    """Where the run stood when its last step completed live (`jeeves._run.steps.completed`):
+    the values its progress envelope reports, kept as they were then, the envelope built from
+    them only when read (`progress`)."""
+    _progress: dict[str, Any] | None = None
     owner: str = field(default_factory=lease_owner)
     lease_renewed_at: float | None = None
     created_at: float | None = None
@@ -231,6 +264,7 @@ class RunState:
     _root_lock: anyio.Lock | None = None
     _tree: dict[str, UsageTally] = field(default_factory=dict)
     _live_tree: dict[str, UsageTally] = field(default_factory=dict)
+    _served: bool = False
     """Per session: its usage plus everything below it, kept as calls are booked (see usage_tree)."""
 
     traced: bool = field(init=False)
@@ -238,6 +272,19 @@ class RunState:
 
     def __post_init__(self) -> None:
         self.traced = not is_null(self.tracer)
+
+    @property
+    def progress(self) -> dict[str, Any] | None:
+        """The last progress envelope, as JSON (the heartbeat writes it into the root's record):
+        a gate's, a resumed run's last one, or the one after the last step completed live,
+        built now from what the run reported then (`reached`)."""
+        if self.reached is not None:
+            self._progress, self.reached = envelope_of(self.reached, None), None
+        return self._progress
+
+    @progress.setter
+    def progress(self, value: dict[str, Any] | None) -> None:
+        self._progress, self.reached = value, None
 
     @property
     def reads_deltas(self) -> bool:
@@ -270,22 +317,27 @@ class RunState:
         `BudgetMeter.charge_served`). Neither goes into the live books (`RunResult.usage`:
         what this process spent).
 
-        Without a journal nothing is replayed, so the live books are the same as the
-        others and are not kept twice (`_live_books`)."""
-        book(self.usage, self._tree, session_id, usage)
+        Until a call is served every call is live, so the live books are the others and are
+        not kept twice (`_live_books`): they part at the first call served."""
         meter = meter or self.meter
         if live:
-            if self.journal is not None:
+            book(self.usage, self._tree, session_id, usage)
+            if self._served:
                 book(self.live_usage, self._live_tree, session_id, usage)
             meter.charge(usage)
-        elif self.mode == "replay":
+            return
+        if not self._served:  # the first call served: the live books part from the others here
+            self._served = True
+            self.live_usage, self._live_tree = _copied(self.usage), _copied(self._tree)
+        book(self.usage, self._tree, session_id, usage)
+        if self.mode == "replay":
             meter.charge_served(usage)
         else:
             meter.charge(usage)
 
     def _live_books(self) -> tuple[dict[str, UsageTally], dict[str, UsageTally]]:
-        """The live usage per session and per subtree (the only books without a journal)."""
-        if self.journal is None:
+        """The live usage per session and per subtree (the only books until a call is served)."""
+        if not self._served:
             return self.usage, self._tree
         return self.live_usage, self._live_tree
 
@@ -447,3 +499,12 @@ def tool_calls(session: Session, session_id: str | None = None) -> list[str]:
 def run_journal(session: Session) -> Journal | None:
     """The journal `session`'s run records into; None for a run without one."""
     return session._state.journal
+
+
+def _copied(books: dict[str, UsageTally]) -> dict[str, UsageTally]:
+    """A copy of `books`, each tally its own."""
+    out = {}
+    for sid, tally in books.items():
+        out[sid] = copy = UsageTally()
+        copy.add(tally)
+    return out

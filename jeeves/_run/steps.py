@@ -23,7 +23,8 @@ from typing import Any, Literal, TypeVar
 
 import anyio
 
-from jeeves._run.state import Session, StepResult, emit
+from jeeves._run.state import Reached, Session, StepResult, emit, envelope_of
+from jeeves.budget import BudgetMeter
 from jeeves.errors import BudgetExceeded, MissingCredentials, ModelError, ReplayDivergence
 from jeeves.events import BudgetExceededEvent, Event, Progress
 from jeeves.journal.delta import RequestChain, StepKey, plain_key, recorded_request
@@ -48,6 +49,7 @@ __all__ = [
     "journaled",
     "next_index",
     "put_whole",
+    "reached",
     "recordable",
     "recorded",
     "report_plan",
@@ -281,16 +283,21 @@ async def _run(
                 request=record.stored,
                 result=None if error else result,
                 error=encode_error(error) if error else None,
-                events=[e.model_dump(mode="json", exclude=_NOT_EVENT_FIELDS) for e in emitted],
+                events=[e.model_dump(mode="json", exclude=_NOT_EVENT_FIELDS) for e in emitted]
+                if emitted
+                else [],
+                request_json=record.encoded,
             ),
         )
         record.commit()  # a base for the session's next model step only once it is in the journal
     if step_completed(kind, error):
         state.completed_steps += 1
     # a model call's envelope waits for its charge (`model_calls`): it never reports a budget one call stale
-    if kind != "model" or error is not None:
-        if record is not None or state.progress_interval_s is not None:
-            await completed(session, index)
+    if (kind != "model" or error is not None) and (
+        record is not None or state.progress_interval_s is not None
+    ):
+        if (due := completed(session, index)) is not None:
+            await emit(session, due)
     if error is not None:
         try:
             raise error
@@ -356,20 +363,21 @@ async def _announce(session: Session, exc: BudgetExceeded, emitted: list[Event])
 
 
 # -- progress --------------------------------------------------------------------------
-async def completed(session: Session, index: int) -> None:
-    """Keep the run's progress envelope after a step completed live (the heartbeat records
-    it); with `progress_s` set, emit it as a `progress` event at most once per `progress_s`
-    seconds (live only: a replay serves steps and reports no progress). The caller has
-    counted the step in `completed_steps`."""
+def completed(session: Session, index: int) -> Progress | None:
+    """Keep where the run stands after a step completed live (the heartbeat records its
+    progress envelope, `RunState.progress`, built when read); with `progress_s` set, the
+    `progress` event to emit now, at most once per `progress_s` seconds (live only: a replay
+    serves steps and reports no progress), else None. The caller has counted the step in
+    `completed_steps`."""
     state = session._state
-    state.progress = fields = envelope(session, index, None)
+    state.reached = reached(session, index)
     if state.progress_interval_s is None:
-        return
+        return None
     now = time.monotonic()
     if now - state.last_progress < state.progress_interval_s:
-        return
+        return None
     state.last_progress = now
-    await emit(session, Progress(**fields))
+    return Progress(**state.progress)  # type: ignore[arg-type]
 
 
 def report_plan(session: Session, total: int, completed: int, current: str | None = None) -> None:
@@ -384,24 +392,31 @@ def progress(session: Session, index: int, gate: str | None) -> Progress:
 
 
 def envelope(session: Session, index: int, gate: str | None) -> dict[str, Any]:
-    """The run's progress envelope after step `index` of `session`, as JSON: a `Progress`
-    event's fields without `seq`, `ts`, `replayed` and `type`, in its order, as the event
-    would dump them. Built at every journaled step, the event only when it is emitted."""
+    """The run's progress envelope after step `index` of `session` (`gate`: the gate it waits
+    on), as JSON (`jeeves._run.state.envelope_of`)."""
+    return envelope_of(reached(session, index), gate)
+
+
+def reached(session: Session, index: int) -> Reached:
+    """Where the run stands now, after step `index` of `session`: what its progress envelope
+    reports (`Reached`), read at every journaled step, the envelope built only when read."""
     state = session._state
-    meter, plan = state.meter, state.plan_progress
+    meter = state.meter
+    return (
+        session.session_id,
+        index,
+        state.completed_steps,
+        state.plan_progress,
+        None if meter.unlimited else _left(meter),
+    )
+
+
+def _left(meter: BudgetMeter) -> tuple[Any, Any, Any, Any]:
+    """What the run's budget has left: tokens, model calls, USD, seconds (None: no limit)."""
     b, spent = meter.budget, meter.spent
-    return {
-        "session_id": session.session_id,
-        "step": index,
-        "completed_steps": state.completed_steps,
-        "tokens_left": None if b.max_tokens is None else max(0, b.max_tokens - spent.total_tokens),
-        "model_calls_left": None
-        if b.max_model_calls is None
-        else max(0, b.max_model_calls - spent.model_calls),
-        "usd_left": None if b.max_usd is None else max(0.0, b.max_usd - spent.cost_usd),
-        "seconds_left": None if b.deadline_s is None else max(0.0, b.deadline_s - meter.elapsed()),
-        "gate": gate,
-        "total_steps": plan[0] if plan else None,
-        "plan_steps_completed": plan[1] if plan else None,
-        "current_step": plan[2] if plan else None,
-    }
+    return (
+        None if b.max_tokens is None else max(0, b.max_tokens - spent.total_tokens),
+        None if b.max_model_calls is None else max(0, b.max_model_calls - spent.model_calls),
+        None if b.max_usd is None else max(0.0, b.max_usd - spent.cost_usd),
+        None if b.deadline_s is None else max(0.0, b.deadline_s - meter.elapsed()),
+    )

@@ -12,9 +12,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+from json.encoder import c_encode_basestring, c_make_encoder  # type: ignore[attr-defined]
 from typing import Any, Literal, Optional, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    create_model,
+    field_validator,
+)
 
 from jeeves import errors
 from jeeves._base.cache import kept
@@ -113,6 +122,7 @@ def live_record(
     result: Any,
     error: dict[str, Any] | None,
     events: list[dict[str, Any]],
+    request_json: bytes | None = None,
 ) -> StepRecord:
     """The record of a step that ran live, its `result` the very value the step returned (None
     on an error): a `StepRecord` of a subclass whose `result` field is `result_type` (one per
@@ -120,8 +130,15 @@ def live_record(
     `model_dump(mode="json")`) serialises the result by its type's own schema in the record's
     one pass, exactly as `TypeAdapter(result_type)` dumps it. Not validated: the kernel built
     every field (a result that does not fit its type is stored as dumped, with pydantic's
-    warning, as the adapter would). The fields set are the ones the constructor was given."""
-    cls = kept(_LIVE, result_type, _typed, MAX_LIVE_RECORDS)
+    warning, as the adapter would). The fields set are the ones the constructor was given.
+
+    `request_json`, when given, is `request`'s JSON as pydantic writes it (a model step's key
+    wrote it to hash it): the record's encoding writes those bytes and does not serialize the
+    request again (`encode_record`). It is kept in the record's private storage
+    (`__pydantic_private__["request_json"]`), which no dump reads: a record dumped by pydantic
+    itself is the same. (No class declares it: a class more built at import measurably
+    changed when the collector ran in a run without a journal.)"""
+    cls = _LIVE.get(result_type) or kept(_LIVE, result_type, _typed, MAX_LIVE_RECORDS)
     record = cls.__new__(cls)
     fields = {
         "v": SCHEMA_VERSION,
@@ -139,7 +156,9 @@ def live_record(
     object.__setattr__(record, "__dict__", fields)
     object.__setattr__(record, "__pydantic_fields_set__", _GIVEN.copy())
     object.__setattr__(record, "__pydantic_extra__", None)
-    object.__setattr__(record, "__pydantic_private__", None)
+    object.__setattr__(
+        record, "__pydantic_private__", None if request_json is None else {"request_json": request_json}
+    )
     return record
 
 
@@ -217,14 +236,19 @@ class Journal(Protocol):
 
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-"""What `json.dumps(payload, sort_keys=True, ...)` would build for every payload, made once:
-fingerprints are persisted, so their text never changes, and the encoder holds no state
-between calls."""
+"""The encoder `json.dumps(payload, sort_keys=True, ...)` would build: fingerprints are
+persisted, so the text it writes never changes."""
+_ENCODE = c_make_encoder(None, str, c_encode_basestring, None, ":", ",", True, False, True)
+"""`_CANONICAL`'s own C encoder (what its `encode` builds at every call, with the same
+arguments), built once: the text is the same, byte for byte. It keeps no circular-reference
+markers (a marker set would be shared between calls and threads), so a payload that holds
+itself fails with a `RecursionError` where `json.dumps` says `ValueError("Circular
+reference detected")`."""
 
 
 def canonical(payload: Any) -> str:
     """The payload's canonical JSON: keys sorted, no spaces, what a fingerprint hashes."""
-    return _CANONICAL.encode(payload)
+    return "".join(_ENCODE(payload, 0))
 
 
 def fingerprint(payload: Any) -> str:

@@ -170,3 +170,25 @@ async def _all(events: Any) -> list[Event]:
 
 def events_of(events: list[Event]) -> list[Event]:
     return [e for e in events if e.session_id == "b"]
+
+
+@pytest.mark.parametrize("mode", ["resume", "replay"])
+def test_the_live_books_part_from_the_others_at_the_first_call_served(mode: str) -> None:
+    """Until a call is served every call is live and the books are kept once; from the first
+    call served, the live books (what this process spent) leave it out and what follows."""
+    from jeeves._run.state import RunState
+    from jeeves.journal.memory import MemoryJournal
+    from jeeves.messages import Usage
+    from jeeves.models.router import Router
+
+    state = RunState(router=Router(), journal=MemoryJournal(), mode=mode)  # type: ignore[arg-type]
+    one = Usage(input_tokens=1, output_tokens=0, model_calls=1)
+    state.add_usage("r", one, live=True)
+    state.add_usage("r__a_0", one, live=True)
+    assert state.usage_by_session() == {"r": one, "r__a_0": one}
+    state.add_usage("r__a_0", Usage(input_tokens=10, model_calls=1), live=False)  # served
+    state.add_usage("r__a_0", Usage(input_tokens=100, model_calls=1), live=True)
+    assert state.usage_by_session()["r__a_0"].input_tokens == 101
+    assert state.tree_usage("r", live=True).input_tokens == 102
+    assert state.tree_usage("r").input_tokens == 112
+    assert state.tree_usage("r__a_0").input_tokens == 111

@@ -1,5 +1,6 @@
-"""The step path: the progress envelope (built as JSON at every journaled step, the event
-only when emitted) and the step's write (a step cancelled mid-write is still recorded whole)."""
+"""The step path: the progress envelope (its values kept at every journaled step, the JSON
+built when read, the event only when emitted) and the step's write (a step cancelled
+mid-write is still recorded whole)."""
 
 from __future__ import annotations
 
@@ -153,3 +154,40 @@ async def test_a_write_cancelled_after_storing_half_a_record_leaves_it_whole() -
     assert scope.cancelled_caught and journal.writes == 2
     stored = await journal.get_step("s", 0)
     assert stored is not None and stored.result == {"ok": 1}
+
+
+def test_an_envelope_read_later_reports_the_run_as_it_stood_at_its_step() -> None:
+    """A step keeps only what its envelope reports (`RunState.reached`); the envelope is built
+    when read, from those values, not from the run as it stands then."""
+    from types import SimpleNamespace
+
+    from jeeves._run.state import RunState
+    from jeeves._run.steps import completed, envelope, report_plan
+    from jeeves.budget import BudgetMeter
+    from jeeves.models.router import Router
+
+    state = RunState(router=Router(), meter=BudgetMeter(Budget(max_tokens=100, deadline_s=600)))
+    session: Any = SimpleNamespace(_state=state, session_id="s")
+    state.meter.charge(Usage(input_tokens=10, output_tokens=0, model_calls=1))
+    state.completed_steps = 1
+    assert completed(session, 0) is None  # no `progress_s`: nothing to emit
+    then = envelope(session, 0, None)
+    state.completed_steps = 2  # the run goes on: another step, another charge, a plan, time
+    state.meter.charge(Usage(input_tokens=50, output_tokens=0, model_calls=1))
+    report_plan(session, 3, 1, "pay")
+    state.meter._started -= 100
+    assert state.progress is not None
+    assert {k: v for k, v in state.progress.items() if k != "seconds_left"} == {
+        k: v for k, v in then.items() if k != "seconds_left"
+    }
+    assert (state.progress["completed_steps"], state.progress["tokens_left"]) == (1, 90)
+    assert state.progress["total_steps"] is None and state.progress["seconds_left"] > 550
+    state.progress = {"step": 7}  # a gate's envelope replaces it until the next step completes
+    assert state.progress == {"step": 7}
+    completed(session, 1)
+    assert (state.progress["step"], state.progress["completed_steps"], state.progress["tokens_left"]) == (
+        1,
+        2,
+        40,
+    )
+    assert state.progress["total_steps"] == 3 and state.progress["seconds_left"] < 501

@@ -11,8 +11,10 @@ import pytest
 from pydantic import BaseModel, PlainSerializer, TypeAdapter
 
 from jeeves.errors import UserError
+from jeeves.journal.delta import RequestChain
 from jeeves.journal.records import StepRecord, live_record
 from jeeves.journal.store import decode_text, encode_record
+from jeeves.messages import Message, ModelRequest, ToolCall, ToolSpec
 from tests.journal.conftest import Stores
 
 pytestmark = pytest.mark.anyio
@@ -89,3 +91,36 @@ async def test_a_store_hands_back_json_not_the_live_result(stores: Stores) -> No
     await journal.put_step(live_record(Item, **_fields(result=value)))
     got = await journal.get_step("r1", 3)
     assert got is not None and type(got) is StepRecord and got.result == {"name": "a", "tags": []}
+
+
+_TOOLS = [ToolSpec(name="t", description="d", parameters={"properties": {"result": {}}})]
+_FIRST = [Message.system('sé\n"q"'), Message.user("u")]
+_ADDED = [
+    Message(role="assistant", tool_calls=[ToolCall(id="c", name="t", arguments='{"a": "é"}')]),
+    Message(role="tool", content='"result":', tool_call_id="c", name="t"),
+]
+
+
+@pytest.mark.parametrize("settings", ["same", "changed"])
+def test_a_model_step_written_once_encodes_as_its_request_serialized(settings: str) -> None:
+    """A model step's new messages are serialized once, hashed and written as they are: the
+    record encodes exactly as the one whose stored request is serialized with it (the first
+    step whole, the next a delta, its settings written only when they changed)."""
+    chain = RequestChain()
+    first = ModelRequest(messages=_FIRST, tools=_TOOLS, params={"temperature": 0.5})
+    params = {"temperature": 0.7 if settings == "changed" else 0.5}
+    second = ModelRequest(messages=[*_FIRST, *_ADDED], tools=_TOOLS, params=params)
+    for index, request in enumerate([first, second]):
+        key = chain.key(request, index)
+        assert key.encoded is not None
+        written = live_record(
+            int, **_fields(kind="model", request=key.stored, result=1, request_json=key.encoded)
+        )
+        dumped = json.loads(key.encoded)
+        assert dumped == TypeAdapter(Any).dump_python(key.stored, mode="json")
+        assert encode_record(written) == encode_record(
+            live_record(int, **_fields(kind="model", request=dumped, result=1))
+        )
+        assert written.model_dump(mode="json")["request"] == dumped  # a store of one's own dumps it alike
+        key.commit()
+    assert ("params" in dumped) == (settings == "changed") and dumped["base"] == 0

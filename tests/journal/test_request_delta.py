@@ -166,6 +166,77 @@ def test_a_fingerprint_is_a_function_of_the_request_alone_however_it_was_chained
     assert "base" not in uncommitted.key(requests[1], 1).stored
 
 
+def _alone(request: ModelRequest) -> str:
+    return RequestChain().key(request, 0).fingerprint
+
+
+def test_keys_committed_out_of_order_chain_on_the_last_committed_request() -> None:
+    """Two steps keyed on the same request (concurrent calls of a session) both extend it;
+    whichever commits last is the base, and the messages the chain keeps are exactly its."""
+    first, second = _requests()[:2]
+    chain = RequestChain()
+    chain.key(first, 0).commit()
+    other = ModelRequest(
+        messages=[*first.messages, Message(role="assistant", content="b"), Message.user("ub")],
+        tools=[ToolSpec(name="t")],
+        params={"seed": 1},
+    )
+    a, b = chain.key(second, 1), chain.key(other, 2)
+    assert a.stored["base"] == b.stored["base"] == 0
+    a.commit()
+    b.commit()  # `a` appended to the messages both extended: `b` keeps only its own
+    on_b = ModelRequest(
+        messages=[*other.messages, Message.user("more")], tools=[ToolSpec(name="t")], params={"seed": 1}
+    )
+    key = chain.key(on_b, 3)
+    assert key.stored["base"] == 2 and key.fingerprint == _alone(on_b)
+    assert [m.content for m in key.stored["messages"]] == ["more"]
+    on_a = ModelRequest(
+        messages=[*second.messages, Message.user("x")], tools=[ToolSpec(name="t")], params={"seed": 1}
+    )
+    key = chain.key(on_a, 4)  # extends `a`, which is not the last committed: stored whole
+    assert "base" not in key.stored and key.fingerprint == _alone(on_a)
+
+
+def test_the_chain_keeps_the_request_as_it_was_keyed_not_as_a_client_left_it() -> None:
+    """A client that edits its request's messages during the call (after the key) does not
+    change what the chain extends: the messages hashed and stored are the ones kept."""
+    requests = _requests()
+    chain = RequestChain()
+    for index, request in enumerate(requests[:2]):
+        key = chain.key(request, index)
+        request.messages.insert(0, Message.system("injected"))  # a client's edit, in the list
+        request.messages.append(Message.user("appended"))
+        key.commit()
+    third = requests[2]
+    key = chain.key(third, 2)
+    assert key.stored["base"] == 1 and key.fingerprint == _alone(third)
+    assert [m.content for m in key.stored["messages"]] == ["a1", "u1"]
+
+
+def test_a_rewritten_history_is_stored_and_hashed_whole_then_extended() -> None:
+    """A request whose earlier message differs (a new list, not an edit in place: a compacted
+    or rewritten history) is stored whole; the next request extends it."""
+    requests = _requests()
+    chain = RequestChain()
+    for index, request in enumerate(requests[:3]):
+        chain.key(request, index).commit()
+    rewritten = ModelRequest(
+        messages=[Message.system("s"), Message.user("a summary"), *requests[3].messages[2:]],
+        tools=[ToolSpec(name="t")],
+        params={"seed": 1},
+    )
+    key = chain.key(rewritten, 3)
+    assert "base" not in key.stored and key.stored["messages"] == rewritten.messages
+    assert key.fingerprint == _alone(rewritten) != _alone(requests[3])
+    key.commit()
+    on = ModelRequest(
+        messages=[*rewritten.messages, Message.user("next")], tools=[ToolSpec(name="t")], params={"seed": 1}
+    )
+    key = chain.key(on, 4)
+    assert key.stored["base"] == 3 and key.fingerprint == _alone(on)
+
+
 # -- schema v2 and v3 journals -------------------------------------------------------------------
 async def _old_into(stores: Stores, version: int) -> JournalStore:
     """The fixture's records, as written by jeeves at schema `version`, in the store under test."""
@@ -346,3 +417,39 @@ def test_the_fingerprints_of_a_fixed_request_are_the_recorded_ones() -> None:
     # a record of a later schema that kept this fingerprint (KEY_VERSION) is matched as it is
     later = StepRecord(v=KEY_VERSION + 1, session_id="s", index=1, kind="model", fingerprint=_GOLDEN_V4[1])
     assert RequestChain().key(two, 1).matches(later)
+
+
+def test_canonical_json_is_what_json_dumps_writes_with_sorted_keys() -> None:
+    """Fingerprints hash `canonical(payload)`: the text `json.dumps(payload, sort_keys=True,
+    separators=(",", ":"), ensure_ascii=False, default=str)` writes, for every kind of value."""
+    import datetime
+    import decimal
+
+    from jeeves.journal.records import canonical
+
+    payloads: list[Any] = [
+        'ü\u2028\x00"\\',
+        1,
+        -0.0,
+        1e16,
+        float("nan"),
+        float("-inf"),
+        10**30,
+        True,
+        None,
+        [],
+        (1, "2"),
+        {"b": 1, "a": [1, {"z": "é", "y": None, "x": 1.5}]},
+        {3: "int keys", 1: "sorted"},
+        {1.5: "float keys", 0.5: "too"},
+        {"when": datetime.date(2026, 11, 27), "amount": decimal.Decimal("1.10"), "set": {1}},
+        {"name": "lookup", "arguments": '{"k": "ü"}'},
+    ]
+    for payload in payloads:
+        expected = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+        assert canonical(payload) == expected, payload
+    looped: list[Any] = []
+    looped.append(looped)
+    with pytest.raises(RecursionError):  # no shared markers: a payload holding itself recurses
+        canonical(looped)
+    assert canonical({"after": "a failure"}) == '{"after":"a failure"}'
