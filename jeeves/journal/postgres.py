@@ -70,7 +70,10 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS jeeves_steps ("
     " session_id TEXT NOT NULL, idx INTEGER NOT NULL, record TEXT NOT NULL, PRIMARY KEY (session_id, idx))",
 )
-_ROWS = "json_array_elements(%s::json) WITH ORDINALITY AS t(e, n)"
+_ROWS = "jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS t(e, n)"
+"""A batch's rows, sent as one JSON array and parsed once as `jsonb`: as `json` every `->>`
+parses its element's text again, three times a row here (bench/results/DURABLE_NOTES.md,
+stop 39). A record is a JSON string in it, so `->>` gives back its exact text either way."""
 _PUT_STEPS = (
     f"INSERT INTO jeeves_steps (session_id, idx, record) SELECT e->>0, (e->>1)::integer, e->>2 FROM {_ROWS} "
     "ORDER BY n ON CONFLICT (session_id, idx) DO UPDATE SET record = excluded.record"

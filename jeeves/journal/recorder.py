@@ -114,9 +114,10 @@ class EventRecorder:
                 self._wake = anyio.Event()
             await self.flush()
 
-    async def flush(self) -> None:
-        """Write what is queued, in one batch. An event is written as it is when its seq is
-        already its place in the log (an uninterrupted run), else as a copy renumbered."""
+    async def flush(self, status: str | None = None) -> None:
+        """Write what is queued, in one batch (with the run's `status`, when given). An event
+        is written as it is when its seq is already its place in the log (an uninterrupted
+        run), else as a copy renumbered."""
         async with self._lock:
             self._urgent = self._deferred = False  # what is queued from here on wakes the flusher again
             batch: list[Event] = []
@@ -130,11 +131,12 @@ class EventRecorder:
                     self.last_seq += 1
                     seq = self.last_seq
                     batch.append(item if item.seq == seq else item.model_copy(update={"seq": seq}))
-            await self._write(batch)
+            await self._write(batch, status)
 
-    async def _write(self, batch: list[Event]) -> None:
+    async def _write(self, batch: list[Event], status: str | None = None) -> None:
+        if batch or status is not None:
+            await self.log.append(self.root, batch, status=status)
         if batch:
-            await self.log.append(self.root, batch)
             self.flushes += 1
 
     async def _is_new(self, event: Event) -> bool:
@@ -154,16 +156,14 @@ class EventRecorder:
         return True
 
     async def set_status(self, status: str) -> None:
-        """Write what is queued, then the run's status (`awaiting_approval`, `running`)."""
-        await self.flush()
-        await self.log.set_status(self.root, status)
+        """Write what is queued with the run's status (`awaiting_approval`, `running`), in one
+        write: a follower sees the status with the events before it."""
+        await self.flush(status)
 
     async def close(self, status: str | None) -> None:
-        """Stop the flusher and write what is left, shielded from cancellation; then the
-        run's final status (None: the run did not end here, another worker goes on)."""
+        """Stop the flusher and write what is left with the run's final status, shielded from
+        cancellation (None: the run did not end here, another worker goes on)."""
         self._closed = True
         self._wake.set()
         with anyio.CancelScope(shield=True):
-            await self.flush()
-            if status is not None:
-                await self.log.set_status(self.root, status)
+            await self.flush(status)
