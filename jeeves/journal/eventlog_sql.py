@@ -263,7 +263,9 @@ class PostgresEventLog(_SqlEventLog):
         )
         return int(row[0])
 
-    def _append_runs(self, conn: Any, row: tuple[str, int | None, float, list[list[Any]], str | None]) -> None:
+    def _append_runs(
+        self, conn: Any, row: tuple[str, int | None, float, list[list[Any]], str | None]
+    ) -> None:
         """`_APPEND` of one `append` (alone in its batch, or the store's first)."""
         self._conn(conn).execute(_APPEND, (json.dumps([row], ensure_ascii=False),))
 
