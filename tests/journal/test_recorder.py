@@ -37,10 +37,10 @@ async def run_events() -> list[Event]:
 
 
 async def record(path: Path, *attempts: Sequence[Event], status: str | None = "completed") -> EventRecorder:
-    """Record each attempt in turn, as one worker execution does (the flusher running)."""
+    """Record each attempt in turn, as one worker execution does (the flusher running; it
+    registers the run, and reads where its log ends, before it writes anything)."""
     log = open_event_log(path)
     recorder = EventRecorder(log, "job", architecture="ac", task="Write add", flush_s=0.01)
-    await recorder.open()
     try:
         async with anyio.create_task_group() as group:
             group.start_soon(recorder.run)
