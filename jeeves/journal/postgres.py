@@ -163,7 +163,12 @@ class PostgresJournal(SQLStore):
         group = self._group()
         prepare = None if self._ready else self._prepare
         call = Call(
-            fn, args, prepare=prepare, after=after if prepare is None else self._prepared(after), merge=merge
+            fn,
+            args,
+            prepare=prepare,
+            prepare_key=(self.url, self._create),  # every store's check of this database is the same
+            after=after if prepare is None else self._prepared(after),
+            merge=merge,
         )
         value: T = await group.call(call, self._retry_s, lazy=lazy)
         return value
