@@ -158,7 +158,8 @@ class PostgresJournal(SQLStore):
         """`fn(conn, *args)` in the next batch of this event loop's calls on this database
         (`jeeves.journal.pgbatch`, `lazy` there): returns once its transaction committed, then
         `after(value)` has run. A store's first call checks the journal's tables in the same
-        transaction. A write this store left behind that failed is raised here first."""
+        transaction (once a batch for all the stores of this database whose first call is in
+        it). A write this store left behind that failed is raised here first."""
         self._raise_left_behind()
         group = self._group()
         prepare = None if self._ready else self._prepare
