@@ -471,8 +471,7 @@ class _Served:
 
     async def serve(self) -> None:
         async with self.worker._exclusive(self.session_id), anyio.create_task_group() as flusher:
-            await self.recorder.open()
-            flusher.start_soon(self.recorder.run)
+            flusher.start_soon(self.recorder.run)  # registers the run in the log beside its first steps
             try:
                 self.result = await self._attempts()
                 self.status = self.result.status

@@ -71,9 +71,11 @@ class EventLog(Protocol):
         """Register run `root` as running (again, after a takeover); returns its last seq."""
         ...
 
-    async def append(self, root: str, events: Sequence[Event]) -> None:
+    async def append(self, root: str, events: Sequence[Event], *, status: str | None = None) -> None:
         """Persist `events` (their `seq` is their place in the log, contiguous after the
-        last one) in one transaction; a seq already there is left as it is."""
+        last one) in one transaction; a seq already there is left as it is. With `status`,
+        the run's status too, in the same transaction (a run's last events and how it ended
+        reach a follower together, in one write)."""
         ...
 
     async def after(self, root: str, seq: int, limit: int = 500) -> list[Event]:

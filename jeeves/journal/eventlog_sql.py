@@ -124,10 +124,17 @@ class _SqlEventLog:
     async def start(self, root: str, *, architecture: str, task: str) -> int:
         return await self._write(self._start, root, architecture, task)
 
-    async def append(self, root: str, events: Sequence[Event]) -> None:
-        if events:
-            rows = [(root, event.seq, event_to_json(event)) for event in events]
+    async def append(self, root: str, events: Sequence[Event], *, status: str | None = None) -> None:
+        rows = [(root, event.seq, event_to_json(event)) for event in events]
+        if status is not None:
+            await self._write(self._append_status, root, rows, status)
+        elif rows:
             await self._write(self._append, root, rows)
+
+    def _append_status(self, conn: Any, root: str, rows: list[tuple[str, int, str]], status: str) -> None:
+        if rows:
+            self._append(conn, root, rows)
+        self._set_status(conn, root, status)
 
     async def set_status(self, root: str, status: str) -> None:
         await self._write(self._set_status, root, status)
@@ -198,18 +205,24 @@ class SQLiteEventLog(_SqlEventLog):
 
 _LOCK_KEY = 0x6A65657666  # serialises the event tables' creation across processes
 _APPEND = (
-    "WITH batch AS (SELECT e->>0 AS root, (x->>0)::bigint AS seq, x->>1 AS event, (e->>2)::float8 AS updated "
-    "FROM json_array_elements(%s::json) AS e, json_array_elements(e->3) AS x), "
-    "added AS (INSERT INTO jeeves_events (root, seq, event) SELECT root, seq, event FROM batch "
-    "ON CONFLICT (root, seq) DO NOTHING) "
-    "UPDATE jeeves_event_runs AS r SET last_seq = GREATEST(r.last_seq, m.seq), updated = m.updated "
-    "FROM (SELECT root, max(seq) AS seq, max(updated) AS updated FROM batch GROUP BY root) AS m "
-    "WHERE r.root = m.root"
+    "WITH a AS (SELECT e->>0 AS root, (e->>1)::bigint AS seq, (e->>2)::float8 AS updated, e->>4 AS status, "
+    "e->3 AS events FROM jsonb_array_elements(%s::jsonb) AS e), "
+    "added AS (INSERT INTO jeeves_events (root, seq, event) SELECT a.root, (x->>0)::bigint, x->>1 "
+    "FROM a, jsonb_array_elements(a.events) AS x ON CONFLICT (root, seq) DO NOTHING), "
+    "m AS (SELECT root, max(seq) AS seq, max(updated) AS updated, max(status) AS status FROM a GROUP BY root) "
+    "UPDATE jeeves_event_runs AS r SET last_seq = GREATEST(r.last_seq, m.seq), updated = m.updated, "
+    "status = COALESCE(m.status, r.status) FROM m WHERE r.root = m.root AND r.root = ANY(ARRAY(SELECT root FROM m))"
 )
-"""Appends of one run or more, each with its run's `last_seq`, in one statement. The rows are
-one JSON array (escaped by the C encoder, not row by row in Python) of `[root, first seq,
-time, [[seq, event JSON], ...]]`, one per `append`: a batch's appends merge into it
-(`jeeves.journal.pgbatch.Merge`)."""
+"""Appends of one run or more, each with its run's `last_seq` (and its status, when the append
+carries one), in one statement. The rows are one JSON array (escaped by the C encoder, not
+row by row in Python) of `[root, last seq, time, [[seq, event JSON], ...], status]`, one per
+`append` (`null` for no events, no status): a batch's appends merge into it
+(`jeeves.journal.pgbatch.Merge`; a run's recorder has one append in flight at a time). It is
+parsed once, as `jsonb` (as `json`, every `->>` parses its element's text again: an append's
+whole text for its root and time, at each of its events), and the runs' rows are found by
+their key (`= ANY(ARRAY(...))`: the planner cannot tell how few roots a JSON array holds,
+and joined on them it read the whole runs table at every batch, which grows with every run
+ever logged)."""
 
 
 class PostgresEventLog(_SqlEventLog):
@@ -225,14 +238,15 @@ class PostgresEventLog(_SqlEventLog):
     def _transaction(self, conn: Any) -> contextlib.AbstractContextManager[Any]:
         return transaction(conn)  # the batch's, when the call is in one (`_pgbatch`)
 
-    async def append(self, root: str, events: Sequence[Event]) -> None:
-        """Lazily (`jeeves.journal.pgbatch`): the run does not wait for its events, so they
-        ride in the transaction of the next journal write of any run of this process, and
-        the appends of every run in that batch are one statement (`_APPEND`)."""
-        if events:
-            row = (root, events[0].seq, time.time(), [[event.seq, event_to_json(event)] for event in events])
+    async def append(self, root: str, events: Sequence[Event], *, status: str | None = None) -> None:
+        """Lazily without a status (`jeeves.journal.pgbatch`): the run does not wait for its
+        events, so they ride in the transaction of the next journal write of any run of this
+        process; the appends of every run in that batch are one statement (`_APPEND`)."""
+        if events or status is not None:
+            last = events[-1].seq if events else None
+            row = (root, last, time.time(), [[event.seq, event_to_json(event)] for event in events], status)
             merge = Merge(_APPEND, row, 2) if self._ready else None  # merged once the tables are checked
-            await self._pg._call(self._append_runs, row, lazy=True, merge=merge)
+            await self._pg._call(self._append_runs, row, lazy=status is None, merge=merge)
 
     def _start(self, conn: Any, root: str, architecture: str, task: str) -> int:
         """One statement: where the log ends, and the run registered running there."""
@@ -249,7 +263,9 @@ class PostgresEventLog(_SqlEventLog):
         )
         return int(row[0])
 
-    def _append_runs(self, conn: Any, row: tuple[str, int, float, list[list[Any]]]) -> None:
+    def _append_runs(
+        self, conn: Any, row: tuple[str, int | None, float, list[list[Any]], str | None]
+    ) -> None:
         """`_APPEND` of one `append` (alone in its batch, or the store's first)."""
         self._conn(conn).execute(_APPEND, (json.dumps([row], ensure_ascii=False),))
 

@@ -70,13 +70,14 @@ class Merge(NamedTuple):
 
 class Call:
     """One statement function `fn(conn, *args)` in a batch; `prepare(conn)` runs before it
-    when set (a store's first call checks the journal's tables in the same transaction);
-    `after()` runs once its transaction committed (a store's cache learns only what is
-    committed); `merge` lets it share one statement with the calls of its kind (`Merge`).
-    Calls in one batch were all in flight at once, so running merged ones together, at the
-    first one's place, is an order they could have had."""
+    when set (a store's first call checks the journal's tables in the same transaction: in
+    a batch, the checks run first, each `prepare_key` once, and a call whose check failed
+    gets its error and does not run); `after()` runs once its transaction committed (a
+    store's cache learns only what is committed); `merge` lets it share one statement with
+    the calls of its kind (`Merge`). Calls in one batch were all in flight at once, so
+    running merged ones together, at the first one's place, is an order they could have had."""
 
-    __slots__ = ("after", "args", "error", "fn", "merge", "prepare", "report", "value")
+    __slots__ = ("after", "args", "error", "fn", "merge", "prepare", "prepare_key", "report", "value")
 
     def __init__(
         self,
@@ -84,11 +85,14 @@ class Call:
         args: tuple[object, ...],
         *,
         prepare: Callable[[Any], None] | None = None,
+        prepare_key: object = None,
         after: Callable[[Any], None] | None = None,
         merge: Merge | None = None,
     ) -> None:
         self.fn, self.args, self.prepare, self.after = fn, args, prepare, after
-        self.merge = merge if prepare is None else None
+        self.prepare_key = prepare if prepare_key is None else prepare_key
+        """Calls whose checks are the same (one store's, or stores' of one database)."""
+        self.merge = merge
         self.report: Callable[[BaseException], None] | None = None
         """Where the error of a call nobody waits for goes (`Group.post`)."""
         self.value: Any = _UNSET
@@ -214,22 +218,10 @@ class Group:
             self._alone(conn, calls[0])
             return
         psycopg = _psycopg()
-        kinds: dict[str, list[Call]] = {}
-        for call in calls:
-            if call.merge is not None:
-                kinds.setdefault(call.merge.sql, []).append(call)
         try:
             with conn.transaction():
-                for call in calls:
-                    if call.merge is not None:
-                        _merged(conn, kinds.pop(call.merge.sql, []))
-                        continue
-                    try:
-                        call.run(conn)
-                    except psycopg.Error:
-                        raise
-                    except Exception as exc:  # refused in Python (a check): the transaction is whole
-                        call.error = exc
+                _prepare(conn, calls)
+                _run_all(conn, calls)
         except psycopg.Error as exc:
             if is_transient(exc):
                 raise
@@ -268,6 +260,49 @@ class _Send(Job):
     def __init__(self, calls: list[Call], bound_s: float | None) -> None:
         super().__init__()
         self.calls, self.bound_s = calls, bound_s
+
+
+def _run_all(conn: Any, calls: list[Call]) -> None:
+    """The calls of a batch in its transaction, in order (a merged kind at its first call's
+    place); a call its check refused does not run."""
+    psycopg = _psycopg()
+    kinds: dict[str, list[Call]] = {}
+    for call in calls:
+        if call.merge is not None and call.error is None:
+            kinds.setdefault(call.merge.sql, []).append(call)
+    for call in calls:
+        if call.error is not None:
+            continue
+        if call.merge is not None:
+            _merged(conn, kinds.pop(call.merge.sql, []))
+            continue
+        try:
+            call.value = call.fn(conn, *call.args)
+        except psycopg.Error:
+            raise
+        except Exception as exc:  # refused in Python (a check): the transaction is whole
+            call.error = exc
+
+
+def _prepare(conn: Any, calls: list[Call]) -> None:
+    """The checks of a batch's calls, each distinct one (`Call.prepare_key`) once, before any
+    call: one transaction, so one check holds for every call in it. A check that fails in
+    Python (a newer schema, no journal) is the error of every call it was for; a database
+    error is raised (the batch is then sent call by call)."""
+    psycopg = _psycopg()
+    checked: dict[object, BaseException | None] = {}
+    for call in calls:
+        if call.prepare is None:
+            continue
+        if call.prepare_key not in checked:
+            try:
+                call.prepare(conn)
+                checked[call.prepare_key] = None
+            except psycopg.Error:
+                raise
+            except Exception as exc:
+                checked[call.prepare_key] = exc
+        call.error = checked[call.prepare_key]
 
 
 def _merged(conn: Any, calls: list[Call]) -> None:

@@ -70,7 +70,10 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS jeeves_steps ("
     " session_id TEXT NOT NULL, idx INTEGER NOT NULL, record TEXT NOT NULL, PRIMARY KEY (session_id, idx))",
 )
-_ROWS = "json_array_elements(%s::json) WITH ORDINALITY AS t(e, n)"
+_ROWS = "jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS t(e, n)"
+"""A batch's rows, sent as one JSON array and parsed once as `jsonb`: as `json` every `->>`
+parses its element's text again, three times a row here (bench/results/DURABLE_NOTES.md,
+stop 39). A record is a JSON string in it, so `->>` gives back its exact text either way."""
 _PUT_STEPS = (
     f"INSERT INTO jeeves_steps (session_id, idx, record) SELECT e->>0, (e->>1)::integer, e->>2 FROM {_ROWS} "
     "ORDER BY n ON CONFLICT (session_id, idx) DO UPDATE SET record = excluded.record"
@@ -155,12 +158,18 @@ class PostgresJournal(SQLStore):
         """`fn(conn, *args)` in the next batch of this event loop's calls on this database
         (`jeeves.journal.pgbatch`, `lazy` there): returns once its transaction committed, then
         `after(value)` has run. A store's first call checks the journal's tables in the same
-        transaction. A write this store left behind that failed is raised here first."""
+        transaction (once a batch for all the stores of this database whose first call is in
+        it). A write this store left behind that failed is raised here first."""
         self._raise_left_behind()
         group = self._group()
         prepare = None if self._ready else self._prepare
         call = Call(
-            fn, args, prepare=prepare, after=after if prepare is None else self._prepared(after), merge=merge
+            fn,
+            args,
+            prepare=prepare,
+            prepare_key=(self.url, self._create),  # every store's check of this database is the same
+            after=after if prepare is None else self._prepared(after),
+            merge=merge,
         )
         value: T = await group.call(call, self._retry_s, lazy=lazy)
         return value

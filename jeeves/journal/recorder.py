@@ -47,9 +47,8 @@ class EventRecorder:
 
     ```python
     recorder = EventRecorder(log, root, architecture="codegen", task=task)
-    await recorder.open()
     async with anyio.create_task_group() as group:
-        group.start_soon(recorder.run)
+        group.start_soon(recorder.run)  # registers the run first (`open`), as the run starts
         async with jeeves.stream(...) as events:
             recorder.new_attempt()
             async for event in events:
@@ -77,6 +76,7 @@ class EventRecorder:
         self._deferred = False
         """Whether a deferred event was queued since the last flush began."""
         self._closed = False
+        self._opened = False
         self._lock = anyio.Lock(fast_acquire=True)  # taken by the flusher and `close`: rarely contended
         self._aligning = False
         self._position = 0
@@ -85,8 +85,12 @@ class EventRecorder:
         """Persisted events read ahead for the comparison, from seq `_position + 1` on."""
 
     async def open(self) -> None:
-        """Register the run (running again, after a takeover) and read where its log ends."""
+        """Register the run (running again, after a takeover) and read where its log ends.
+        Optional: `run()` (or the first flush) does it when it was not done, so the run need
+        not wait for it before its first step (the registration rides in that step's batch
+        on PostgreSQL); nothing is written before it."""
         self.last_seq = await self.log.start(self.root, architecture=self.architecture, task=self.task)
+        self._opened = True
 
     def new_attempt(self) -> None:
         """The events added from now on are a new execution of the run, from its seq 1."""
@@ -104,7 +108,10 @@ class EventRecorder:
 
     async def run(self) -> None:
         """Flush queued events until `close()`: at once after an event that ends something,
-        and at most `flush_s` after a deferred one (with nothing queued, it only waits)."""
+        and at most `flush_s` after a deferred one (with nothing queued, it only waits). It
+        registers the run first when `open` was not awaited."""
+        async with self._lock:
+            await self._open_once()
         while not self._closed:
             await self._wake.wait()
             self._wake = anyio.Event()
@@ -114,10 +121,12 @@ class EventRecorder:
                 self._wake = anyio.Event()
             await self.flush()
 
-    async def flush(self) -> None:
-        """Write what is queued, in one batch. An event is written as it is when its seq is
-        already its place in the log (an uninterrupted run), else as a copy renumbered."""
+    async def flush(self, status: str | None = None) -> None:
+        """Write what is queued, in one batch (with the run's `status`, when given). An event
+        is written as it is when its seq is already its place in the log (an uninterrupted
+        run), else as a copy renumbered."""
         async with self._lock:
+            await self._open_once()
             self._urgent = self._deferred = False  # what is queued from here on wakes the flusher again
             batch: list[Event] = []
             while self._queue:
@@ -130,11 +139,16 @@ class EventRecorder:
                     self.last_seq += 1
                     seq = self.last_seq
                     batch.append(item if item.seq == seq else item.model_copy(update={"seq": seq}))
-            await self._write(batch)
+            await self._write(batch, status)
 
-    async def _write(self, batch: list[Event]) -> None:
+    async def _open_once(self) -> None:
+        if not self._opened:
+            await self.open()
+
+    async def _write(self, batch: list[Event], status: str | None = None) -> None:
+        if batch or status is not None:
+            await self.log.append(self.root, batch, status=status)
         if batch:
-            await self.log.append(self.root, batch)
             self.flushes += 1
 
     async def _is_new(self, event: Event) -> bool:
@@ -154,16 +168,14 @@ class EventRecorder:
         return True
 
     async def set_status(self, status: str) -> None:
-        """Write what is queued, then the run's status (`awaiting_approval`, `running`)."""
-        await self.flush()
-        await self.log.set_status(self.root, status)
+        """Write what is queued with the run's status (`awaiting_approval`, `running`), in one
+        write: a follower sees the status with the events before it."""
+        await self.flush(status)
 
     async def close(self, status: str | None) -> None:
-        """Stop the flusher and write what is left, shielded from cancellation; then the
-        run's final status (None: the run did not end here, another worker goes on)."""
+        """Stop the flusher and write what is left with the run's final status, shielded from
+        cancellation (None: the run did not end here, another worker goes on)."""
         self._closed = True
         self._wake.set()
         with anyio.CancelScope(shield=True):
-            await self.flush()
-            if status is not None:
-                await self.log.set_status(self.root, status)
+            await self.flush(status)

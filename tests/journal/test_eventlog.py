@@ -111,3 +111,41 @@ async def test_appends_of_runs_at_once_are_one_statement_and_each_run_gets_its_o
             assert run is not None and run.last_seq == i + 1
     finally:
         await log.aclose()
+
+
+@pytest.mark.postgres
+async def test_a_batch_of_appends_finds_its_runs_by_key_not_by_reading_every_run(postgres_url: str) -> None:
+    """The runs table grows with every run ever logged: an append reads only its runs' rows."""
+    psycopg = pytest.importorskip("psycopg")
+    from jeeves.journal.eventlog_sql import _APPEND
+
+    log = open_event_log(postgres_url)
+    try:
+        await log.start("job", architecture="codegen", task="t")  # the tables
+    finally:
+        await log.aclose()
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO jeeves_event_runs SELECT 'old' || n, 'a', 't', 'completed', 3, 0 "
+            "FROM generate_series(1, 5000) AS n"
+        )
+        conn.execute("ANALYZE jeeves_event_runs")
+        doc = '[["job", 1, 1.0, [[1, "{}"]], null], ["old7", null, 1.0, [], "failed"]]'
+        plan = "\n".join(row[0] for row in conn.execute("EXPLAIN " + _APPEND, (doc,)).fetchall())
+    assert "Seq Scan on jeeves_event_runs" not in plan, plan
+
+
+async def test_events_and_statuses_keep_their_exact_text(target: str) -> None:
+    """Quotes, backslashes, newlines, non-ASCII and emoji come back as they went in, and a
+    status-only append sets the status and keeps the last seq."""
+    text = 'a "quoted" \\ back\nslash, déjà vu, 字, 🙂, \t\u2028'
+    log = open_event_log(target)
+    try:
+        await log.start("job", architecture="codegen", task="t")
+        await log.append("job", [ModelDelta(session_id="job", text=text, seq=1)])
+        await log.append("job", [], status="failed")
+        assert [e.text for e in await log.after("job", 0)] == [text]  # type: ignore[attr-defined]
+        run = await log.run("job")
+        assert run is not None and (run.status, run.last_seq) == ("failed", 1)
+    finally:
+        await log.aclose()

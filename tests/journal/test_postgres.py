@@ -80,6 +80,59 @@ async def test_a_newer_schema_is_refused(postgres_url: str) -> None:
         await PostgresJournal(postgres_url).get_session("r1")
 
 
+async def test_fresh_stores_whose_first_calls_share_a_batch_check_the_journal_once_and_merge(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker opens a store per run, and each store's first call checks the journal's
+    tables: in one batch (one transaction) that check runs once for every store of the
+    database, and their writes still merge into one statement; a check that fails (a newer
+    schema) fails every call it was for, and those calls write nothing."""
+    from jeeves.journal import pgbatch
+
+    async with PostgresJournal(postgres_url) as first:
+        await first.put_session(session())  # the tables exist
+    checks: list[str] = []
+    merged: list[int] = []
+    real_check, real_merged = PostgresJournal._check_version, pgbatch._merged
+
+    def check(self: PostgresJournal, conn: object) -> None:
+        checks.append(self.url)
+        real_check(self, conn)  # type: ignore[arg-type]
+
+    def counted(conn: object, calls: list[pgbatch.Call]) -> None:
+        if calls:
+            merged.append(len(calls))
+        real_merged(conn, calls)
+
+    monkeypatch.setattr(PostgresJournal, "_check_version", check)
+    monkeypatch.setattr(pgbatch, "_merged", counted)
+    stores = [PostgresJournal(postgres_url) for _ in range(5)]
+    async with anyio.create_task_group() as tg:
+        for i, store in enumerate(stores):
+            tg.start_soon(store.put_step, step(f"m{i}", 0))
+    assert (len(checks), merged) == (1, [5])
+    for i, store in enumerate(stores):
+        assert await store.step_indices(f"m{i}") == [0]
+        await store.aclose()
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("UPDATE jeeves_journal SET value = '7' WHERE key = 'schema_version'")
+    stores = [PostgresJournal(postgres_url) for _ in range(3)]
+    errors: list[BaseException] = []
+
+    async def write(store: PostgresJournal, i: int) -> None:
+        try:
+            await store.put_step(step(f"n{i}", 0))
+        except JournalError as exc:
+            errors.append(exc)
+
+    async with anyio.create_task_group() as tg:
+        for i, store in enumerate(stores):
+            tg.start_soon(write, store, i)
+    assert len(errors) == 3 and all("newer jeeves" in str(e) for e in errors)
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM jeeves_steps WHERE session_id LIKE 'n%'").fetchone()[0] == 0
+
+
 async def test_the_stores_of_a_process_share_its_connection_and_their_calls_share_transactions(
     postgres_url: str,
 ) -> None:

@@ -14,7 +14,7 @@ import pytest
 import jeeves
 from jeeves import ActorCritic, Agent, ScriptedModel
 from jeeves.events import Event, ModelDelta
-from jeeves.journal.eventlog import open_event_log, same_event
+from jeeves.journal.eventlog import EventLog, open_event_log, same_event
 from jeeves.journal.recorder import EventRecorder
 from tests.waiting import eventually
 
@@ -37,10 +37,10 @@ async def run_events() -> list[Event]:
 
 
 async def record(path: Path, *attempts: Sequence[Event], status: str | None = "completed") -> EventRecorder:
-    """Record each attempt in turn, as one worker execution does (the flusher running)."""
+    """Record each attempt in turn, as one worker execution does (the flusher running; it
+    registers the run, and reads where its log ends, before it writes anything)."""
     log = open_event_log(path)
     recorder = EventRecorder(log, "job", architecture="ac", task="Write add", flush_s=0.01)
-    await recorder.open()
     try:
         async with anyio.create_task_group() as group:
             group.start_soon(recorder.run)
@@ -128,3 +128,49 @@ async def test_a_delta_queued_while_the_flusher_idles_is_written_within_flush_s(
             await recorder.close("completed")
     finally:
         await log.aclose()
+
+
+class _Writes:
+    """An event log that counts the writes it is asked for (what reaches the database)."""
+
+    def __init__(self, log: EventLog) -> None:
+        self.log = log
+        self.writes: list[str] = []
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.log, name)
+
+    async def append(self, root: str, events: Sequence[Event], *, status: str | None = None) -> None:
+        self.writes.append(f"append {len(events)} {status}")
+        await self.log.append(root, events, status=status)
+
+    async def set_status(self, root: str, status: str) -> None:
+        self.writes.append(f"status {status}")
+        await self.log.set_status(root, status)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+async def test_a_run_s_last_events_and_its_status_are_one_write(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Closing (and a gate's status) writes what is queued with the status, in one write:
+    a follower sees how the run ended with its last events, and the run waits for one
+    transaction, not two; with nothing queued, the status alone."""
+    target = str(request.getfixturevalue("postgres_url")) if kind == "postgres" else str(tmp_path / "runs.db")
+    log = _Writes(open_event_log(target))
+    recorder = EventRecorder(log, "job", architecture="ac", task="t")  # type: ignore[arg-type]
+    await recorder.open()
+    try:
+        recorder.add(ModelDelta(session_id="job__actor_0", text="par", seq=1))
+        await recorder.set_status("awaiting_approval")
+        run = await log.log.run("job")
+        assert run is not None and (run.status, run.last_seq) == ("awaiting_approval", 1)
+        await recorder.set_status("running")
+        recorder.add(ModelDelta(session_id="job__actor_0", text="tial", seq=2))
+        await recorder.close("completed")
+        assert log.writes == ["append 1 awaiting_approval", "append 0 running", "append 1 completed"]
+        run = await log.log.run("job")
+        assert run is not None and (run.status, run.last_seq) == ("completed", 2)
+        assert [e.text for e in await log.log.after("job", 0)] == ["par", "tial"]  # type: ignore[attr-defined]
+    finally:
+        await log.log.aclose()
