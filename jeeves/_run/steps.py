@@ -25,7 +25,7 @@ import anyio
 
 from jeeves._run.state import Reached, Session, StepResult, emit, envelope_of
 from jeeves.budget import BudgetMeter
-from jeeves.errors import BudgetExceeded, MissingCredentials, ModelError, ReplayDivergence
+from jeeves.errors import BudgetExceeded, MissingCredentials, ModelError, ReplayDivergence, UserError
 from jeeves.events import BudgetExceededEvent, Event, Progress
 from jeeves.journal.delta import RequestChain, StepKey, plain_key, recorded_request
 from jeeves.journal.records import (
@@ -123,7 +123,14 @@ def recordable(session: Session, index: int, request: Any) -> StepKey:
         if session._requests is None:
             session._requests = RequestChain()
         return session._requests.key(request, index)
-    return plain_key(request)
+    try:
+        return plain_key(request)
+    except (ValueError, RecursionError):  # JSON cannot hold it: a user's request, not a bug
+        raise UserError(
+            f"Step {index} of session {session.session_id!r} cannot be journaled: its request holds itself "
+            f"or is nested too deeply for JSON. Give ctx.step a JSON-able request (dicts, lists, strings, "
+            f"numbers) with no cycle, nested at most a few hundred levels."
+        ) from None
 
 
 # -- indices and records ---------------------------------------------------------------

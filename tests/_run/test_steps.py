@@ -191,3 +191,46 @@ def test_an_envelope_read_later_reports_the_run_as_it_stood_at_its_step() -> Non
         40,
     )
     assert state.progress["total_steps"] == 3 and state.progress["seconds_left"] < 501
+
+
+class _Asks:
+    """An architecture whose one function step is asked with `request`."""
+
+    name = "asks"
+
+    def __init__(self, request: Any) -> None:
+        self.request = request
+
+    async def run(self, ctx: Any, task: str) -> jeeves.Output:
+        async def answer() -> str:
+            return "done"
+
+        value, _ = await ctx.step("function", "f", self.request, answer, str)
+        return jeeves.Output(value=value, text=value)
+
+
+def _circular() -> dict[str, Any]:
+    request: dict[str, Any] = {"a": 1}
+    request["self"] = request
+    return request
+
+
+def _deep() -> list[Any]:
+    request: list[Any] = []
+    for _ in range(100_000):
+        request = [request]
+    return request
+
+
+@pytest.mark.parametrize("request_", [_circular, _deep], ids=["circular", "deep"])
+async def test_a_request_json_cannot_hold_is_a_one_line_user_error(request_: Any) -> None:
+    journal = MemoryJournal()
+    with pytest.raises(jeeves.UserError) as caught:
+        await jeeves.run(_Asks(request_()), "t", journal=journal, session_id="j")
+    message = str(caught.value).splitlines()[0]
+    assert message.startswith("Step 0 of session 'j' cannot be journaled: its request holds itself")
+    assert "Give ctx.step a JSON-able request" in message
+    assert caught.value.__cause__ is None
+    assert await journal.step_indices("j") == []
+    # the same architecture with a JSON-able request runs
+    assert (await jeeves.run(_Asks({"a": [1, 2]}), "t", journal=MemoryJournal())).text == "done"
