@@ -290,9 +290,7 @@ async def _run(
                 request=record.stored,
                 result=None if error else result,
                 error=encode_error(error) if error else None,
-                events=[e.model_dump(mode="json", exclude=_NOT_EVENT_FIELDS) for e in emitted]
-                if emitted
-                else [],
+                events=[e.model_dump(mode="json", exclude=_NOT_EVENT_FIELDS) for e in emitted],
                 request_json=record.encoded,
             ),
         )

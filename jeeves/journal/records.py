@@ -138,7 +138,7 @@ def live_record(
     (`__pydantic_private__["request_json"]`), which no dump reads: a record dumped by pydantic
     itself is the same. (No class declares it: a class more built at import measurably
     changed when the collector ran in a run without a journal.)"""
-    cls = _LIVE.get(result_type) or kept(_LIVE, result_type, _typed, MAX_LIVE_RECORDS)
+    cls = kept(_LIVE, result_type, _typed, MAX_LIVE_RECORDS)
     record = cls.__new__(cls)
     fields = {
         "v": SCHEMA_VERSION,
