@@ -12,21 +12,39 @@ the machine's load falls on all of them alike), best of `--rounds`:
 - `sqlite`: `SQLiteJournal`, which commits each write on the event loop's own thread
   (`jeeves.journal.sqlite`: never waiting there for a lock or a checkpoint);
 - `sqlite, no SQL`: the same with its transaction skipped: what the store costs around
-  the database.
+  the database;
+- `memory, no keys`, `memory, no records`, `memory, neither`: the memory journal with a
+  part of the step path taken out while that row runs (the kernel's own functions
+  replaced, then put back): each step's request key (its fingerprint and stored form: a
+  constant instead), its record (built, encoded and stored: nothing written), or both.
+  What each row saves against `memory` is what that part costs in the run, with the
+  caches as the rest of the run leaves them; `memory, neither` is the journaled path's
+  bookkeeping alone. These rows journal nothing a replay could use: they explain a
+  cost, they are not a journal.
 
 Each row: CPU time per model call (the process's, the checkpoint thread included), its ratio
 to `bare`, and the context switches per call (`getrusage`: voluntary, involuntary).
 
-    python bench/sqlite_costs.py [--rounds 5] [--turns 200]
+One process's ratios move with the process (the machine's speed at the time, and where the
+process's objects and code landed): `--processes N` runs the whole measurement in N fresh
+processes, one after the other, and reports each row's median ratio over them, with the
+lowest and highest.
+
+    python bench/sqlite_costs.py [--rounds 5] [--turns 200] [--processes 1]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import resource
+import statistics
+import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +54,8 @@ sys.path.insert(1, str(BENCH.parent))
 
 import journal_turns  # noqa: E402
 
+from jeeves._run import steps  # noqa: E402
+from jeeves.journal.delta import StepKey  # noqa: E402
 from jeeves.journal.memory import MemoryJournal  # noqa: E402
 from jeeves.journal.records import StepRecord  # noqa: E402
 from jeeves.journal.sqlite import SQLiteJournal  # noqa: E402
@@ -56,31 +76,76 @@ class NoSQL(SQLiteJournal):
         return None
 
 
-KINDS = ("bare", "memory", "memory, yielding", "sqlite", "sqlite, no SQL")
+_KEY = StepKey("0" * 64, None, lambda: None)
+"""What `memory, no keys` gives every step for its key: no fingerprint, no stored request."""
+
+
+async def _unwritten(journal: Any, record: Any) -> None:
+    return None
+
+
+_SKIPPED: dict[str, dict[str, Any]] = {
+    "keys": {"recordable": lambda session, index, request: _KEY},
+    "records": {"live_record": lambda *args, **fields: None, "put_whole": _unwritten},
+}
+
+
+@contextmanager
+def _without(*parts: str) -> Iterator[None]:
+    """The journaled step path (`jeeves._run.steps`) with `parts` taken out, put back after."""
+    replaced = {name: fn for part in parts for name, fn in _SKIPPED[part].items()}
+    kept = {name: getattr(steps, name) for name in replaced}
+    for name, fn in replaced.items():
+        setattr(steps, name, fn)
+    try:
+        yield
+    finally:
+        for name, fn in kept.items():
+            setattr(steps, name, fn)
+
+
+KINDS = (
+    "bare",
+    "memory",
+    "memory, yielding",
+    "sqlite",
+    "sqlite, no SQL",
+    "memory, no keys",
+    "memory, no records",
+    "memory, neither",
+)
+_PARTS = {
+    "memory, no keys": ("keys",),
+    "memory, no records": ("records",),
+    "memory, neither": ("keys", "records"),
+}
 
 
 def _journals(folder: Path) -> dict[str, Any]:
-    return {
+    journals: dict[str, Any] = {
         "bare": None,
         "memory": MemoryJournal(),
         "memory, yielding": Yielding(),
         "sqlite": SQLiteJournal(folder / "sqlite.db"),
         "sqlite, no SQL": NoSQL(folder / "nosql.db"),
     }
+    return journals | {kind: MemoryJournal() for kind in _PARTS}
 
 
 async def measure(rounds: int, turns: int) -> dict[str, dict[str, float]]:
     with tempfile.TemporaryDirectory() as scratch:
         journals = _journals(Path(scratch))
         for n, kind in enumerate(KINDS):
-            await journal_turns._one(kind, journals[kind], 25, f"warm-{n}")  # imports, caches, tables
+            with _without(*_PARTS.get(kind, ())):
+                await journal_turns._one(kind, journals[kind], 25, f"warm-{n}")  # imports, caches, tables
         best: dict[str, dict[str, float]] = {}
         for round_ in range(rounds):
             for n, kind in enumerate(KINDS):
                 journal = journals[kind]
-                before = resource.getrusage(resource.RUSAGE_SELF)
-                got = await journal_turns._one(kind, journal, turns, f"k{n}-{round_}")
-                after = resource.getrusage(resource.RUSAGE_SELF)
+                with _without(*_PARTS.get(kind, ())):
+                    before = resource.getrusage(resource.RUSAGE_SELF)
+                    got = await journal_turns._one(kind, journal, turns, f"k{n}-{round_}")
+                    after = resource.getrusage(resource.RUSAGE_SELF)
                 row = {
                     "cpu": got["cpu"],
                     "voluntary": (after.ru_nvcsw - before.ru_nvcsw) / turns,
@@ -109,14 +174,47 @@ def _table(best: dict[str, dict[str, float]]) -> str:
     return "\n".join(lines)
 
 
+def _spread(runs: list[dict[str, dict[str, float]]]) -> str:
+    """Each row's ratio to `bare` over the processes: median, lowest, highest."""
+    lines = ["| journal | × bare, median | lowest | highest |", "|---|--:|--:|--:|"]
+    for kind in KINDS:
+        ratios = [run[kind]["cpu"] / run["bare"]["cpu"] for run in runs]
+        lines.append(f"| {kind} | {statistics.median(ratios):.2f} | {min(ratios):.2f} | {max(ratios):.2f} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--turns", type=int, default=200)
+    parser.add_argument("--processes", type=int, default=1, help="fresh processes to measure in, in turn")
+    parser.add_argument("--json", action="store_true", help="print the best rows as JSON (one process)")
     args = parser.parse_args()
-    best = asyncio.run(measure(args.rounds, args.turns))
-    print(f"CPU per model call at {args.turns} turns, best of {args.rounds} rounds:\n")
-    print(_table(best))
+    if args.processes == 1:
+        best = asyncio.run(measure(args.rounds, args.turns))
+        if args.json:
+            print(json.dumps(best))
+            return
+        print(f"CPU per model call at {args.turns} turns, best of {args.rounds} rounds:\n")
+        print(_table(best))
+        return
+    runs = []
+    for _ in range(args.processes):
+        command = [
+            sys.executable,
+            __file__,
+            "--rounds",
+            str(args.rounds),
+            "--turns",
+            str(args.turns),
+            "--json",
+        ]
+        done = subprocess.run(command, capture_output=True, text=True, check=True)
+        runs.append(json.loads(done.stdout))
+    print(
+        f"CPU per model call at {args.turns} turns, best of {args.rounds} rounds, in {args.processes} processes:\n"
+    )
+    print(_spread(runs))
 
 
 if __name__ == "__main__":

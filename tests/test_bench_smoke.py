@@ -194,4 +194,53 @@ def test_sqlite_costs_bench_splits_a_step_into_its_parts() -> None:
         "memory, yielding",
         "sqlite",
         "sqlite, no SQL",
+        "memory, no keys",
+        "memory, no records",
+        "memory, neither",
     ]
+
+
+def test_sqlite_costs_bench_reports_each_ratio_over_fresh_processes() -> None:
+    done = subprocess.run(
+        [sys.executable, "bench/sqlite_costs.py", "--rounds", "1", "--turns", "3", "--processes", "2"],
+        cwd=REPO,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "in 2 processes" in done.stdout
+    rows = {
+        line.split(" | ")[0].lstrip("| "): line for line in done.stdout.splitlines() if line.startswith("| ")
+    }
+    assert rows["bare"] == "| bare | 1.00 | 1.00 | 1.00 |"
+    assert "memory, neither" in rows
+
+
+@pytest.mark.anyio
+async def test_sqlite_costs_ablation_takes_its_parts_out_of_the_step_path_and_puts_them_back() -> None:
+    path = list(sys.path)  # the bench puts its folder first: taken back after the import
+    try:
+        spec = importlib.util.spec_from_file_location("sqlite_costs", REPO / "bench" / "sqlite_costs.py")
+        assert spec is not None and spec.loader is not None
+        sqlite_costs = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sqlite_costs)
+    finally:
+        sys.path[:] = path
+    import jeeves
+    from jeeves._run import steps
+    from jeeves.journal.memory import MemoryJournal
+    from jeeves.testing import ScriptedModel
+
+    kept = (steps.recordable, steps.live_record, steps.put_whole)
+    journal = MemoryJournal()
+    with sqlite_costs._without("keys", "records"):
+        assert (steps.recordable, steps.live_record, steps.put_whole) != kept
+        await jeeves.run(
+            jeeves.Agent("a"), "t", model=ScriptedModel(["hi"]), journal=journal, session_id="cut"
+        )
+    assert (steps.recordable, steps.live_record, steps.put_whole) == kept
+    assert await journal.step_indices("cut") == []  # no record was written
+    await jeeves.run(jeeves.Agent("a"), "t", model=ScriptedModel(["hi"]), journal=journal, session_id="whole")
+    assert await journal.step_indices("whole") == [0]
