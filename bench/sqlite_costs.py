@@ -80,7 +80,7 @@ _KEY = StepKey("0" * 64, None, lambda: None)
 """What `memory, no keys` gives every step for its key: no fingerprint, no stored request."""
 
 
-async def _unwritten(journal: Any, record: Any) -> None:
+async def _unwritten(put: Any, record: Any) -> None:
     return None
 
 

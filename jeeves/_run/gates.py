@@ -265,7 +265,7 @@ async def _write(
     state.suspension.enter()
     try:
         await put_whole(
-            journal,
+            journal.put_step,
             StepRecord(
                 session_id=session.session_id,
                 index=gate.step,

@@ -12,11 +12,9 @@ import time
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-import anyio
-
 from jeeves._run.state import RunState, Session, Start, emit, sent_unread
 from jeeves._run.steering import INJECT_STEP, Intervention, Turn, span_event, watchdog_evaluation
-from jeeves._run.steps import journaled, next_index
+from jeeves._run.steps import journaled, next_index, put_whole
 from jeeves.budget import AXES, Budget, clamp
 from jeeves.errors import PROGRAM_ERRORS, BudgetExceeded, ReplayDivergence, RunEnded, UserError, tag_session
 from jeeves.events import (
@@ -250,12 +248,15 @@ async def record(
     )
     state.suspension.enter()  # a journal write in flight: a suspending run waits for it
     try:
-        with anyio.CancelScope(shield=True):
-            if session.parent_id is not None:
-                await journal.put_session(entry)
-                return
+        if session.parent_id is not None:
+            await put_whole(journal.put_session, entry)
+            return
+
+        async def put_root(record: SessionRecord) -> None:
             async with state.root_lock:
-                await journal.put_session(entry.model_copy(update=root_fields(state, status)))
+                await journal.put_session(record)
+
+        await put_whole(put_root, entry.model_copy(update=root_fields(state, status)))
     finally:
         state.suspension.leave()
 

@@ -29,7 +29,7 @@ from jeeves.errors import BudgetExceeded, MissingCredentials, ModelError, Replay
 from jeeves.events import BudgetExceededEvent, Event, Progress
 from jeeves.journal.delta import RequestChain, StepKey, plain_key, recorded_request
 from jeeves.journal.records import (
-    Journal,
+    SessionRecord,
     StepRecord,
     decode_error,
     encode_error,
@@ -59,6 +59,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+R = TypeVar("R", StepRecord, SessionRecord)
 StepKind = Literal["model", "tool", "function", "gate"]
 _NOT_EVENT_FIELDS = {"seq", "ts", "replayed"}
 
@@ -279,7 +280,7 @@ async def _run(
         error = exc
     if record is not None:
         await put_whole(
-            state.journal,  # type: ignore[arg-type]
+            state.journal.put_step,  # type: ignore[union-attr]
             live_record(
                 result_type,
                 session_id=session.session_id,
@@ -311,18 +312,21 @@ async def _run(
     return StepResult(result, False)  # type: ignore[arg-type]
 
 
-async def put_whole(journal: Journal, record: StepRecord) -> None:
-    """Write `record` so that a cancelled caller still leaves it recorded whole: a cancellation
-    that lands while the write is suspended writes the record again, shielded, then goes on.
-    `put_step` replaces what a step's key held (a resume re-records a step at its key), so the
-    second write leaves exactly the record, whatever the interrupted one did. One path for
-    every store: a write that never suspends (the memory store) is never cancelled, and pays
-    no cancel scope (an anyio scope is about 25k instructions entered and left)."""
+async def put_whole(put: Callable[[R], Awaitable[None]], record: R) -> None:
+    """Write `record` with `put` (a store's `put_step` or `put_session`, or the root's session
+    write under its lock) so that a cancelled caller still leaves it recorded whole: a
+    cancellation that lands while the write is suspended writes the record again, shielded,
+    then goes on. Every such write replaces what the record's key held (a resume re-records a
+    step at its key; a session's record is replaced at each write), so the second write leaves
+    exactly the record, whatever the interrupted one did. One path for every journal write: a
+    write that never suspends (the memory store's; a SQLite child session's, left for the
+    next commit) is never cancelled, and pays no cancel scope (an anyio scope is about 25k
+    instructions entered and left)."""
     try:
-        await journal.put_step(record)
+        await put(record)
     except anyio.get_cancelled_exc_class():
         with anyio.CancelScope(shield=True):
-            await journal.put_step(record)
+            await put(record)
         raise
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pytest
 
 import jeeves
@@ -12,6 +13,7 @@ from jeeves import Output, ScriptedModel
 from jeeves._run.context import Context
 from jeeves.events import SessionStarted
 from jeeves.journal.memory import MemoryJournal
+from jeeves.journal.records import SessionRecord
 from jeeves.telemetry.tracer import NULL_SCOPE, NullTracer
 
 pytestmark = pytest.mark.anyio
@@ -95,3 +97,48 @@ async def test_a_strict_replay_marks_the_built_event_replayed() -> None:
         root = [e async for e in events if isinstance(e, SessionStarted)][0]
     assert root.replayed and replayed.seen[0].replayed
     _same(replayed.seen[0], root)
+
+
+class _TornSessionWrite(MemoryJournal):
+    """A store whose first write of a session's end (the root's, or a child's) stores it torn
+    (no output), then suspends until released; every later write goes through."""
+
+    def __init__(self, *, child: bool) -> None:
+        super().__init__()
+        self.child = child
+        self.writes = 0
+        self.writing = anyio.Event()
+        self.release = anyio.Event()
+
+    async def put_session(self, record: SessionRecord) -> None:
+        if record.status != "completed" or (record.parent_id is not None) != self.child:
+            return await super().put_session(record)
+        self.writes += 1
+        if self.writes == 1:
+            await super().put_session(record.model_copy(update={"output": None}))
+            self.writing.set()
+        await self.release.wait()
+        await super().put_session(record)
+
+
+@pytest.mark.parametrize("child", [True, False])
+async def test_a_session_record_write_cancelled_midway_is_written_whole(child: bool) -> None:
+    """A cancellation that lands while a session's end is being written (a store that
+    suspends) writes it again, shielded (`steps.put_whole`), then goes on: the record is
+    whole, and the run is cancelled."""
+    journal = _TornSessionWrite(child=child)
+    scope = anyio.CancelScope()
+
+    async def run() -> None:
+        with scope:
+            await jeeves.run(Peek(), "t", model=ScriptedModel(["hi"]), session_id="w1", journal=journal)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        await journal.writing.wait()
+        scope.cancel()  # the writer is cancelled mid-write, its torn record stored
+        await anyio.wait_all_tasks_blocked()
+        journal.release.set()
+    assert scope.cancelled_caught and journal.writes == 2
+    written = [s for s in await journal.sessions("w1") if (s.parent_id is not None) == child]
+    assert [(s.status, s.output) for s in written] == [("completed", "hi" if child else "done")]

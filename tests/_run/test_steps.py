@@ -143,7 +143,7 @@ async def test_a_write_cancelled_after_storing_half_a_record_leaves_it_whole() -
 
     async def write() -> None:
         with scope:
-            await put_whole(journal, record)
+            await put_whole(journal.put_step, record)
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(write)
