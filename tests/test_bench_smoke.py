@@ -177,9 +177,10 @@ def test_journal_turns_bench_writes_its_side_by_side_tables(tmp_path: Path) -> N
     assert "| memory |" in out.with_suffix(".table.md").read_text()
 
 
-def test_sqlite_costs_bench_splits_a_step_into_its_parts() -> None:
+def _sqlite_costs(*args: str) -> dict[str, str]:
+    """bench/sqlite_costs.py's table, run with `args`: each row's first cell -> the row."""
     done = subprocess.run(
-        [sys.executable, "bench/sqlite_costs.py", "--rounds", "1", "--turns", "5"],
+        [sys.executable, "bench/sqlite_costs.py", *args],
         cwd=REPO,
         env=subprocess_env(),
         capture_output=True,
@@ -187,7 +188,13 @@ def test_sqlite_costs_bench_splits_a_step_into_its_parts() -> None:
         timeout=300,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    rows = [line.split(" | ")[0].lstrip("| ") for line in done.stdout.splitlines() if line.startswith("| ")]
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith(f"CPU per model call at {args[args.index('--turns') + 1]} turns")
+    return {line.split(" | ")[0].lstrip("| "): line for line in lines if line.startswith("| ")}
+
+
+def test_sqlite_costs_bench_splits_a_step_into_its_parts() -> None:
+    rows = list(_sqlite_costs("--rounds", "1", "--turns", "5"))
     assert rows[1:] == [
         "bare",
         "memory",
@@ -201,19 +208,8 @@ def test_sqlite_costs_bench_splits_a_step_into_its_parts() -> None:
 
 
 def test_sqlite_costs_bench_reports_each_ratio_over_fresh_processes() -> None:
-    done = subprocess.run(
-        [sys.executable, "bench/sqlite_costs.py", "--rounds", "1", "--turns", "3", "--processes", "2"],
-        cwd=REPO,
-        env=subprocess_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "in 2 processes" in done.stdout
-    rows = {
-        line.split(" | ")[0].lstrip("| "): line for line in done.stdout.splitlines() if line.startswith("| ")
-    }
+    rows = _sqlite_costs("--rounds", "1", "--turns", "3", "--processes", "2")
+    assert list(rows)[0] == "journal" and "× bare, median" in rows["journal"]
     assert rows["bare"] == "| bare | 1.00 | 1.00 | 1.00 |"
     assert "memory, neither" in rows
 
