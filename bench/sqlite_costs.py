@@ -209,7 +209,9 @@ def main() -> None:
             str(args.turns),
             "--json",
         ]
-        done = subprocess.run(command, capture_output=True, text=True, check=True)
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"sqlite_costs: a measuring process failed:\n{done.stderr[-3000:]}")
         runs.append(json.loads(done.stdout))
     print(
         f"CPU per model call at {args.turns} turns, best of {args.rounds} rounds, in {args.processes} processes:\n"
