@@ -292,7 +292,6 @@ async def _run(
                 result=None if error else result,
                 error=encode_error(error) if error else None,
                 events=[e.model_dump(mode="json", exclude=_NOT_EVENT_FIELDS) for e in emitted],
-                request_json=record.encoded,
             ),
         )
         record.commit()  # a base for the session's next model step only once it is in the journal

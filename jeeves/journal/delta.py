@@ -38,7 +38,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from pydantic import TypeAdapter
-from pydantic_core import SchemaSerializer, to_json
+from pydantic_core import SchemaSerializer
 
 from jeeves import messages as _messages
 from jeeves._base.redact import strip_credentials
@@ -77,23 +77,16 @@ class StepKey:
     that the step is in the journal (recorded or served), so the next request can extend it.
     """
 
-    __slots__ = ("_commit", "_whole", "encoded", "fingerprint", "stored")
+    __slots__ = ("_commit", "_whole", "fingerprint", "stored")
 
     def __init__(
-        self,
-        fp: str,
-        stored: Any,
-        whole: Callable[[], Any],
-        commit: Callable[[], None] | None = None,
-        encoded: bytes | None = None,
+        self, fp: str, stored: Any, whole: Callable[[], Any], commit: Callable[[], None] | None = None
     ) -> None:
         self.fingerprint = fp
         self.stored = stored
         """The request as the record stores it (a model step's new messages as `Message`s)."""
         self._whole = whole
         self._commit = commit
-        self.encoded = encoded
-        """`stored`'s JSON when the key already wrote it (a model step's), else None."""
 
     def whole(self) -> Any:
         return self._whole()
@@ -143,32 +136,28 @@ class RequestChain:
         self._settings_fp = b""
 
     def key(self, request: ModelRequest, index: int) -> StepKey:
-        """Model step `index`'s key: its new messages on the last committed request, chained.
-        The new messages are serialized once: those bytes are hashed and are the stored
-        form's JSON (`StepKey.encoded`), which the record's encoding writes as they are."""
+        """Model step `index`'s key: its new messages on the last committed request, chained
+        (serialized once, in one pydantic call, to be hashed)."""
         messages, base, prior = request.messages, self._base, self._messages
         if base is not None and self._extends(messages):
             hasher, added, sep = self._hasher.copy(), messages[len(prior) :], b"," if prior else b""
-            head = b'{"base":%d,"messages":' % base
         else:
-            base, hasher, added, sep, head = None, hashlib.sha256(_HEAD), messages, b"", b'{"messages":'
+            base, hasher, added, sep = None, hashlib.sha256(_HEAD), messages, b""
             prior, added = [], list(messages)  # what this request holds now: a copy
-        listed = _messages_serializer().to_json(added)
         if added:
-            hasher.update(sep + listed[1:-1])
+            hasher.update(sep + _messages_serializer().to_json(added)[1:-1])
         stored: dict[str, Any] = (
             {"base": base, "messages": added} if base is not None else {"messages": added}
         )
         settings = (request.tools, request.output_schema, request.params)
         if base is not None and settings == self._settings:
-            settings_fp, encoded, kept_settings = self._settings_fp, head + listed + b"}", self._settings
+            settings_fp, kept_settings = self._settings_fp, self._settings
         else:
             kept_settings = (list(settings[0]), settings[1], dict(settings[2]))
             payload = request.model_dump(mode="json", include=set(SETTINGS))
             payload["params"] = strip_credentials(payload["params"])
             settings_fp = b"\n" + fingerprint(payload).encode()
             stored.update(payload)
-            encoded = head + listed + b"," + to_json(payload)[1:]
         whole = hasher.copy()
         whole.update(settings_fp)
         held, mutations = len(prior), _messages.mutations
@@ -181,7 +170,7 @@ class RequestChain:
             self._base, self._messages, self._hasher, self._mutations = index, kept, hasher, mutations
             self._settings, self._settings_fp = kept_settings, settings_fp
 
-        return StepKey(whole.hexdigest(), stored, request.fingerprint_payload, commit, encoded)
+        return StepKey(whole.hexdigest(), stored, request.fingerprint_payload, commit)
 
     def _extends(self, messages: list[Any]) -> bool:
         prior = self._messages

@@ -122,7 +122,6 @@ def live_record(
     result: Any,
     error: dict[str, Any] | None,
     events: list[dict[str, Any]],
-    request_json: bytes | None = None,
 ) -> StepRecord:
     """The record of a step that ran live, its `result` the very value the step returned (None
     on an error): a `StepRecord` of a subclass whose `result` field is `result_type` (one per
@@ -156,9 +155,7 @@ def live_record(
     object.__setattr__(record, "__dict__", fields)
     object.__setattr__(record, "__pydantic_fields_set__", _GIVEN.copy())
     object.__setattr__(record, "__pydantic_extra__", None)
-    object.__setattr__(
-        record, "__pydantic_private__", None if request_json is None else {"request_json": request_json}
-    )
+    object.__setattr__(record, "__pydantic_private__", None)
     return record
 
 

@@ -74,20 +74,13 @@ def encode_record(record: Record) -> str:
     their order: every store writes what this returns, and nothing else turns a record into
     JSON. Raises a `UserError` naming the step if a value is not JSON-able.
 
-    One pass of pydantic's own serializer, written compactly (`{"type":"step","v":3,…}`); a
-    live step's request whose JSON its key already wrote (a model step's new messages, hashed
-    and stored as the same bytes) is written as those bytes, not serialized again.
+    One pass of pydantic's own serializer, written compactly (`{"type":"step","v":3,…}`).
     Earlier journals were written with `json.dumps`' separators (`{"type": "step", "v": 3, …}`):
     the same keys in the same order, the same values, so every reader (`json.loads`, pydantic's
     JSON parser) reads both alike (docs/design.md, "A record is encoded once").
     """
-    private = record.__pydantic_private__
-    written = private.get("request_json") if private else None
     try:  # `model_dump_json` with its defaults, less its wrapper's keyword plumbing
-        if written is None:
-            body = record.__pydantic_serializer__.to_json(record).decode()
-        else:
-            body = _with_request(record.__pydantic_serializer__.to_json(record, exclude=_REQUEST), written)
+        body = record.__pydantic_serializer__.to_json(record).decode()
     except PydanticSerializationError as exc:
         where = f"Step {record.index} of" if isinstance(record, StepRecord) else "The record of"
         raise UserError(
@@ -98,18 +91,6 @@ def encode_record(record: Record) -> str:
 
 
 _STEP_HEAD = '{"type":"step",'
-_REQUEST = {"request"}
-
-
-def _with_request(body: bytes, request: bytes) -> str:
-    """A live step's record (`body`, encoded without its request) with its request's JSON
-    (`request`, written when its key was made: `jeeves.journal.records.live_record`) in its
-    place, before `"result"`. The first `,"result":` in `body` is the record's own key: the
-    fields before it are scalars, and a string holds a quote only escaped (`\\"`)."""
-    at = body.index(b',"result":')
-    return b"".join((body[:at], b',"request":', request, body[at:])).decode()
-
-
 _SESSION_HEAD = '{"type":"session",'
 
 

@@ -102,25 +102,23 @@ _ADDED = [
 
 
 @pytest.mark.parametrize("settings", ["same", "changed"])
-def test_a_model_step_written_once_encodes_as_its_request_serialized(settings: str) -> None:
-    """A model step's new messages are serialized once, hashed and written as they are: the
-    record encodes exactly as the one whose stored request is serialized with it (the first
-    step whole, the next a delta, its settings written only when they changed)."""
+def test_a_model_step_record_stores_its_new_messages_as_pydantic_writes_them(settings: str) -> None:
+    """A model step's record holds its request's new messages (the `Message` objects) and
+    encodes exactly as the record whose stored request was dumped to JSON first: the first
+    step whole, the next a delta, its settings written only when they changed."""
     chain = RequestChain()
     first = ModelRequest(messages=_FIRST, tools=_TOOLS, params={"temperature": 0.5})
     params = {"temperature": 0.7 if settings == "changed" else 0.5}
     second = ModelRequest(messages=[*_FIRST, *_ADDED], tools=_TOOLS, params=params)
     for index, request in enumerate([first, second]):
         key = chain.key(request, index)
-        assert key.encoded is not None
-        written = live_record(
-            int, **_fields(kind="model", request=key.stored, result=1, request_json=key.encoded)
-        )
-        dumped = json.loads(key.encoded)
-        assert dumped == TypeAdapter(Any).dump_python(key.stored, mode="json")
+        written = live_record(int, **_fields(kind="model", request=key.stored, result=1))
+        dumped = TypeAdapter(Any).dump_python(key.stored, mode="json")
         assert encode_record(written) == encode_record(
             live_record(int, **_fields(kind="model", request=dumped, result=1))
         )
+        assert json.loads(encode_record(written))["request"] == dumped
         assert written.model_dump(mode="json")["request"] == dumped  # a store of one's own dumps it alike
         key.commit()
     assert ("params" in dumped) == (settings == "changed") and dumped["base"] == 0
+    assert dumped["messages"] == [m.model_dump(mode="json") for m in _ADDED]
