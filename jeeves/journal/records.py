@@ -129,14 +129,7 @@ def live_record(
     `model_dump(mode="json")`) serialises the result by its type's own schema in the record's
     one pass, exactly as `TypeAdapter(result_type)` dumps it. Not validated: the kernel built
     every field (a result that does not fit its type is stored as dumped, with pydantic's
-    warning, as the adapter would). The fields set are the ones the constructor was given.
-
-    `request_json`, when given, is `request`'s JSON as pydantic writes it (a model step's key
-    wrote it to hash it): the record's encoding writes those bytes and does not serialize the
-    request again (`encode_record`). It is kept in the record's private storage
-    (`__pydantic_private__["request_json"]`), which no dump reads: a record dumped by pydantic
-    itself is the same. (No class declares it: a class more built at import measurably
-    changed when the collector ran in a run without a journal.)"""
+    warning, as the adapter would). The fields set are the ones the constructor was given."""
     cls = kept(_LIVE, result_type, _typed, MAX_LIVE_RECORDS)
     record = cls.__new__(cls)
     fields = {
