@@ -19,8 +19,13 @@ batch and the objects it found unreachable per run (what only reference cycles h
 many transactions the writes took (`jeeves.journal.sqlite`: committed on the event loop's
 thread, so their CPU time is the batch's).
 
-Run: `python bench/concurrent_journals.py [--n 1000] [--rounds 3]` (prints JSON), or through
-`bench/jeeves_scenarios.py --mode concurrent-journals`.
+One process's ratios move with the process as much as with the code (the bare batch alone
+read 1.85-2.64 s over a day's runs of one tree, stop 41): `--processes N` runs the whole
+measurement in N fresh processes, one after the other, and prints each variant's CPU and
+wall ratio to `bare` in each, with their median, lowest and highest.
+
+Run: `python bench/concurrent_journals.py [--n 1000] [--rounds 3] [--processes 1]` (prints
+JSON), or through `bench/jeeves_scenarios.py --mode concurrent-journals`.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import asyncio
 import gc
 import json
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -199,12 +205,40 @@ async def measure(n: int, rounds: int) -> dict[str, Any]:
     return {"n": n, "rounds": rounds, "rows": rows}
 
 
+def spread(n: int, rounds: int, processes: int) -> dict[str, Any]:
+    """Each variant's ratios to `bare` (CPU, wall) in each of `processes` fresh processes,
+    with their median, lowest and highest."""
+    runs = []
+    for _ in range(processes):
+        command = [sys.executable, __file__, "--n", str(n), "--rounds", str(rounds)]
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"concurrent_journals: a measuring process failed:\n{done.stderr[-3000:]}")
+        runs.append(json.loads(done.stdout.splitlines()[-1])["cj"]["rows"])
+    out: dict[str, Any] = {"n": n, "rounds": rounds, "processes": processes}
+    for ratio in ("cpu_x_bare", "wall_x_bare"):
+        out[ratio] = {}
+        for variant in VARIANTS:
+            each = [run[variant][ratio] for run in runs]
+            out[ratio][variant] = {
+                "median": statistics.median(each),
+                "lowest": min(each),
+                "highest": max(each),
+                "each": each,
+            }
+    return out
+
+
 def main(versions: dict[str, str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--mode", default="concurrent-journals")
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--processes", type=int, default=1, help="fresh processes to measure in, in turn")
     args, _ = parser.parse_known_args()
+    if args.processes > 1:
+        print(json.dumps({"versions": versions or {}, "spread": spread(args.n, args.rounds, args.processes)}))
+        return
     js.build()
     out = asyncio.run(measure(args.n, args.rounds))
     print(json.dumps({"versions": versions or {}, "cj": out}))

@@ -214,6 +214,25 @@ def test_sqlite_costs_bench_reports_each_ratio_over_fresh_processes() -> None:
     assert "memory, neither" in rows
 
 
+def test_concurrent_journals_bench_reports_each_ratio_over_fresh_processes() -> None:
+    done = subprocess.run(
+        [sys.executable, "bench/concurrent_journals.py", "--n", "3", "--rounds", "1", "--processes", "2"],
+        cwd=REPO,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    spread = json.loads(done.stdout)["spread"]
+    assert spread["processes"] == 2
+    for ratio in ("cpu_x_bare", "wall_x_bare"):
+        assert spread[ratio]["bare"] == {"median": 1.0, "lowest": 1.0, "highest": 1.0, "each": [1.0, 1.0]}
+        sqlite = spread[ratio]["sqlite journal"]
+        assert len(sqlite["each"]) == 2 and sqlite["lowest"] <= sqlite["median"] <= sqlite["highest"]
+        assert all(value > 0 for value in sqlite["each"])
+
+
 @pytest.mark.anyio
 async def test_sqlite_costs_ablation_takes_its_parts_out_of_the_step_path_and_puts_them_back() -> None:
     path = list(sys.path)  # the bench puts its folder first: taken back after the import
