@@ -152,24 +152,7 @@ def test_critic_eval_bench_measures_the_examples_critic_on_two_problems(tmp_path
 
 def test_journal_turns_bench_writes_its_side_by_side_tables(tmp_path: Path) -> None:
     out = tmp_path / "JOURNAL_TURNS"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "bench/journal_turns.py",
-            f"this={REPO}",
-            "--runs",
-            "1",
-            "--no-postgres",
-            "--out",
-            str(out),
-        ],
-        cwd=REPO,
-        env=subprocess_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    _bench("journal_turns.py", f"this={REPO}", "--runs", "1", "--no-postgres", "--out", str(out))
     report = json.loads(out.with_suffix(".json").read_text())
     for metric in ("wall", "cpu"):
         assert set(report["best"][metric]["this"]) == {"bare", "memory", "sqlite"}
@@ -177,10 +160,10 @@ def test_journal_turns_bench_writes_its_side_by_side_tables(tmp_path: Path) -> N
     assert "| memory |" in out.with_suffix(".table.md").read_text()
 
 
-def _sqlite_costs(*args: str) -> dict[str, str]:
-    """bench/sqlite_costs.py's table, run with `args`: each row's first cell -> the row."""
+def _bench(script: str, *args: str) -> str:
+    """What `bench/<script>` prints, run with `args` from the repository's root."""
     done = subprocess.run(
-        [sys.executable, "bench/sqlite_costs.py", *args],
+        [sys.executable, f"bench/{script}", *args],
         cwd=REPO,
         env=subprocess_env(),
         capture_output=True,
@@ -188,7 +171,12 @@ def _sqlite_costs(*args: str) -> dict[str, str]:
         timeout=300,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    lines = done.stdout.splitlines()
+    return done.stdout
+
+
+def _sqlite_costs(*args: str) -> dict[str, str]:
+    """bench/sqlite_costs.py's table, run with `args`: each row's first cell -> the row."""
+    lines = _bench("sqlite_costs.py", *args).splitlines()
     assert lines[0].startswith(f"CPU per model call at {args[args.index('--turns') + 1]} turns")
     return {line.split(" | ")[0].lstrip("| "): line for line in lines if line.startswith("| ")}
 
@@ -215,16 +203,8 @@ def test_sqlite_costs_bench_reports_each_ratio_over_fresh_processes() -> None:
 
 
 def test_concurrent_journals_bench_reports_each_ratio_over_fresh_processes() -> None:
-    done = subprocess.run(
-        [sys.executable, "bench/concurrent_journals.py", "--n", "3", "--rounds", "1", "--processes", "2"],
-        cwd=REPO,
-        env=subprocess_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    spread = json.loads(done.stdout)["spread"]
+    printed = _bench("concurrent_journals.py", "--n", "3", "--rounds", "1", "--processes", "2")
+    spread = json.loads(printed)["spread"]
     assert spread["processes"] == 2
     for ratio in ("cpu_x_bare", "wall_x_bare"):
         assert spread[ratio]["bare"] == {"median": 1.0, "lowest": 1.0, "highest": 1.0, "each": [1.0, 1.0]}
