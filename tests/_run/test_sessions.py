@@ -15,6 +15,7 @@ from jeeves.events import SessionStarted
 from jeeves.journal.memory import MemoryJournal
 from jeeves.journal.records import SessionRecord
 from jeeves.telemetry.tracer import NULL_SCOPE, NullTracer
+from tests.memory_journal import cancel_mid_write
 
 pytestmark = pytest.mark.anyio
 
@@ -127,18 +128,11 @@ async def test_a_session_record_write_cancelled_midway_is_written_whole(child: b
     suspends) writes it again, shielded (`steps.put_whole`), then goes on: the record is
     whole, and the run is cancelled."""
     journal = _TornSessionWrite(child=child)
-    scope = anyio.CancelScope()
-
-    async def run() -> None:
-        with scope:
-            await jeeves.run(Peek(), "t", model=ScriptedModel(["hi"]), session_id="w1", journal=journal)
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(run)
-        await journal.writing.wait()
-        scope.cancel()  # the writer is cancelled mid-write, its torn record stored
-        await anyio.wait_all_tasks_blocked()
-        journal.release.set()
+    # the writer is cancelled mid-write, its torn record stored
+    scope = await cancel_mid_write(
+        journal,
+        lambda: jeeves.run(Peek(), "t", model=ScriptedModel(["hi"]), session_id="w1", journal=journal),
+    )
     assert scope.cancelled_caught and journal.writes == 2
     written = [s for s in await journal.sessions("w1") if (s.parent_id is not None) == child]
     assert [(s.status, s.output) for s in written] == [("completed", "hi" if child else "done")]

@@ -17,6 +17,7 @@ from jeeves.journal.memory import MemoryJournal
 from jeeves.journal.records import StepRecord
 from jeeves.messages import Usage
 from jeeves.testing import Reply, call
+from tests.memory_journal import cancel_mid_write
 
 pytestmark = pytest.mark.anyio
 
@@ -96,20 +97,11 @@ async def test_a_step_cancelled_mid_write_is_still_recorded_whole() -> None:
         """Look up."""
         return "v"
 
-    async with anyio.create_task_group() as tg:
-        scope = anyio.CancelScope()
-
-        async def run() -> None:
-            with scope:
-                await jeeves.run(
-                    Agent("x", tools=[lookup]), "t", model=model, journal=journal, session_id="s"
-                )
-
-        tg.start_soon(run)
-        await journal.writing.wait()  # the first model step's record is being written
-        scope.cancel()
-        await anyio.wait_all_tasks_blocked()
-        journal.release.set()
+    # cancelled while the first model step's record is being written
+    scope = await cancel_mid_write(
+        journal,
+        lambda: jeeves.run(Agent("x", tools=[lookup]), "t", model=model, journal=journal, session_id="s"),
+    )
     assert scope.cancelled_caught
     step = await journal.get_step("s", 0)
     assert step is not None and step.kind == "model" and step.result is not None
@@ -139,18 +131,8 @@ async def test_a_write_cancelled_after_storing_half_a_record_leaves_it_whole() -
 
     journal = _TornWrites()
     record = StepRecord(session_id="s", index=0, kind="tool", name="t", fingerprint="f", result={"ok": 1})
-    scope = anyio.CancelScope()
-
-    async def write() -> None:
-        with scope:
-            await put_whole(journal.put_step, record)
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(write)
-        await journal.writing.wait()
-        scope.cancel()  # the writer is cancelled mid-write, its half record stored
-        await anyio.wait_all_tasks_blocked()
-        journal.release.set()
+    # the writer is cancelled mid-write, its half record stored
+    scope = await cancel_mid_write(journal, lambda: put_whole(journal.put_step, record))
     assert scope.cancelled_caught and journal.writes == 2
     stored = await journal.get_step("s", 0)
     assert stored is not None and stored.result == {"ok": 1}
