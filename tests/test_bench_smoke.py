@@ -215,14 +215,7 @@ def test_concurrent_journals_bench_reports_each_ratio_over_fresh_processes() -> 
 
 @pytest.mark.anyio
 async def test_sqlite_costs_ablation_takes_its_parts_out_of_the_step_path_and_puts_them_back() -> None:
-    path = list(sys.path)  # the bench puts its folder first: taken back after the import
-    try:
-        spec = importlib.util.spec_from_file_location("sqlite_costs", REPO / "bench" / "sqlite_costs.py")
-        assert spec is not None and spec.loader is not None
-        sqlite_costs = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sqlite_costs)
-    finally:
-        sys.path[:] = path
+    sqlite_costs = _load_bench("sqlite_costs")
     import jeeves
     from jeeves._run import steps
     from jeeves.journal.memory import MemoryJournal
@@ -239,3 +232,56 @@ async def test_sqlite_costs_ablation_takes_its_parts_out_of_the_step_path_and_pu
     assert await journal.step_indices("cut") == []  # no record was written
     await jeeves.run(jeeves.Agent("a"), "t", model=ScriptedModel(["hi"]), journal=journal, session_id="whole")
     assert await journal.step_indices("whole") == [0]
+
+
+def test_journal_peers_bench_writes_jeeves_rows_without_peers(tmp_path: Path) -> None:
+    out = tmp_path / "JOURNAL_PEERS"
+    _bench("journal_peers.py", "--peers", "", "--no-postgres", "--runs", "1", "--out", str(out))
+    report = json.loads(out.with_suffix(".json").read_text())
+    for metric in ("wall", "cpu"):
+        rows = report["best"][metric]["jeeves"]
+        assert set(rows) == {"bare", "memory", "sqlite"}
+        assert all(set(at) == {"25", "200"} and min(at.values()) > 0 for at in rows.values())
+    text = out.with_suffix(".md").read_text()
+    assert "| framework | durability | µs/call @25 | µs/call @200 |" in text
+    assert "| jeeves | sqlite |" in text
+
+
+def test_journal_peers_table_compares_each_row_with_its_own_frameworks_bare_run() -> None:
+    journal_peers = _load_bench("journal_peers")
+    best = {
+        "cpu": {
+            "jeeves": {"bare": {"25": 100.0, "200": 100.0}, "memory": {"25": 150.0, "200": 160.0}},
+            "langgraph": {"bare": {"25": 2000.0, "200": 3000.0}, "memory": {"25": 3000.0, "200": 6000.0}},
+        }
+    }
+    lines = journal_peers.table(best, "cpu")
+    assert lines[2] == "| jeeves | bare | 100 | 100 | 1.00 | 1.00 | – |"
+    assert lines[3] == "| jeeves | memory | 150 | 160 | 1.07 | 1.60 | 60 |"
+    assert lines[5] == "| LangGraph | memory | 3,000 | 6,000 | 2.00 | 2.00 | 3,000 |"
+
+
+def test_journal_peers_refuses_an_unknown_peer() -> None:
+    done = subprocess.run(
+        [sys.executable, "bench/journal_peers.py", "--peers", "crewai"],
+        cwd=REPO,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "unknown peer(s) crewai; choose from langgraph, pydantic_ai_dbos" in done.stderr
+
+
+def _load_bench(name: str) -> Any:
+    """bench/<name>.py as a module (the bench puts its folder on sys.path: taken back after)."""
+    path = list(sys.path)
+    try:
+        spec = importlib.util.spec_from_file_location(name, REPO / "bench" / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path[:] = path
+    return module
