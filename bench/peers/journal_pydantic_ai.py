@@ -12,7 +12,9 @@ and each model request a DBOS step) and `dbos_durability`: the same agent with t
 `DBOSDurability` capability (the documented replacement), run inside a `@DBOS.workflow`. Neither
 makes a function tool a step ("not automatically wrapped": the docs ask for `@DBOS.step` on a tool
 that does I/O), so in both the durable agents' tool is decorated with `@DBOS.step()`: a step per
-model request and per tool call, as jeeves journals both. Each run is a new workflow (a fresh id).
+model request and per tool call, as jeeves journals both. `dbos_steps`: DBOS's floor, no agent: a
+`@DBOS.workflow` making the same steps (a step returning the model's reply, then the tool step).
+Each run is a new workflow (a fresh id).
 
 µs per model call: the run's wall time over its model calls, and this process's CPU time
 (`time.process_time()`: its threads included, PostgreSQL's server not), best of `--runs`, after
@@ -67,8 +69,11 @@ class Script:
         self.turns, self.calls = turns, 0
 
     async def answer(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        # turn k's request follows k responses
+        return self.reply(sum(isinstance(m, ModelResponse) for m in messages))
+
+    def reply(self, made: int) -> ModelResponse:
         self.calls += 1
-        made = sum(isinstance(m, ModelResponse) for m in messages)  # turn k's request follows k responses
         usage = RequestUsage(input_tokens=10, output_tokens=5)
         if made + 1 >= self.turns:
             return ModelResponse(parts=[TextPart("done")], usage=usage)
@@ -143,8 +148,25 @@ def durable_runs(script: Script, pg_url: str) -> dict[str, Run]:
         with SetWorkflowID(workflow_id):
             return await capability_workflow(turns)
 
+    @DBOS.step(name="journal_peers.model")
+    async def model_step(made: int) -> ModelResponse:
+        return script.reply(made)
+
+    @DBOS.workflow(name="journal_peers.steps_run")
+    async def steps_workflow(turns: int) -> str:
+        for made in range(turns):
+            response = await model_step(made)
+            if not isinstance(response.parts[0], ToolCallPart):
+                return response.text or ""
+            await step(key="k")
+        raise AssertionError("unreachable: the model answers text at the last turn")
+
+    async def run_steps(turns: int, workflow_id: str) -> str:
+        with SetWorkflowID(workflow_id):
+            return await steps_workflow(turns)
+
     DBOS.launch()
-    return {"dbos": run_wrapper, "dbos_durability": run_capability}
+    return {"dbos": run_wrapper, "dbos_durability": run_capability, "dbos_steps": run_steps}
 
 
 async def _writes(script: Script, run: Run, row: str, pg_url: str) -> dict[str, float]:
@@ -181,11 +203,11 @@ async def _writes(script: Script, run: Run, row: str, pg_url: str) -> dict[str, 
 
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
-    turns = [int(t) for t in args.turns.split(",")]
+    turns: list[int] = args.turns
     script = Script()
     rows = {"bare": await _measure("bare", script, bare_run(script), turns, args.runs)}
     versions = {"pydantic-ai-slim": version("pydantic-ai-slim")}
-    out: dict[str, Any] = {"framework": "pydantic-ai", "versions": versions, "rows": rows}
+    out: dict[str, Any] = {"framework": "pydantic-ai", "versions": versions, "rows": rows, "notes": {}}
     if args.pg_url is None:
         return out
     from dbos import DBOS
@@ -199,21 +221,39 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             out["writes"] = {row: await _writes(script, run, row, args.pg_url) for row, run in runs.items()}
     finally:
         DBOS.destroy(destroy_registry=True)
-    step = "each model request a DBOS step, and each tool call (the tool decorated @DBOS.step())"
+    step = (
+        "each model request a DBOS step, and each tool call (the tool decorated @DBOS.step()); a step is"
+        " 2 transactions: a read (workflow status, recorded output) and a write (lock the workflow row,"
+        " insert one dbos.operation_outputs row: the pickled result), each after a pool pre-ping"
+    )
     out["notes"] = {
         "dbos": f"DBOSAgent (deprecated wrapper), a workflow per run: {step}",
         "dbos_durability": f"DBOSDurability capability, agent.run inside a @DBOS.workflow: {step}",
+        "dbos_steps": "DBOS alone, no agent: a @DBOS.workflow making the same steps (the model's reply, the tool)",
     }
     return out
 
 
+def turn_list(text: str) -> list[int]:
+    """`--turns`: comma-separated run lengths, each a positive number of model calls."""
+    try:
+        turns = [int(part) for part in text.split(",")]
+    except ValueError:
+        turns = []
+    if not turns or min(turns) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give comma-separated positive integers, e.g. 25,200")
+    return turns
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", default="25,200", help="comma-separated run lengths (model calls)")
+    parser.add_argument("--turns", type=turn_list, default=[25, 200], help="run lengths, e.g. 25,200")
     parser.add_argument("--runs", type=int, default=3, help="best of this many runs")
     parser.add_argument("--pg-url", help="PostgreSQL URL for DBOS's system database (else only `bare`)")
     parser.add_argument("--writes", action="store_true", help="count a 200-turn run's rows and commits")
     args = parser.parse_args()
+    if args.runs < 1:
+        parser.error(f"--runs {args.runs}: give at least 1")
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     print(json.dumps(asyncio.run(main_async(args))))
 
