@@ -9,8 +9,9 @@ survive a crash and resume a run:
   this checkout);
 - **LangGraph**: its tool loop with no checkpointer, `InMemorySaver`, `AsyncSqliteSaver` at its
   default durability and with `durability="sync"` (bench/peers/journal_langgraph.py);
-- **PydanticAI**: an `Agent`, plain and as a `DBOSAgent` on PostgreSQL (DBOS durable
-  execution: each model request and tool call a DBOS step; bench/peers/journal_pydantic_ai.py).
+- **PydanticAI**: an `Agent`, plain and with its `DBOSDurability` capability on PostgreSQL
+  (DBOS durable execution: each model request and tool call a DBOS step), and DBOS's steps
+  alone, with no agent: the floor of that design (bench/peers/journal_pydantic_ai.py).
 
 Side by side in one run: each framework in its own subprocess (the peers in their own venvs,
 bench/venvs.py), the frameworks taking turns round by round, so a change in the machine's
@@ -125,10 +126,12 @@ def table(best: dict[str, Any], metric: str) -> list[str]:
         bare = rows["bare"]["200"]
         for row, at in rows.items():
             first, last = at[TURNS[0]], at[TURNS[-1]]
-            added = "–" if row == "bare" else f"{last - bare:,.0f}"
+            alone = row.endswith("(no agent)")  # no bare run to compare it with
+            ratio = "–" if alone else f"{last / bare:.2f}"
+            added = "–" if row == "bare" or alone else f"{last - bare:,.0f}"
             lines.append(
                 f"| {NAMES[framework]} | {row} | {first:,.0f} | {last:,.0f} | {last / first:.2f} | "
-                f"{last / bare:.2f} | {added} |"
+                f"{ratio} | {added} |"
             )
     return lines
 

@@ -259,6 +259,14 @@ def test_journal_peers_table_compares_each_row_with_its_own_frameworks_bare_run(
     assert lines[2] == "| jeeves | bare | 100 | 100 | 1.00 | 1.00 | – |"
     assert lines[3] == "| jeeves | memory | 150 | 160 | 1.07 | 1.60 | 60 |"
     assert lines[5] == "| LangGraph | memory | 3,000 | 6,000 | 2.00 | 2.00 | 3,000 |"
+    best["cpu"]["pydantic_ai_dbos"] = {
+        "bare": {"25": 3000.0, "200": 9000.0},
+        "DBOS steps alone (no agent)": {"25": 7000.0, "200": 7000.0},
+    }
+    assert (
+        journal_peers.table(best, "cpu")[-1]
+        == "| PydanticAI | DBOS steps alone (no agent) | 7,000 | 7,000 | 1.00 | – | – |"
+    )
 
 
 def test_journal_peers_refuses_an_unknown_peer() -> None:

@@ -6,13 +6,12 @@ tool call id each) and the text "done" at the last, each tool returning 200 byte
 5 out reported by the model (nothing estimated). The model is a `FunctionModel` with an async
 function (a sync one would run in a thread executor at every call), the tool an async function.
 
-Rows: `bare` (`agent.run`, no durability); with `--pg-url`, `dbos`: the agent wrapped in
-`DBOSAgent` (pydantic-ai's wrapper, deprecated in this version; it makes each run a DBOS workflow
-and each model request a DBOS step) and `dbos_durability`: the same agent with the
-`DBOSDurability` capability (the documented replacement), run inside a `@DBOS.workflow`. Neither
-makes a function tool a step ("not automatically wrapped": the docs ask for `@DBOS.step` on a tool
-that does I/O), so in both the durable agents' tool is decorated with `@DBOS.step()`: a step per
-model request and per tool call, as jeeves journals both. `dbos_steps`: DBOS's floor, no agent: a
+Rows: `bare` (`agent.run`, no durability); with `--pg-url`, `dbos`: the same agent with the
+`DBOSDurability` capability (pydantic-ai's documented way; its `DBOSAgent` wrapper is deprecated
+in this version), run inside a `@DBOS.workflow`: each model request a DBOS step. It does not make
+a function tool a step ("not automatically wrapped": the docs ask for `@DBOS.step` on a tool that
+does I/O), so the durable agent's tool is decorated with `@DBOS.step()`: a step per model request
+and per tool call, as jeeves journals both. `DBOS steps alone (no agent)`: DBOS's floor, a
 `@DBOS.workflow` making the same steps (a step returning the model's reply, then the tool step).
 Each run is a new workflow (a fresh id).
 
@@ -36,7 +35,6 @@ import logging
 import sys
 import time
 import uuid
-import warnings
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from importlib.metadata import version
@@ -51,8 +49,7 @@ INSTRUCTIONS = "You look things up."
 PROMPT = "Look it up."
 RESULT = "r" * 200
 """Each tool call's result: 200 bytes."""
-NAMES = {"dbos": "lookup_wrapper", "dbos_durability": "lookup_capability"}
-"""The durable agents' names (DBOS names their workflows and steps after them)."""
+STEPS_ALONE = "DBOS steps alone (no agent)"
 
 Run = Callable[[int, str], Awaitable[str]]
 """One run of `turns` model calls under a workflow id; returns the output."""
@@ -69,8 +66,7 @@ class Script:
         self.turns, self.calls = turns, 0
 
     async def answer(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        # turn k's request follows k responses
-        return self.reply(sum(isinstance(m, ModelResponse) for m in messages))
+        return self.reply(len(messages) // 2)  # turn k's messages: k requests and k responses, then one
 
     def reply(self, made: int) -> ModelResponse:
         self.calls += 1
@@ -127,22 +123,15 @@ def bare_run(script: Script) -> Run:
 def durable_runs(script: Script, pg_url: str) -> dict[str, Run]:
     """The DBOS rows' runs, registered with DBOS (configured on `pg_url`) and launched."""
     from dbos import DBOS, SetWorkflowID
-    from pydantic_ai.durable_exec.dbos import DBOSAgent, DBOSDurability
+    from pydantic_ai.durable_exec.dbos import DBOSDurability
 
     DBOS(config={"name": "journal_peers", "system_database_url": pg_url, "log_level": "WARNING"})
     step = DBOS.step(name="lookup")(lookup)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="`DBOSAgent` is deprecated")
-        wrapper: Any = DBOSAgent(_agent(script, step, name=NAMES["dbos"]))
-    capable = _agent(script, step, name=NAMES["dbos_durability"], capabilities=[DBOSDurability()])
+    capable = _agent(script, step, name="lookup_capability", capabilities=[DBOSDurability()])
 
     @DBOS.workflow(name="journal_peers.capability_run")
     async def capability_workflow(turns: int) -> str:
         return (await capable.run(PROMPT, usage_limits=_limits(turns))).output
-
-    async def run_wrapper(turns: int, workflow_id: str) -> str:
-        with SetWorkflowID(workflow_id):
-            return str((await wrapper.run(PROMPT, usage_limits=_limits(turns))).output)
 
     async def run_capability(turns: int, workflow_id: str) -> str:
         with SetWorkflowID(workflow_id):
@@ -166,7 +155,7 @@ def durable_runs(script: Script, pg_url: str) -> dict[str, Run]:
             return await steps_workflow(turns)
 
     DBOS.launch()
-    return {"dbos": run_wrapper, "dbos_durability": run_capability, "dbos_steps": run_steps}
+    return {"dbos": run_capability, STEPS_ALONE: run_steps}
 
 
 async def _writes(script: Script, run: Run, row: str, pg_url: str) -> dict[str, float]:
@@ -227,9 +216,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         " insert one dbos.operation_outputs row: the pickled result), each after a pool pre-ping"
     )
     out["notes"] = {
-        "dbos": f"DBOSAgent (deprecated wrapper), a workflow per run: {step}",
-        "dbos_durability": f"DBOSDurability capability, agent.run inside a @DBOS.workflow: {step}",
-        "dbos_steps": "DBOS alone, no agent: a @DBOS.workflow making the same steps (the model's reply, the tool)",
+        "dbos": f"the DBOSDurability capability, agent.run inside a @DBOS.workflow: {step}",
+        STEPS_ALONE: "DBOS alone, no agent: a @DBOS.workflow making the same steps (the model's reply, the tool)",
     }
     return out
 
