@@ -148,6 +148,14 @@ def render(result: dict[str, Any], meta: dict[str, Any]) -> str:
         f"whole run {meta['seconds']:.0f} s · load average before {meta['load_before']}, after "
         f"{meta['load_after']} · `{meta['command']}`",
         "",
+        "The work: a tool-using agent whose fake model answers at once (a tool call every turn, "
+        'the text "done" at the last; usage given), each tool returning 200 bytes: a model step '
+        "and a tool step per model call. µs per model call (the run's time over its model calls), "
+        "best of the rounds, each framework in its own process, taking turns. jeeves: `bare` no "
+        "journal, `memory` a `MemoryJournal`, `sqlite` a `SQLiteJournal` file, `postgres` a "
+        "`PostgresJournal`. PostgreSQL (jeeves' `postgres`, DBOS) is one throwaway local cluster, "
+        "`fsync=off`; its server's CPU is in no row's CPU time.",
+        "",
         f"Peers: {versions}.",
     ]
     for name, notes in result["notes"].items():
