@@ -180,6 +180,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-postgres", action="store_true", help="leave out the rows on PostgreSQL")
     parser.add_argument("--out", help="write OUT.json and OUT.md")
     args = parser.parse_args(argv)
+    if args.runs < 1:
+        parser.error(f"--runs {args.runs}: give at least 1")
     peers = [p for p in args.peers.split(",") if p]
     unknown = sorted(set(peers) - set(PEERS))
     if unknown:

@@ -269,9 +269,16 @@ def test_journal_peers_table_compares_each_row_with_its_own_frameworks_bare_run(
     )
 
 
-def test_journal_peers_refuses_an_unknown_peer() -> None:
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--peers", "crewai"], "unknown peer(s) crewai; choose from langgraph, pydantic_ai_dbos"),
+        (["--runs", "0"], "--runs 0: give at least 1"),
+    ],
+)
+def test_journal_peers_refuses_a_bad_argument_in_one_line(args: list[str], message: str) -> None:
     done = subprocess.run(
-        [sys.executable, "bench/journal_peers.py", "--peers", "crewai"],
+        [sys.executable, "bench/journal_peers.py", *args],
         cwd=REPO,
         env=subprocess_env(),
         capture_output=True,
@@ -279,7 +286,7 @@ def test_journal_peers_refuses_an_unknown_peer() -> None:
         timeout=60,
     )
     assert done.returncode == 2
-    assert "unknown peer(s) crewai; choose from langgraph, pydantic_ai_dbos" in done.stderr
+    assert message in done.stderr and "Traceback" not in done.stderr
 
 
 def _load_bench(name: str) -> Any:
