@@ -187,7 +187,10 @@ def main(argv: list[str] | None = None) -> None:
     if unknown:
         parser.error(f"unknown peer(s) {', '.join(unknown)}; choose from {', '.join(PEERS)}")
     started, load_before = time.perf_counter(), os.getloadavg()
-    result = measure(args.runs, peers, not args.no_postgres)
+    try:
+        result = measure(args.runs, peers, not args.no_postgres)
+    except RuntimeError as exc:  # a peer's venv would not install, or its run failed: its output says why
+        raise SystemExit(f"journal_peers: {exc}") from None
     meta = {
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "commit": _commit(),
