@@ -136,33 +136,41 @@ class JournalBrowser:
     async def requests(self, session_id: str) -> list[dict[str, Any]]:
         """The model steps recorded for `session_id`: step index, model, ok, and the request
         as what it adds to the previous call's (`jeeves.server.requests.DeltaForm`: each
-        message once, however long the session)."""
+        message once, however long the session). Memory stays linear in the session: each
+        step's whole request (as long as the session so far) is rebuilt from the one it
+        extends and kept only while a later step extends it."""
         if self._missing():
             return []
+        steps: list[dict[str, Any]] = []  # each model step's call, its request as stored (a delta)
         store = self._open()
         try:
-            calls: list[dict[str, Any]] = []
-            whole: dict[int, Any] = {}  # each model step's request, rebuilt from what it added
-            form = DeltaForm()
             for index in await store.step_indices(session_id):
                 record = await store.get_step(session_id, index)
                 if record is None or record.kind != "model":
                     continue
-                where = f"{self.name} (session {session_id!r} step {index})"
-                whole[index] = whole_request(mask_credentials(record.request), whole, where)
                 result = record.result if isinstance(record.result, dict) else {}
                 response = result.get("response") if isinstance(result.get("response"), dict) else {}
-                call = {
-                    "call": len(calls),
-                    "step": index,
-                    "model": (response or {}).get("model", ""),
-                    "request": whole[index],
-                    "ok": record.error is None,
-                }
-                calls.append(form.add(call))
-            return calls
+                model = (response or {}).get("model", "")
+                request = mask_credentials(record.request)
+                steps.append({"step": index, "model": model, "request": request, "ok": record.error is None})
         finally:
             await self._close(store)
+        extended_until: dict[int, int] = {}  # a model step -> the position of the last step extending it
+        for position, step in enumerate(steps):
+            if isinstance(step["request"], dict) and isinstance(step["request"].get("base"), int):
+                extended_until[step["request"]["base"]] = position
+        calls: list[dict[str, Any]] = []
+        whole: dict[int, Any] = {}  # the whole requests a later step still extends, and no more
+        form = DeltaForm()
+        for position, step in enumerate(steps):
+            where = f"{self.name} (session {session_id!r} step {step['step']})"
+            request = whole_request(step.pop("request"), whole, where)
+            for index in [i for i in whole if extended_until[i] <= position]:
+                del whole[index]  # a whole request is as long as the session so far: keep few
+            if extended_until.get(step["step"], -1) > position:
+                whole[step["step"]] = request
+            calls.append(form.add({"call": position, **step, "request": request}))
+        return calls
 
 
 async def view_target(journal: str | os.PathLike[str], session_id: str | None) -> str:

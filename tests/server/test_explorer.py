@@ -223,3 +223,74 @@ def test_jeeves_view_of_a_run_the_journal_lacks_is_one_error_line(recorded: Path
 
     assert main(["view", str(recorded), "rec-9", "--no-browser"]) == 2
     assert main(["view", str(recorded.with_name("none.db"))]) == 2  # view browses: the file must exist
+
+
+async def test_a_long_sessions_requests_are_read_holding_only_the_request_the_next_extends(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import jeeves
+    from jeeves import ToolCall, tool
+    from jeeves.journal.memory import MemoryJournal
+    from jeeves.server import recorded
+    from jeeves.testing import FunctionModel, Reply
+
+    @tool
+    async def lookup(key: str) -> str:
+        """Look a key up."""
+        return "r" * 50
+
+    turns = 60
+
+    def answer(request: Any) -> Any:
+        made = (len(request.messages) - 2) // 2
+        if made + 1 >= turns:
+            return Reply(text="done")
+        return Reply(tool_calls=[ToolCall(id=f"c{made}", name="lookup", arguments='{"key": "k"}')])
+
+    journal, model = MemoryJournal(), FunctionModel(answer)
+    await jeeves.run(
+        Agent("You look things up.", tools=[lookup], max_turns=turns + 1),
+        "Go.",
+        model=model,
+        journal=journal,
+        session_id="long",
+    )
+    held: list[int] = []
+    rebuild = recorded.whole_request
+
+    def counted(stored: Any, earlier: Any, where: str = "") -> Any:
+        held.append(len(earlier))  # the whole requests kept when this one is rebuilt
+        return rebuild(stored, earlier, where)
+
+    monkeypatch.setattr(recorded, "whole_request", counted)
+    calls = whole_requests(await recorded.JournalBrowser(journal).requests("long"))
+    assert len(held) == turns and max(held) == 1  # one whole request at a time, not all of them
+    assert [len(c["request"]["messages"]) for c in calls] == [len(r.messages) for r in model.requests]
+    assert calls[-1]["request"]["messages"][-1]["content"] == "r" * 50
+
+
+async def test_a_request_extending_an_older_step_is_rebuilt_from_it() -> None:
+    from jeeves.journal.memory import MemoryJournal
+    from jeeves.journal.records import StepRecord
+    from jeeves.server.recorded import JournalBrowser
+
+    def user(text: str) -> dict[str, Any]:
+        return {"role": "user", "content": text}
+
+    settings = {"tools": [], "output_schema": None, "params": {}}
+    stored = [
+        {"messages": [user("a")], **settings},
+        {"base": 0, "messages": [user("b")]},
+        {"base": 0, "messages": [user("c")]},  # a retry from step 0, not from step 1
+        {"base": 2, "messages": [user("d")]},
+        {"messages": [user("x")], **settings},  # a rewritten history, stored whole
+        {"base": 4, "messages": [user("y")]},
+    ]
+    journal = MemoryJournal()
+    for index, request in enumerate(stored):
+        await journal.put_step(
+            StepRecord(session_id="s", index=index, kind="model", fingerprint="f", request=request, result={})
+        )
+    calls = whole_requests(await JournalBrowser(journal).requests("s"))
+    texts = [[m["content"] for m in call["request"]["messages"]] for call in calls]
+    assert texts == [["a"], ["a", "b"], ["a", "c"], ["a", "c", "d"], ["x"], ["x", "y"]]
