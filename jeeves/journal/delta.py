@@ -224,10 +224,10 @@ async def recorded_request(
         if earlier is None or earlier.kind != "model":
             return record.request
         chain.append(earlier)
-    whole: dict[int, Any] = {}
+    whole: dict[int, Any] = {}  # the step the next one extends, whole: one at a time
     try:
         for step in reversed(chain):
-            whole[step.index] = whole_request(step.request, whole)
+            whole = {step.index: whole_request(step.request, whole)}
     except JournalError:
         return record.request
     return whole[record.index]
