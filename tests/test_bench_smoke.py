@@ -116,16 +116,7 @@ def test_hotpath_measures_run_end_to_end() -> None:
     concurrent batch, both modes' loops making their 6 model calls (the fake checks)."""
 
     def run(*args: str) -> str:
-        done = subprocess.run(
-            [sys.executable, "bench/hotpath.py", *args],
-            cwd=REPO,
-            env=subprocess_env(),
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert done.returncode == 0, done.stderr
-        return done.stdout
+        return _bench("hotpath.py", *args)
 
     calls = run("--calls", "--mode", "run")
     assert calls.startswith("python calls per loop: ") and int(calls.split(":")[1]) > 0
@@ -162,7 +153,14 @@ def test_journal_turns_bench_writes_its_side_by_side_tables(tmp_path: Path) -> N
 
 def _bench(script: str, *args: str) -> str:
     """What `bench/<script>` prints, run with `args` from the repository's root."""
-    done = subprocess.run(
+    done = _run_bench(script, *args)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def _run_bench(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`bench/<script>` run with `args` from the repository's root, however it ends."""
+    return subprocess.run(
         [sys.executable, f"bench/{script}", *args],
         cwd=REPO,
         env=subprocess_env(),
@@ -170,8 +168,6 @@ def _bench(script: str, *args: str) -> str:
         text=True,
         timeout=300,
     )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout
 
 
 def _sqlite_costs(*args: str) -> dict[str, str]:
@@ -277,14 +273,7 @@ def test_journal_peers_table_compares_each_row_with_its_own_frameworks_bare_run(
     ],
 )
 def test_journal_peers_refuses_a_bad_argument_in_one_line(args: list[str], message: str) -> None:
-    done = subprocess.run(
-        [sys.executable, "bench/journal_peers.py", *args],
-        cwd=REPO,
-        env=subprocess_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = _run_bench("journal_peers.py", *args)
     assert done.returncode == 2
     assert message in done.stderr and "Traceback" not in done.stderr
 
