@@ -37,10 +37,12 @@ import os
 import re
 import resource
 import statistics
+import subprocess
 import sys
 import time
 import tracemalloc
 from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 TASK = "Write a Python function add(a, b) that returns the sum of a and b."
@@ -340,3 +342,16 @@ def fail_part(part: str, message: str, versions: Mapping[str, str]) -> None:
     """Print a result that says why scenario `part` could not run, and exit."""
     print(json.dumps({"versions": dict(versions), "errors": {part: message}}))
     sys.exit(0)
+
+
+def in_fresh_processes(script: str, args: list[str], processes: int) -> list[Any]:
+    """What each of `processes` fresh runs of `script` with `args` prints last, as JSON, one
+    process after the other: for a ratio that moves with the process as much as with the code.
+    A run that fails ends the bench, with the tail of its stderr."""
+    printed = []
+    for _ in range(processes):
+        done = subprocess.run([sys.executable, script, *args], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"{Path(script).stem}: a measuring process failed:\n{done.stderr[-3000:]}")
+        printed.append(json.loads(done.stdout.splitlines()[-1]))
+    return printed

@@ -35,7 +35,6 @@ import asyncio
 import gc
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -208,13 +207,8 @@ async def measure(n: int, rounds: int) -> dict[str, Any]:
 def spread(n: int, rounds: int, processes: int) -> dict[str, Any]:
     """Each variant's ratios to `bare` (CPU, wall) in each of `processes` fresh processes,
     with their median, lowest and highest."""
-    runs = []
-    for _ in range(processes):
-        command = [sys.executable, __file__, "--n", str(n), "--rounds", str(rounds)]
-        done = subprocess.run(command, capture_output=True, text=True)
-        if done.returncode != 0:
-            raise SystemExit(f"concurrent_journals: a measuring process failed:\n{done.stderr[-3000:]}")
-        runs.append(json.loads(done.stdout.splitlines()[-1])["cj"]["rows"])
+    printed = common.in_fresh_processes(__file__, ["--n", str(n), "--rounds", str(rounds)], processes)
+    runs = [each["cj"]["rows"] for each in printed]
     out: dict[str, Any] = {"n": n, "rounds": rounds, "processes": processes}
     for ratio in ("cpu_x_bare", "wall_x_bare"):
         out[ratio] = {}

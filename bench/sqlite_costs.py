@@ -40,7 +40,6 @@ import asyncio
 import json
 import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -52,6 +51,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 sys.path.insert(1, str(BENCH.parent))
 
+import common  # noqa: E402
 import journal_turns  # noqa: E402
 
 from jeeves._run import steps  # noqa: E402
@@ -198,21 +198,8 @@ def main() -> None:
         print(f"CPU per model call at {args.turns} turns, best of {args.rounds} rounds:\n")
         print(_table(best))
         return
-    runs = []
-    for _ in range(args.processes):
-        command = [
-            sys.executable,
-            __file__,
-            "--rounds",
-            str(args.rounds),
-            "--turns",
-            str(args.turns),
-            "--json",
-        ]
-        done = subprocess.run(command, capture_output=True, text=True)
-        if done.returncode != 0:
-            raise SystemExit(f"sqlite_costs: a measuring process failed:\n{done.stderr[-3000:]}")
-        runs.append(json.loads(done.stdout))
+    measured = ["--rounds", str(args.rounds), "--turns", str(args.turns), "--json"]
+    runs = common.in_fresh_processes(__file__, measured, args.processes)
     print(
         f"CPU per model call at {args.turns} turns, best of {args.rounds} rounds, in {args.processes} processes:\n"
     )
