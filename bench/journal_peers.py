@@ -59,11 +59,9 @@ def _jeeves(scratch: Path, pg_url: str | None, tag: str) -> dict[str, Any]:
     return dict(journal_turns._run_child(REPO, kinds, scratch, pg_url, tag, False))
 
 
-def _peer(python: Path, name: str, scratch: Path, pg_url: str | None) -> dict[str, Any]:
+def _peer(python: Path, name: str, pg_url: str | None) -> dict[str, Any]:
     script, _, takes_pg = PEERS[name]
     command = [str(python), str(BENCH / "peers" / script), "--turns", ",".join(TURNS), "--runs", "1"]
-    if name == "langgraph":
-        command += ["--scratch", str(scratch)]
     if takes_pg and pg_url is not None:
         command += ["--pg-url", pg_url]
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSTARTUP")}
@@ -106,7 +104,7 @@ def measure(runs: int, peers: list[str], postgres: bool) -> dict[str, Any]:
             for round_ in range(runs):
                 _keep(best, "jeeves", _jeeves(Path(scratch), urls["jeeves"], f"r{round_}"))
                 for name in peers:
-                    got = _peer(pythons[name], name, Path(scratch), urls[name])
+                    got = _peer(pythons[name], name, urls[name])
                     _keep(best, name, got["rows"])
                     versions[name], notes[name] = got.get("versions", {}), got.get("notes", {})
     finally:
