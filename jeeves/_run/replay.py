@@ -18,6 +18,7 @@ import anyio
 from jeeves._run.context import Architecture
 from jeeves._run.source import load_architecture, source_of
 from jeeves.errors import JournalError, ReplayDivergence, UserError
+from jeeves.journal.open import named_runs, read_runs
 from jeeves.journal.records import (
     TERMINAL,
     Journal,
@@ -86,8 +87,8 @@ async def plan_replay(
     served = _Served(journal, await read_run(journal, session_id)) if strict else None
     record = await (journal.get_session(session_id) if served is None else served.recorded(session_id))
     if record is None:
-        records = await journal.sessions() if isinstance(journal, JournalStore) else []
-        known = ", ".join(repr(r.session_id) for r in records if r.parent_id is None) or "none"
+        records = await read_runs(journal) if isinstance(journal, JournalStore) else []
+        known = named_runs([r.session_id for r in records])
         raise UserError(f"{journal!r} holds no run {session_id!r}; its runs are: {known}.")
     if record.parent_id is not None:
         root = session_id.split("__", 1)[0]

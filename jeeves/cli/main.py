@@ -163,6 +163,7 @@ def _build_parser() -> argparse.ArgumentParser:
     runs.add_argument(
         "--watch", action="store_true", help="follow progress (from the journal) until no run is in progress"
     )
+    runs.add_argument("--last", type=int, metavar="N", help="only the latest N runs (default: every run)")
     gates = commands.add_parser("gates", help="list the gates waiting for a decision, with their expiry")
     gates.add_argument("journal", help="a journal file or database URL")
     gates.add_argument("session", nargs="?", help="only this run's gates (default: every run's)")
@@ -492,7 +493,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "runs":
         journal = args.journal or os.environ.get(durable_commands.DATABASE_ENV) or _demo_journal()
         journal = durable_commands.runs_journal(journal)
-        return anyio.run(runs_command, journal, bool(args.json), args.status, bool(args.watch))
+        return anyio.run(runs_command, journal, bool(args.json), args.status, bool(args.watch), args.last)
     if args.command in ("approve", "deny", "resume"):
         return _gate_command(args)
     if args.command == "gates":

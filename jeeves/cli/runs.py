@@ -24,7 +24,7 @@ from jeeves.errors import JeevesError, JournalError, ReplayDivergence, UserError
 from jeeves.events import Event, event_to_json
 from jeeves.journal.open import RunSummary, close_journal, list_runs, open_journal
 from jeeves.journal.records import Journal
-from jeeves.journal.store import JournalStore
+from jeeves.journal.store import JournalStore, latest
 from jeeves.messages import Usage, format_cost
 
 __all__ = ["describe_event", "replay_command", "runs_command", "watch_runs"]
@@ -84,13 +84,23 @@ def _progress_line(run: RunSummary) -> str:
     )
 
 
-async def watch_runs(journal: str, status: str | None = None, interval_s: float = 1.0) -> int:
+async def _listed(journal: str, status: str | None, last: int | None) -> list[RunSummary]:
+    """The runs `jeeves runs` shows: those with `status` (when given), the latest `last` of
+    them (when given). Only root sessions are read, and with no status only the last `last`."""
+    if status is None:
+        return await list_runs(journal, last=last)
+    return latest([r for r in await list_runs(journal) if r.status == status], last)
+
+
+async def watch_runs(
+    journal: str, status: str | None = None, interval_s: float = 1.0, last: int | None = None
+) -> int:
     """Print a line each time a run's status or progress changes, reading the journal (so
     runs of other processes show); return once no run shown is in progress."""
     seen: dict[str, str] = {}
     while True:
         try:
-            runs = [r for r in await list_runs(journal) if status is None or r.status == status]
+            runs = await _listed(journal, status, last)
         except JeevesError as exc:
             return _fail(exc, sys.stderr)
         for run in runs:
@@ -105,14 +115,21 @@ async def watch_runs(journal: str, status: str | None = None, interval_s: float 
 
 
 async def runs_command(
-    journal: str, as_json: bool = False, status: str | None = None, watch: bool = False
+    journal: str,
+    as_json: bool = False,
+    status: str | None = None,
+    watch: bool = False,
+    last: int | None = None,
 ) -> int:
     """Print the root sessions `journal` holds: id, status, rounds, cost and the task
-    (only those with `status`, when given); with `watch`, follow their progress."""
+    (only those with `status`, when given; only the latest `last`, when given); with
+    `watch`, follow their progress."""
+    if last is not None and last < 1:
+        return _fail(UserError(f"--last must be at least 1 run, got {last}."), sys.stderr)
     if watch:
-        return await watch_runs(journal, status)
+        return await watch_runs(journal, status, last=last)
     try:
-        runs = [r for r in await list_runs(journal) if status is None or r.status == status]
+        runs = await _listed(journal, status, last)
     except JeevesError as exc:
         return _fail(exc, sys.stderr)
     if as_json:

@@ -42,7 +42,7 @@ from jeeves.critics.plan import (
     verify,
 )
 from jeeves.errors import JeevesError, UserError
-from jeeves.journal.open import close_journal, open_journal
+from jeeves.journal.open import close_journal, named_runs, open_journal
 from jeeves.journal.records import SessionRecord
 from jeeves.journal.store import JournalStore, in_tree
 from jeeves.models.router import Router
@@ -131,10 +131,10 @@ async def rejudge(
     the order they were recorded, with what `version` says of the same recorded inputs."""
     records = await journal.sessions()
     by_id = {r.session_id: r for r in records}
-    known = {r.session_id for r in records if r.parent_id is None}
-    unknown = [s for s in sessions if s not in known]
+    known = [r.session_id for r in records if r.parent_id is None]
+    unknown = [s for s in sessions if s not in by_id or by_id[s].parent_id is not None]
     if unknown:
-        raise UserError(f"No run {unknown[0]!r} in the journal; its runs are {sorted(known)!r}.")
+        raise UserError(f"No run {unknown[0]!r} in the journal; its runs are {named_runs(known)}.")
     judge = _Judge(version, live, router)
     out: list[Judgement] = []
     for record in records:

@@ -29,7 +29,15 @@ from jeeves.errors import JournalError, UserError
 from jeeves.journal.memory import run_of
 from jeeves.journal.records import DAMAGED, SessionRecord, StepRecord
 from jeeves.journal.snapshot import RunSnapshot
-from jeeves.journal.store import JournalWarning, StoreBase, decode_record, encode_record, in_tree
+from jeeves.journal.store import (
+    JournalWarning,
+    StoreBase,
+    decode_record,
+    encode_record,
+    in_tree,
+    is_root,
+    latest,
+)
 
 __all__ = ["JSONLJournal"]
 
@@ -190,6 +198,12 @@ class JSONLJournal(StoreBase):
     async def sessions(self, root: str | None = None) -> list[SessionRecord]:
         await self._ensure_loaded()
         return [r for r in self._sessions.values() if in_tree(r.session_id, root)]
+
+    async def runs(self, last: int | None = None) -> list[SessionRecord]:
+        """The root sessions, one a run, in the order first recorded (only the latest `last`
+        when given)."""
+        await self._ensure_loaded()
+        return latest([r for r in self._sessions.values() if is_root(r.session_id)], last)
 
     async def step_indices(self, session_id: str) -> list[int]:
         await self._ensure_loaded()

@@ -16,10 +16,19 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from jeeves.errors import JournalError, UserError
 from jeeves.journal.records import DAMAGED, LEASE_S, Journal, SessionRecord, first_error
-from jeeves.journal.store import JournalStore
+from jeeves.journal.store import JournalStore, is_root, latest
 from jeeves.messages import Usage
 
-__all__ = ["JournalLike", "RunSummary", "close_journal", "list_runs", "open_journal", "shown_status"]
+__all__ = [
+    "JournalLike",
+    "RunSummary",
+    "close_journal",
+    "list_runs",
+    "open_journal",
+    "named_runs",
+    "read_runs",
+    "shown_status",
+]
 
 J = TypeVar("J", bound=Journal)
 JournalLike = Journal | str | os.PathLike[str]
@@ -98,18 +107,30 @@ def shown_status(record: SessionRecord, now: float) -> str:
 
 
 async def list_runs(
-    journal: JournalStore | str | os.PathLike[str], *, now: float | None = None
+    journal: JournalStore | str | os.PathLike[str], *, now: float | None = None, last: int | None = None
 ) -> list[RunSummary]:
-    """The root sessions a journal holds, in the order they were first recorded. `now`
-    (wall-clock seconds) decides which leases lapsed; default: the current time."""
+    """The root sessions a journal holds, in the order they were first recorded; only the
+    latest `last` when given. `now` (wall-clock seconds) decides which leases lapsed;
+    default: the current time."""
     store = open_journal(journal, create=False)
     try:
-        records = await store.sessions()
+        records = await read_runs(store, last)
     finally:
         if store is not journal:
             await store.aclose()
     at = time.time() if now is None else now
-    return [_summary(store, r, at) for r in records if r.parent_id is None]
+    return [_summary(store, r, at) for r in records]
+
+
+async def read_runs(store: JournalStore, last: int | None = None) -> list[SessionRecord]:
+    """The root sessions' records (one a run) in the order first recorded, only the latest
+    `last` when given: the store's `runs(last)` (every store jeeves ships, which reads no child
+    session), else its `sessions()`, filtered."""
+    runs = getattr(store, "runs", None)
+    if callable(runs):
+        found: list[SessionRecord] = await runs(last)
+        return found
+    return latest([r for r in await store.sessions() if is_root(r.session_id)], last)
 
 
 def _summary(store: JournalStore, record: SessionRecord, now: float) -> RunSummary:
@@ -131,3 +152,16 @@ def _summary(store: JournalStore, record: SessionRecord, now: float) -> RunSumma
         output=record.output,
         progress=record.progress,
     )
+
+
+SHOWN_RUNS = 5
+"""How many run ids an error message names at most (`named_runs`)."""
+
+
+def named_runs(ids: list[str]) -> str:
+    """Run ids (in the order recorded) as an error message names them, on one line however
+    many the journal holds: every one up to `SHOWN_RUNS`, else the latest few and the count."""
+    if not ids:
+        return "none"
+    shown = ", ".join(repr(sid) for sid in ids[-SHOWN_RUNS:])
+    return shown if len(ids) <= SHOWN_RUNS else f"{shown} (the latest {SHOWN_RUNS} of {len(ids)})"

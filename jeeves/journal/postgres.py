@@ -297,6 +297,11 @@ class PostgresJournal(SQLStore):
     _SELECT_INDICES = "SELECT idx FROM jeeves_steps WHERE session_id = %s ORDER BY idx"
     _SELECT_SESSION = "SELECT record FROM jeeves_sessions WHERE session_id = %s"
     _SELECT_SESSIONS = "SELECT session_id, record FROM jeeves_sessions ORDER BY seq"
+    _SELECT_RUNS = (
+        "SELECT session_id, record FROM jeeves_sessions WHERE strpos(session_id, '__') = 0 "
+        "ORDER BY seq DESC LIMIT %s"
+    )
+    _ALL = None  # LIMIT NULL: every row
     _SELECT_TREE = (
         "SELECT session_id, record FROM jeeves_sessions WHERE session_id = %s "
         "OR left(session_id, %s) = %s ORDER BY seq"

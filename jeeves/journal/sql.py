@@ -48,6 +48,11 @@ class SQLStore(StoreBase):
     """One session's record."""
     _SELECT_SESSIONS: str
     """Every (session_id, record), in the order first recorded."""
+    _SELECT_RUNS: str
+    """The root sessions' (session_id, record), the last first; one parameter: how many
+    (`_ALL` for every one)."""
+    _ALL: object
+    """`_SELECT_RUNS`'s parameter for no limit."""
     _SELECT_TREE: str
     """(session_id, record) of a root and its subtree, in the order first recorded; parameters:
     the root, the length of its children's prefix, that prefix (`root__`)."""
@@ -153,6 +158,14 @@ class SQLStore(StoreBase):
         else:
             rows = await self._call(self._rows, self._SELECT_TREE, root, len(root) + 2, root + "__")
         return [self._decode(str(text), f"session {sid!r}", SessionRecord) for sid, text in rows]
+
+    async def runs(self, last: int | None = None) -> list[SessionRecord]:
+        """The root sessions, one a run, in the order first recorded (only the latest `last`
+        when given): one query that reads and decodes no child session."""
+        if last is not None and last <= 0:
+            return []
+        rows = await self._call(self._rows, self._SELECT_RUNS, self._ALL if last is None else last)
+        return [self._decode(str(text), f"session {sid!r}", SessionRecord) for sid, text in reversed(rows)]
 
     # -- a whole run ---------------------------------------------------------------------
     async def read_run(self, root: str) -> RunSnapshot:

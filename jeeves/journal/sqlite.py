@@ -383,6 +383,8 @@ class SQLiteJournal(SQLStore):
     _SELECT_INDICES = "SELECT idx FROM steps WHERE session_id = ? ORDER BY idx"
     _SELECT_SESSION = "SELECT record FROM sessions WHERE session_id = ?"
     _SELECT_SESSIONS = "SELECT session_id, record FROM sessions ORDER BY rowid"
+    _SELECT_RUNS = "SELECT session_id, record FROM sessions WHERE instr(session_id, '__') = 0 ORDER BY rowid DESC LIMIT ?"
+    _ALL = -1
     _SELECT_TREE = (
         "SELECT session_id, record FROM sessions WHERE session_id = ? "
         "OR substr(session_id, 1, ?) = ? ORDER BY rowid"

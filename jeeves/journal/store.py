@@ -36,10 +36,13 @@ __all__ = [
     "decode_text",
     "encode_record",
     "in_tree",
+    "is_root",
+    "latest",
 ]
 
 Record = StepRecord | SessionRecord
 R = TypeVar("R", StepRecord, SessionRecord)
+T = TypeVar("T")
 
 
 class JournalWarning(UserWarning):
@@ -62,6 +65,16 @@ class JournalStore(Journal, Protocol):
     async def aclose(self) -> None:
         """Release files and connections; the store is not used afterwards."""
         ...
+
+
+def is_root(session_id: str) -> bool:
+    """Whether `session_id` is a run's root session (a child's id spells its path: `root__…`)."""
+    return "__" not in session_id
+
+
+def latest(items: list[T], last: int | None) -> list[T]:
+    """The last `last` of `items` (all of them when `last` is None)."""
+    return items if last is None else items[len(items) - last :] if last > 0 else []
 
 
 def in_tree(session_id: str, root: str | None) -> bool:

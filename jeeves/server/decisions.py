@@ -32,6 +32,7 @@ from jeeves.approvals.decide import (
     record_decision,
 )
 from jeeves.budget import Budget
+from jeeves.journal.open import read_runs
 from jeeves.journal.records import TERMINAL
 from jeeves.journal.store import JournalStore, in_tree
 from jeeves.server.catalog import Catalog
@@ -83,10 +84,10 @@ class Decisions:
         if self.journal is None:
             return []
         out: list[RunRecord] = []
-        for session in await self.journal.sessions():
+        for session in await read_runs(self.journal):
             source = session.source or {}
             name = source.get("name")
-            if session.parent_id is not None or session.status in TERMINAL or source.get("kind") != SERVED:
+            if session.status in TERMINAL or source.get("kind") != SERVED:
                 continue
             if name not in self.catalog.names or self.runs.get(session.session_id) is not None:
                 continue

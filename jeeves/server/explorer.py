@@ -5,8 +5,9 @@
   what it adds to the previous one (`kept`, `added`, `shared` when it changed:
   `jeeves.server.requests.delta_form`), so a long session's read stays linear in its turns.
 - `GET /journal`: the runs the server's journal holds (`create_app(journal=PATH)`, `jeeves
-  serve --journal`, `jeeves view`), as `jeeves runs --json` lists them; `{"journal": null,
-  "runs": []}` on a server without one.
+  serve --journal`, `jeeves view`), as `jeeves runs --json` lists them (`?last=N`: only the
+  latest N, as `jeeves runs --last N`); `{"journal": null, "runs": []}` on a server without
+  one.
 - `GET /journal/runs/{id}/events`: one recorded run's events, by strict replay
   (`jeeves.server.recorded`), as `{"session_id", "events": [...], "error"}`.
 - `GET /journal/runs/{id}/requests/{session_id}`: a recorded session's model requests, in
@@ -17,10 +18,13 @@ Each answers 404 `{"error": ...}` for a run or session it does not hold.
 
 from __future__ import annotations
 
+import re
+
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from jeeves.journal.records import excerpt
 from jeeves.server.recorded import JournalBrowser, NoSuchRun
 from jeeves.server.requests import RequestLog
 
@@ -56,11 +60,22 @@ def _browser(request: Request) -> JournalBrowser:
     return browser
 
 
+_LAST = re.compile(r"[1-9][0-9]{0,8}")
+"""`GET /journal?last=N`: a count of runs, 1 to 999,999,999, in ASCII digits."""
+
+
 async def _journal_runs(request: Request) -> Response:
+    raw = request.query_params.get("last")
+    if raw is not None and not _LAST.fullmatch(raw):
+        message = (
+            f"last must be a number of runs from 1 to 999999999, got {excerpt(raw)}; omit it for every run."
+        )
+        return JSONResponse({"error": message}, status_code=400)
     browser: JournalBrowser | None = getattr(request.app.state, "journal", None)
     if browser is None:  # not an error: the page asks every server, and most browse no journal
         return JSONResponse({"journal": None, "runs": []})
-    return JSONResponse({"journal": browser.name, "runs": await browser.runs()})
+    runs = await browser.runs(last=None if raw is None else int(raw))
+    return JSONResponse({"journal": browser.name, "runs": runs})
 
 
 async def _journal_events(request: Request) -> Response:

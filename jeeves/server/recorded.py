@@ -89,11 +89,12 @@ class JournalBrowser:
         if store is not self.journal:
             await store.aclose()
 
-    async def runs(self) -> list[dict[str, Any]]:
-        """The root sessions the journal holds, as `jeeves runs --json` prints them."""
+    async def runs(self, last: int | None = None) -> list[dict[str, Any]]:
+        """The root sessions the journal holds (only the latest `last`, when given), as
+        `jeeves runs --json` prints them."""
         if self._missing():
             return []
-        return [run.model_dump(mode="json") for run in await list_runs(self.journal)]
+        return [run.model_dump(mode="json") for run in await list_runs(self.journal, last=last)]
 
     async def events(self, session_id: str) -> dict[str, Any]:
         """`{"session_id", "events": [...], "error": null | {type, message}}` from a strict replay."""

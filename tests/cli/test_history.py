@@ -54,6 +54,20 @@ def test_runs_lists_each_run_with_status_rounds_cost_and_task(
     ]
 
 
+def test_runs_last_lists_only_the_latest_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "runs.db"
+    for sid in ("job-1", "job-2", "job-3"):
+        record(path, sid)
+    assert main(["runs", str(path), "--last", "2"]) == 0
+    assert [line.split()[0] for line in capsys.readouterr().out.splitlines()] == ["SESSION", "job-2", "job-3"]
+    assert main(["runs", str(path), "--json", "--last", "1", "--status", "completed"]) == 0
+    assert [json.loads(line)["session_id"] for line in capsys.readouterr().out.splitlines()] == ["job-3"]
+    assert main(["runs", str(path), "--last", "2", "--status", "failed"]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == []
+    assert main(["runs", str(path), "--last", "0"]) == 2
+    assert capsys.readouterr().err == "error: --last must be at least 1 run, got 0.\n"
+
+
 def test_replay_prints_the_event_tree_and_the_output(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

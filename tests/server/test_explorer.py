@@ -164,6 +164,30 @@ async def test_a_recorded_run_that_cannot_be_rebuilt_returns_the_reason_not_a_cr
     assert elsewhere.status_code == 404 and "--journal" in elsewhere.json()["error"]
 
 
+async def test_the_journal_listing_gives_the_latest_runs_and_refuses_a_bad_count(tmp_path: Path) -> None:
+    path = tmp_path / "served.jsonl"
+    async with asgi_client(agent_app(journal=path)) as client:
+        for sid in ("r1", "r2", "r3"):
+            await client.post("/runs", json={"architecture": "agent", "task": "Say hi.", "session_id": sid})
+            await client.get(f"/runs/{sid}/events")  # to the end of the run
+        latest = (await client.get("/journal?last=2")).json()
+        every = (await client.get("/journal")).json()
+        more = (await client.get("/journal?last=501")).json()
+        bad = [
+            await client.get("/journal", params={"last": raw})
+            for raw in ("0", "-1", "two", "١", "1" * 12, "")
+        ]
+    assert [r["session_id"] for r in latest["runs"]] == ["r2", "r3"] and latest["journal"] == "served.jsonl"
+    assert (
+        [r["session_id"] for r in every["runs"]]
+        == ["r1", "r2", "r3"]
+        == [r["session_id"] for r in more["runs"]]
+    )
+    assert [response.status_code for response in bad] == [400] * 6
+    error = bad[2].json()["error"]
+    assert error == 'last must be a number of runs from 1 to 999999999, got "two"; omit it for every run.'
+
+
 async def test_view_opens_the_latest_run_or_the_one_named_and_refuses_others(recorded: Path) -> None:
     assert await view_target(recorded, None) == "rec-1"
     assert await view_target(recorded, "rec-1") == "rec-1"

@@ -406,3 +406,32 @@ def test_the_watchdog_rail_and_a_pending_gate_approved_from_the_page(chrome: Any
     ]
     assert decision == "approved by you"
     assert errors == []
+
+
+def test_a_journal_of_many_runs_lists_the_latest_500(chrome: Any, tmp_path: Path) -> None:
+    """The page asks for the latest 501 runs and lists 500, saying so: a select of thousands
+    helps no one, and `jeeves runs` lists every one."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from jeeves.journal.records import SessionRecord
+    from jeeves.journal.store import encode_record
+
+    journal = tmp_path / "many.jsonl"
+    records = [
+        SessionRecord(session_id=f"run-{i:04d}", role="agent", architecture="agent") for i in range(1200)
+    ]
+    journal.write_text("".join(encode_record(r) + "\n" for r in records))
+    with jeeves_serve("--offline", "--journal", str(journal), cwd=tmp_path) as base:
+        chrome.get(f"{base}/")
+        WebDriverWait(chrome, 60).until(
+            lambda d: d.find_element(By.ID, "recorded").find_elements(
+                By.CSS_SELECTOR, "option[value=run-1199]"
+            )
+        )
+        values = [o.get_attribute("value") for o in chrome.find_elements(By.CSS_SELECTOR, "#recorded option")]
+        label = chrome.find_element(By.ID, "recorded-label").get_attribute("textContent")
+        errors = console_errors(chrome)
+    assert values == ["", *(f"run-{i:04d}" for i in range(700, 1200))]
+    assert label.startswith("Recorded run (many.jsonl, the latest 500)")
+    assert errors == []

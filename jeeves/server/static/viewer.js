@@ -612,13 +612,18 @@ async function loadRuns() {
   if (keep) select.value = keep;
 }
 
+const RECORDED_SHOWN = 500; // the latest runs the list holds: `jeeves runs JOURNAL` lists every one
+
 async function loadRecorded() {
-  const body = await api("/journal");
+  const body = await api(`/journal?last=${RECORDED_SHOWN + 1}`);
   if (!body.journal) return; // this server browses no journal
+  const more = body.runs.length > RECORDED_SHOWN;
+  const runs = more ? body.runs.slice(-RECORDED_SHOWN) : body.runs;
   $("recorded-label").hidden = false;
-  $("recorded-label").firstChild.textContent = `Recorded run (${body.journal}) `;
+  $("recorded-label").firstChild.textContent =
+    `Recorded run (${body.journal}${more ? `, the latest ${RECORDED_SHOWN}` : ""}) `;
   const select = $("recorded");
-  select.replaceChildren(el("option", "", "—"), ...body.runs.map((r) => {
+  select.replaceChildren(el("option", "", "—"), ...runs.map((r) => {
     const o = el("option", "", `${r.session_id} · ${r.architecture} · ${r.status} · ${usageCost(r.usage)}`);
     o.value = r.session_id;
     return o;
