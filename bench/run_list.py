@@ -9,7 +9,11 @@ PYTHONPATH, taking turns round by round:
 
 - `every run`: `list_runs(path)`, what `jeeves runs PATH` prints;
 - `latest 50`: `list_runs(path, last=50)`, what `jeeves runs PATH --last 50` prints (a tree
-  without `last` lists every run and keeps the latest 50, as a user would have to).
+  without `last` lists every run and keeps the latest 50, as a user would have to);
+- `gates`: `jeeves gates PATH` (`gates_command`), the gates waiting for a decision in every
+  run (here none: every run completed);
+- `one run's sessions`: `sessions(root)` of the middle run, its root and children (what a
+  resume, `jeeves approve` and `jeeves gates RUN` read).
 
 Each figure is the best of `--rounds`: wall seconds, and the process's peak RSS above what
 it held before the listing (MB). Prints a markdown table; `--out FILE` writes it with the
@@ -29,7 +33,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-CASES = ("every run", "latest 50")
+CASES = ("every run", "latest 50", "gates", "one run's sessions")
 
 
 def _build(path: Path, runs: int, children: int) -> None:
@@ -89,6 +93,7 @@ def _build(path: Path, runs: int, children: int) -> None:
 def _child(path: str, case: str) -> None:
     import inspect
     import resource
+    import sqlite3
     import time
 
     import anyio
@@ -103,9 +108,28 @@ def _child(path: str, case: str) -> None:
         return 0.0
 
     takes_last = "last" in inspect.signature(list_runs).parameters
+    with sqlite3.connect(path) as conn:  # the middle run's id, found before the clock starts
+        (roots,) = conn.execute("SELECT count(*) FROM sessions WHERE instr(session_id, '__') = 0").fetchone()
+    middle = f"run-{roots // 2:06d}"
     before = rss_mb()
     start = time.perf_counter()
-    if case == "every run":
+    if case == "one run's sessions":
+        from jeeves.journal.sqlite import SQLiteJournal
+
+        async def tree() -> list[Any]:
+            async with SQLiteJournal(path, create=False) as store:
+                return await store.sessions(middle)
+
+        runs = anyio.run(tree)
+    elif case == "gates":
+        import io
+
+        from jeeves.cli.gates import gates_command
+
+        printed = io.StringIO()
+        anyio.run(lambda: gates_command(path, out=printed))
+        runs = [line for line in printed.getvalue().splitlines() if not line.startswith("no gate")]
+    elif case == "every run":
         runs = anyio.run(list_runs, path)
     elif takes_last:
         runs = anyio.run(lambda: list_runs(path, last=50))
@@ -157,7 +181,7 @@ def main() -> None:
                         sys.exit(f"error: {name} ({tree}) failed to list runs:\n{done.stderr[-2000:]}")
                     samples[name][case].append(json.loads(done.stdout.splitlines()[-1]))
     head = f"{args.runs:,} runs of {args.children + 1} sessions each, SQLite, best of {args.rounds} fresh processes"
-    lines = [head, "", "| tree | case | runs listed | wall s | peak RSS MB |", "|---|---|--:|--:|--:|"]
+    lines = [head, "", "| tree | case | lines listed | wall s | peak RSS MB |", "|---|---|--:|--:|--:|"]
     for name in trees:
         for case in CASES:
             got = samples[name][case]

@@ -298,6 +298,7 @@ def test_run_list_bench_lists_a_journal_of_runs_and_their_children(tmp_path: Pat
     )
     assert "60 runs of 3 sessions each, SQLite, best of 1 fresh processes" in printed
     assert "| after | every run | 60 |" in printed and "| after | latest 50 | 50 |" in printed
+    assert "| after | gates | 0 |" in printed
     assert out.read_text().startswith(printed.splitlines()[0])
     refused = _run_bench("run_list.py", "--runs", "5")
     assert refused.returncode == 1 and "name the trees to measure as NAME=PATH" in refused.stderr

@@ -5,7 +5,9 @@ Ids below the root are a pure function of the parent id, the child's role and an
 clock, `random` or `uuid` to name anything, so the same program given the same root id
 names every session the same way in every process, which is what replay keys on.
 Because role names may not contain `__`, the id of a session also spells its path
-from the root, and a session's subtree is every id that starts with `f"{id}__"`.
+from the root, and a session's subtree is every id that starts with `f"{id}__"`. A root id
+may not end with `_` either: the children of `job_` (`job___critic_0`) would start with
+`job__`, inside the subtree of a run `job`.
 """
 
 from __future__ import annotations
@@ -33,10 +35,16 @@ def validate_name(name: object, *, what: str = "role") -> str:
 
 def validate_root_id(session_id: object) -> str:
     """Return `session_id` if it can be a root session id, else raise UserError."""
-    if not isinstance(session_id, str) or not _ROOT.fullmatch(session_id) or "__" in session_id:
+    if (
+        not isinstance(session_id, str)
+        or not _ROOT.fullmatch(session_id)
+        or "__" in session_id
+        or session_id.endswith("_")
+    ):
         raise UserError(
             f"Invalid session_id {session_id!r}: use letters, digits and . _ : - (no '__', "
-            f"which separates a child's role from its parent), e.g. 'job-1'."
+            f"which separates a child's role from its parent, and no '_' at the end, which "
+            f"would make its children's ids start like those of the run without it), e.g. 'job-1'."
         )
     return session_id
 

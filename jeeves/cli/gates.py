@@ -44,7 +44,7 @@ from jeeves.cli.exits import ExitCode, exit_code
 from jeeves.cli.invocation import command_line
 from jeeves.cli.terminal import follow, output_lines, spend_lines
 from jeeves.errors import JeevesError, JournalError, MissingCredentials, UserError
-from jeeves.journal.open import close_journal, list_runs, open_journal
+from jeeves.journal.open import close_journal, open_journal, read_runs
 from jeeves.journal.records import Journal, error_type_name
 from jeeves.journal.store import JournalStore
 from jeeves.journal.unchanged import restored_if_nothing_ran
@@ -151,18 +151,32 @@ async def _recorded_offline(journal: str, session_id: str) -> bool:
     return bool(record is not None and record.source and record.source.get("offline"))
 
 
+ENDED = frozenset({"completed", "rejected", "expired"})
+"""Run states no resume goes on from: no gate of such a run waits for a decision."""
+
+
 async def gates_command(journal: str, session_id: str | None = None, out: TextIO | None = None) -> int:
     """`jeeves gates`: every gate waiting for a decision in `journal` (of run `session_id`,
-    or of every run), one line each with its expiry and the command that decides it."""
+    or of every run that can still go on), one line each with its expiry and the command
+    that decides it. The journal is opened once; the steps of an ended run are not read."""
     out = out or sys.stdout
-    runs = [run.session_id for run in await list_runs(journal)]
-    if session_id is not None and session_id not in runs:
+    store = open_journal(journal, create=False)
+    try:
+        return await _list_gates(store, journal, session_id, out)
+    finally:
+        await close_journal(store)
+
+
+async def _list_gates(store: JournalStore, journal: str, session_id: str | None, out: TextIO) -> int:
+    runs = await read_runs(store)
+    if session_id is not None and session_id not in {run.session_id for run in runs}:
         raise UserError(
             f"{journal} holds no run {session_id!r}; `{command_line('runs', journal)}` lists its runs."
         )
+    going = [run.session_id for run in runs if run.status not in ENDED]
     shown = 0
-    for root in [session_id] if session_id else runs:
-        gates = await pending_gates(journal, root)
+    for root in [session_id] if session_id else going:
+        gates = await pending_gates(store, root)
         for gate in gates:
             which = ["--gate", gate.gate_id] if len(gates) > 1 else []
             out.write(f"{describe_gate(gate)}\n")

@@ -302,10 +302,14 @@ class PostgresJournal(SQLStore):
         "ORDER BY seq DESC LIMIT %s"
     )
     _ALL = None  # LIMIT NULL: every row
-    _SELECT_TREE = (
-        "SELECT session_id, record FROM jeeves_sessions WHERE session_id = %s "
-        "OR left(session_id, %s) = %s ORDER BY seq"
-    )
+    _TREE = "session_id = %s OR left(session_id, %s) = %s"
+    """A root and its subtree (`_tree`), by prefix: the column's collation is the database's,
+    whose order need not be the bytes', so no range of ids is certain to hold the subtree."""
+    _SELECT_TREE = f"SELECT session_id, record FROM jeeves_sessions WHERE {_TREE} ORDER BY seq"
+
+    @staticmethod
+    def _tree(root: str) -> tuple[object, ...]:
+        return (root, len(root) + 2, root + "__")
 
     # -- sessions ------------------------------------------------------------------------
     def _rows(self, conn: psycopg.Connection[Any], sql: str, *args: object) -> list[Any]:
@@ -325,8 +329,7 @@ class PostgresJournal(SQLStore):
 
     # -- a whole run ---------------------------------------------------------------------
     def _read_run(self, conn: psycopg.Connection[Any], root: str) -> tuple[list[Any], list[Any]]:
-        where = "WHERE session_id = %s OR left(session_id, %s) = %s"
-        args = (root, len(root) + 2, root + "__")
+        where, args = f"WHERE {self._TREE}", self._tree(root)
         with transaction(conn):  # both tables as of one moment
             sessions = conn.execute(
                 f"SELECT session_id, record FROM jeeves_sessions {where} ORDER BY seq", args

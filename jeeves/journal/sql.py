@@ -53,9 +53,11 @@ class SQLStore(StoreBase):
     (`_ALL` for every one)."""
     _ALL: object
     """`_SELECT_RUNS`'s parameter for no limit."""
+    _TREE: str
+    """The condition on `session_id` that holds for a root and its subtree; parameters:
+    `_tree(root)`."""
     _SELECT_TREE: str
-    """(session_id, record) of a root and its subtree, in the order first recorded; parameters:
-    the root, the length of its children's prefix, that prefix (`root__`)."""
+    """(session_id, record) of a root and its subtree (`_TREE`), in the order first recorded."""
 
     def __init__(self, cached_sessions: int) -> None:
         self._cache: OrderedDict[str, dict[int, str]] = OrderedDict()
@@ -72,6 +74,11 @@ class SQLStore(StoreBase):
         raise NotImplementedError
 
     def _read_run(self, conn: Any, root: str) -> tuple[list[Any], list[Any]]:
+        raise NotImplementedError
+
+    @staticmethod
+    def _tree(root: str) -> tuple[object, ...]:
+        """`_TREE`'s parameters for `root` and its subtree."""
         raise NotImplementedError
 
     # -- steps -------------------------------------------------------------------------
@@ -156,7 +163,7 @@ class SQLStore(StoreBase):
         if root is None:
             rows = await self._call(self._rows, self._SELECT_SESSIONS)
         else:
-            rows = await self._call(self._rows, self._SELECT_TREE, root, len(root) + 2, root + "__")
+            rows = await self._call(self._rows, self._SELECT_TREE, *self._tree(root))
         return [self._decode(str(text), f"session {sid!r}", SessionRecord) for sid, text in rows]
 
     async def runs(self, last: int | None = None) -> list[SessionRecord]:

@@ -385,19 +385,20 @@ class SQLiteJournal(SQLStore):
     _SELECT_SESSIONS = "SELECT session_id, record FROM sessions ORDER BY rowid"
     _SELECT_RUNS = "SELECT session_id, record FROM sessions WHERE instr(session_id, '__') = 0 ORDER BY rowid DESC LIMIT ?"
     _ALL = -1
-    _SELECT_TREE = (
-        "SELECT session_id, record FROM sessions WHERE session_id = ? "
-        "OR substr(session_id, 1, ?) = ? ORDER BY rowid"
-    )
+    _TREE = "session_id = ? OR (session_id >= ? AND session_id < ?)"
+    """A root and its subtree (`_tree`): the ids in [root__, root_`) are exactly those starting
+    `root__` (the column's collation is binary), so the primary key's index finds them."""
+    _SELECT_TREE = f"SELECT session_id, record FROM sessions WHERE {_TREE} ORDER BY rowid"
+
+    @staticmethod
+    def _tree(root: str) -> tuple[object, ...]:
+        return (root, root + "__", root + "_`")
 
     def _rows(self, conn: sqlite3.Connection, sql: str, *args: object) -> list[Any]:
         return conn.execute(sql, args).fetchall()
 
     def _read_run(self, conn: sqlite3.Connection, root: str) -> tuple[list[Any], list[Any]]:
-        # `root` and the ids in [root__, root_`): exactly those starting `root__` (the column's
-        # collation is binary), so both statements search the primary key's index.
-        where = "WHERE session_id = ? OR (session_id >= ? AND session_id < ?)"
-        args = (root, root + "__", root + "_`")
+        where, args = f"WHERE {self._TREE}", self._tree(root)  # both statements search the index
         conn.execute("BEGIN")  # one read transaction: both tables as of one moment
         try:
             sessions = conn.execute(f"SELECT session_id, record FROM sessions {where} ORDER BY rowid", args)

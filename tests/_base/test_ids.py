@@ -27,6 +27,8 @@ def test_root_ids() -> None:
     assert validate_root_id("job-1.2:x_y") == "job-1.2:x_y"
     with pytest.raises(UserError):
         validate_root_id("bad__id")
+    with pytest.raises(UserError, match=r"Invalid session_id 'job_'.*no '_' at the end"):
+        validate_root_id("job_")  # its child `job___critic_0` would be in the subtree of `job`
     assert new_root_id() != new_root_id()
     with pytest.raises(UserError):
         child_id("r", "x", -1)

@@ -190,3 +190,30 @@ async def test_gates_lists_what_waits_and_how_to_decide_it(tmp_path: Path) -> No
     assert only.getvalue() == "no gate is waiting for a decision\n"
     with pytest.raises(jeeves.UserError, match="holds no run 't-3'"):
         await gates_command(str(path), "t-3")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("ended", ["completed", "rejected", "expired"])
+async def test_gates_reads_no_step_of_a_run_that_ended(tmp_path: Path, ended: str) -> None:
+    """A gate left pending in a run no resume goes on from waits for nothing: listing every
+    run's gates skips such runs without reading their steps (a journal of thousands of
+    finished runs lists its few waiting gates at once). Named, the run is still searched."""
+    path = tmp_path / "runs.db"
+    for sid in ("t-1", "t-2"):
+        await jeeves.run(
+            _support(ScriptedModel({"support": _script()})),
+            "Refund 881",
+            journal=path,
+            session_id=sid,
+            approvals=Approvals(gate_ttl_s=3_600),
+        )
+    async with SQLiteJournal(path) as journal:
+        record = await journal.get_session("t-1")
+        assert record is not None and record.status == "awaiting_gate"
+        await journal.put_session(record.model_copy(update={"status": ended}))
+    out = io.StringIO()
+    assert await gates_command(str(path), out=out) == 0
+    assert [line.split()[0] for line in out.getvalue().splitlines()[::2]] == ["t-2#1"]
+    named = io.StringIO()
+    assert await gates_command(str(path), "t-1", out=named) == 0
+    assert named.getvalue().startswith("t-1#1  refund(")

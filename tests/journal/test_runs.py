@@ -123,3 +123,15 @@ async def test_replaying_a_run_a_big_journal_lacks_names_its_latest_runs() -> No
     message = str(caught.value)
     assert "holds no run 'nobody'; its runs are: 'r2', 'r3', 'r4', 'r5', 'r6' (the latest 5 of 7)." in message
     assert "\n" not in message and "worker" not in message
+
+
+async def test_every_store_reads_a_runs_subtree_and_nothing_with_a_like_id(stores: Stores) -> None:
+    """A subtree is `root` and the ids starting `root__` (SQLite finds them through the
+    primary key's index, as a range): never a run whose id only starts like it."""
+    await _record(stores.open(), "a", "a_b", "a-b", "ab", "a.b", "a:b")
+    store = stores.open()
+
+    for root in ("a", "a_b", "a:b"):
+        tree = [r.session_id for r in await store.sessions(root)]
+        assert tree[0] == root and sorted(tree[1:]) == [f"{root}__worker_{k}" for k in range(3)], tree
+    assert [r.session_id for r in await store.runs()] == ["a", "a_b", "a-b", "ab", "a.b", "a:b"]  # type: ignore[attr-defined]
