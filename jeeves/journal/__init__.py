@@ -4,7 +4,8 @@
 - `PostgresJournal`: many writers on many machines (needs `jeeves[postgres]`).
 - `open_journal(target)`: a `postgresql://` URL opens a PostgresJournal, a `.jsonl` path a
   JSONLJournal, any other path a SQLiteJournal.
-- `list_runs(journal)`: the recorded runs (root sessions) with status, rounds and cost.
+- `list_runs(journal, last=None)`: the recorded runs (root sessions) with status, rounds and
+  cost, oldest first (only the latest `last`); no child session is read.
 - `RunSnapshot`: one run read at once (`store.read_run(root)`), what a strict replay serves from.
 - `open_event_log(target)`: the `EventLog` of runs' persisted events in a journal database
   (what `jeeves serve --database` follows); `EventRecorder` writes a run's events into it.

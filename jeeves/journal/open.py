@@ -14,6 +14,7 @@ from typing import Any, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from jeeves._base.validate import check_int
 from jeeves.errors import JournalError, UserError
 from jeeves.journal.records import DAMAGED, LEASE_S, Journal, SessionRecord, first_error
 from jeeves.journal.store import JournalStore, is_root, latest
@@ -112,6 +113,8 @@ async def list_runs(
     """The root sessions a journal holds, in the order they were first recorded; only the
     latest `last` when given. `now` (wall-clock seconds) decides which leases lapsed;
     default: the current time."""
+    if last is not None:
+        check_int(last, name="last", minimum=1)
     store = open_journal(journal, create=False)
     try:
         records = await read_runs(store, last)

@@ -44,6 +44,12 @@ async def test_every_store_lists_its_runs_in_order_the_latest_last(stores: Store
     assert [r.status for r in await list_runs(store)] == ["completed"] * 3
 
 
+@pytest.mark.parametrize("last", [0, -3, True, 2.0, "2"])
+async def test_list_runs_refuses_a_last_that_is_not_a_count(last: object) -> None:
+    with pytest.raises(UserError, match=r"^last must be an int >= 1, got"):
+        await list_runs(MemoryJournal(), last=last)  # type: ignore[arg-type]
+
+
 async def test_a_run_recorded_again_keeps_its_place(stores: Stores) -> None:
     """A root's record is rewritten as it runs (status, lease, progress): its place in the
     list is where it was first recorded, in every store."""
