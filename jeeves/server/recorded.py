@@ -32,7 +32,7 @@ from jeeves._run.replay import plan_replay
 from jeeves._run.runner import stream
 from jeeves.errors import UserError
 from jeeves.journal.delta import whole_request
-from jeeves.journal.open import list_runs, open_journal
+from jeeves.journal.open import close_journal, list_runs, open_journal, read_runs
 from jeeves.journal.records import TERMINAL, error_type_name
 from jeeves.journal.store import JournalStore
 from jeeves.server.requests import DeltaForm
@@ -176,18 +176,24 @@ class JournalBrowser:
 
 async def view_target(journal: str | os.PathLike[str], session_id: str | None) -> str:
     """The run `jeeves view` opens: `session_id` if the journal holds it as a run, else (None) the latest.
+    Reads that run's record, or the latest runs' (never every run's).
 
     Raises:
-        UserError: the journal holds no runs, or not that one (the message lists them).
+        UserError: the journal holds no runs, or not that one (the message names the latest).
     """
-    runs = [run.session_id for run in await list_runs(journal)]
+    store = open_journal(journal, create=False)
+    try:
+        record = None if session_id is None else await store.get_session(session_id)
+        if record is not None and record.parent_id is None:
+            return record.session_id
+        runs = [run.session_id for run in await read_runs(store, 10)]
+    finally:
+        await close_journal(store)
     if not runs:
         raise UserError(f"{journal} holds no runs; record one with `jeeves run SPEC --journal {journal}`.")
     if session_id is None:
         return runs[-1]
-    if session_id not in runs:
-        shown = ", ".join(repr(r) for r in runs[-10:])
-        raise UserError(
-            f"{journal} holds no run {session_id!r}; its latest runs are: {shown} (`jeeves runs {journal}` lists all)."
-        )
-    return session_id
+    shown = ", ".join(repr(r) for r in runs)
+    raise UserError(
+        f"{journal} holds no run {session_id!r}; its latest runs are: {shown} (`jeeves runs {journal}` lists all)."
+    )

@@ -193,6 +193,8 @@ async def test_view_opens_the_latest_run_or_the_one_named_and_refuses_others(rec
     assert await view_target(recorded, "rec-1") == "rec-1"
     with pytest.raises(Exception, match=r"holds no run 'rec-9'.*'rec-1'"):
         await view_target(recorded, "rec-9")
+    with pytest.raises(Exception, match=r"holds no run 'rec-1__actor_1'; its latest runs are: 'rec-1' "):
+        await view_target(recorded, "rec-1__actor_1")  # a session of the run, not a run
 
 
 async def test_one_journal_records_the_servers_runs_and_the_page_browses_them(tmp_path: Path) -> None:
