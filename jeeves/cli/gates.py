@@ -168,14 +168,19 @@ async def gates_command(journal: str, session_id: str | None = None, out: TextIO
 
 
 async def _list_gates(store: JournalStore, journal: str, session_id: str | None, out: TextIO) -> int:
-    runs = await read_runs(store)
-    if session_id is not None and session_id not in {run.session_id for run in runs}:
-        raise UserError(
-            f"{journal} holds no run {session_id!r}; `{command_line('runs', journal)}` lists its runs."
-        )
-    going = [run.session_id for run in runs if run.status not in ENDED]
+    if session_id is not None:
+        record = await store.get_session(session_id)
+        if record is None or record.parent_id is not None:
+            raise UserError(
+                f"{journal} holds no run {session_id!r}; `{command_line('runs', journal)}` lists its runs."
+            )
+    roots = (
+        [session_id]
+        if session_id
+        else [r.session_id for r in await read_runs(store) if r.status not in ENDED]
+    )
     shown = 0
-    for root in [session_id] if session_id else going:
+    for root in roots:
         gates = await pending_gates(store, root)
         for gate in gates:
             which = ["--gate", gate.gate_id] if len(gates) > 1 else []
