@@ -44,7 +44,7 @@ from jeeves.cli.exits import ExitCode, exit_code
 from jeeves.cli.invocation import command_line
 from jeeves.cli.terminal import follow, output_lines, spend_lines
 from jeeves.errors import JeevesError, JournalError, MissingCredentials, UserError
-from jeeves.journal.open import close_journal, open_journal, read_runs
+from jeeves.journal.open import close_journal, find_run, open_journal, read_runs
 from jeeves.journal.records import Journal, error_type_name
 from jeeves.journal.store import JournalStore
 from jeeves.journal.unchanged import restored_if_nothing_ran
@@ -168,12 +168,10 @@ async def gates_command(journal: str, session_id: str | None = None, out: TextIO
 
 
 async def _list_gates(store: JournalStore, journal: str, session_id: str | None, out: TextIO) -> int:
-    if session_id is not None:
-        record = await store.get_session(session_id)
-        if record is None or record.parent_id is not None:
-            raise UserError(
-                f"{journal} holds no run {session_id!r}; `{command_line('runs', journal)}` lists its runs."
-            )
+    if session_id is not None and await find_run(store, session_id) is None:
+        raise UserError(
+            f"{journal} holds no run {session_id!r}; `{command_line('runs', journal)}` lists its runs."
+        )
     roots = (
         [session_id]
         if session_id

@@ -35,8 +35,7 @@ from jeeves.journal.store import (
     decode_record,
     encode_record,
     in_tree,
-    is_root,
-    latest,
+    runs_of,
 )
 
 __all__ = ["JSONLJournal"]
@@ -203,7 +202,7 @@ class JSONLJournal(StoreBase):
         """The root sessions, one a run, in the order first recorded (only the latest `last`
         when given)."""
         await self._ensure_loaded()
-        return latest([r for r in self._sessions.values() if is_root(r.session_id)], last)
+        return runs_of(self._sessions.values(), last)
 
     async def step_indices(self, session_id: str) -> list[int]:
         await self._ensure_loaded()

@@ -17,13 +17,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from jeeves._base.validate import check_int
 from jeeves.errors import JournalError, UserError
 from jeeves.journal.records import DAMAGED, LEASE_S, Journal, SessionRecord, first_error
-from jeeves.journal.store import JournalStore, is_root, latest
+from jeeves.journal.store import JournalStore, runs_of
 from jeeves.messages import Usage
 
 __all__ = [
     "JournalLike",
     "RunSummary",
     "close_journal",
+    "find_run",
     "list_runs",
     "open_journal",
     "named_runs",
@@ -125,6 +126,13 @@ async def list_runs(
     return [_summary(store, r, at) for r in records]
 
 
+async def find_run(store: Journal, session_id: str) -> SessionRecord | None:
+    """The record of run `session_id` (a root session); None when the journal holds no run of
+    that id (nothing, or a child session)."""
+    record = await store.get_session(session_id)
+    return record if record is not None and record.parent_id is None else None
+
+
 async def read_runs(store: JournalStore, last: int | None = None) -> list[SessionRecord]:
     """The root sessions' records (one a run) in the order first recorded, only the latest
     `last` when given: the store's `runs(last)` (every store jeeves ships, which reads no child
@@ -133,7 +141,7 @@ async def read_runs(store: JournalStore, last: int | None = None) -> list[Sessio
     if callable(runs):
         found: list[SessionRecord] = await runs(last)
         return found
-    return latest([r for r in await store.sessions() if is_root(r.session_id)], last)
+    return runs_of(await store.sessions(), last)
 
 
 def _summary(store: JournalStore, record: SessionRecord, now: float) -> RunSummary:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Iterable
 from types import TracebackType
 from typing import Annotated, Any, Literal, Protocol, Self, TypeVar, runtime_checkable
 
@@ -38,6 +39,7 @@ __all__ = [
     "in_tree",
     "is_root",
     "latest",
+    "runs_of",
 ]
 
 Record = StepRecord | SessionRecord
@@ -75,6 +77,11 @@ def is_root(session_id: str) -> bool:
 def latest(items: list[T], last: int | None) -> list[T]:
     """The last `last` of `items` (all of them when `last` is None)."""
     return items if last is None else items[len(items) - last :] if last > 0 else []
+
+
+def runs_of(records: Iterable[SessionRecord], last: int | None) -> list[SessionRecord]:
+    """The root sessions among `records` (in their order), only the latest `last` when given."""
+    return latest([r for r in records if is_root(r.session_id)], last)
 
 
 def in_tree(session_id: str, root: str | None) -> bool:

@@ -32,7 +32,7 @@ from jeeves._run.replay import plan_replay
 from jeeves._run.runner import stream
 from jeeves.errors import UserError
 from jeeves.journal.delta import whole_request
-from jeeves.journal.open import close_journal, list_runs, open_journal, read_runs
+from jeeves.journal.open import close_journal, find_run, list_runs, open_journal, read_runs
 from jeeves.journal.records import TERMINAL, error_type_name
 from jeeves.journal.store import JournalStore
 from jeeves.server.requests import DeltaForm
@@ -183,9 +183,8 @@ async def view_target(journal: str | os.PathLike[str], session_id: str | None) -
     """
     store = open_journal(journal, create=False)
     try:
-        record = None if session_id is None else await store.get_session(session_id)
-        if record is not None and record.parent_id is None:
-            return record.session_id
+        if session_id is not None and await find_run(store, session_id) is not None:
+            return session_id
         runs = [run.session_id for run in await read_runs(store, 10)]
     finally:
         await close_journal(store)
