@@ -303,3 +303,23 @@ def test_run_list_bench_lists_a_journal_of_runs_and_their_children(tmp_path: Pat
     refused = _run_bench("run_list.py", "--runs", "5")
     assert refused.returncode == 1 and "name the trees to measure as NAME=PATH" in refused.stderr
     assert "Traceback" not in refused.stderr
+
+
+@pytest.mark.postgres
+def test_pg_run_read_bench_reads_one_run_of_a_journal_of_many(tmp_path: Path) -> None:
+    from bench.pgcluster import INSTALL, find_binaries
+
+    pytest.importorskip("psycopg")
+    if find_binaries() is None:
+        pytest.skip(f"PostgreSQL is not installed; {INSTALL}")
+    out = tmp_path / "PG_RUN_READ.md"
+    printed = _bench(
+        "pg_run_read.py", "after=.", "--runs", "30", "--children", "2", "--steps", "3", "--rounds", "1",
+        "--out", str(out),
+    )  # fmt: skip
+    assert "30 runs of 3 sessions of 3 steps each (270 steps," in printed
+    assert "| after | one run's sessions | 3 |" in printed and "| after | one run whole | 12 |" in printed
+    assert out.read_text().startswith(printed.splitlines()[0])
+    refused = _run_bench("pg_run_read.py", "after=.", "--steps", "0")
+    assert refused.returncode == 1 and "--steps and --rounds must be at least 1" in refused.stderr
+    assert "Traceback" not in refused.stderr

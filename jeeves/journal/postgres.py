@@ -20,7 +20,10 @@ whatever `StepRecord` / `SessionRecord` holds; new fields need no new columns.
 Reading: the steps of a session are read in one query on its first use and kept
 (write-through, once committed), so a replay reads each session once. A store object
 therefore belongs to one process's view of a run: a worker opens one per run it executes,
-and a run is executed by one worker at a time (`jeeves.durable`).
+and a run is executed by one worker at a time (`jeeves.durable`). A run's sessions (a strict
+replay's read, `jeeves approve`) are found through an index, never by reading the table
+(`jeeves_sessions_tree`: the ids by their bytes, so a subtree is one range of it), and
+their steps through the steps' primary key, whatever the journal holds besides.
 
 Talking to the server: every call of every store of an event loop on one database joins
 a batch, and a batch is one transaction in a thread of the batches' own
@@ -39,6 +42,7 @@ from __future__ import annotations
 
 import functools
 import re
+import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -56,20 +60,28 @@ __all__ = ["PostgresJournal", "is_database_url", "display_url"]
 
 T = TypeVar("T")
 R = TypeVar("R", StepRecord, SessionRecord)
-_TABLES_SEEN: set[str] = set()
-"""Databases whose journal tables this process found (a committed check): a new store there
-reads only their version."""
+_TABLES_SEEN: set[tuple[str, bool]] = set()
+"""Databases whose journal tables this process found (a committed check), for a reader
+(`create=False`) or a recorder (which also found or made their index): a new store there of
+the same kind reads only their version."""
 
 _SCHEMES = ("postgresql://", "postgres://")
 _LOCK_KEY = 0x6A65657665  # "jeeve": serialises schema creation across processes
 
+_TREE_INDEX = (
+    "CREATE INDEX IF NOT EXISTS jeeves_sessions_tree ON jeeves_sessions (session_id text_pattern_ops)"
+)
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS jeeves_journal (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS jeeves_sessions ("
     " seq BIGSERIAL NOT NULL, session_id TEXT PRIMARY KEY, parent_id TEXT, record TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS jeeves_steps ("
     " session_id TEXT NOT NULL, idx INTEGER NOT NULL, record TEXT NOT NULL, PRIMARY KEY (session_id, idx))",
+    _TREE_INDEX,
 )
+"""The journal's tables. `jeeves_sessions_tree` orders the session ids by their bytes (the
+primary key follows the database's collation), so a run's subtree is a range of it (`_TREE`);
+a journal made before it had none, and gets it when a jeeves that records opens it."""
 _ROWS = "jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS t(e, n)"
 """A batch's rows, sent as one JSON array and parsed once as `jsonb`: as `json` every `->>`
 parses its element's text again, three times a row here (bench/results/DURABLE_NOTES.md,
@@ -203,7 +215,7 @@ class PostgresJournal(SQLStore):
     def _prepared(self, after: Callable[[T], None] | None) -> Callable[[T], None]:
         def committed(value: T) -> None:
             self._ready = True
-            _TABLES_SEEN.add(self.url)
+            _TABLES_SEEN.add((self.url, self._create))
             if after is not None:
                 after(value)
 
@@ -230,7 +242,7 @@ class PostgresJournal(SQLStore):
     def _prepare(self, conn: psycopg.Connection[Any]) -> None:
         """Check (and, recording, create) the journal's tables: once a process saw them on
         this database, only their version is read again (it may have moved)."""
-        if self.url not in _TABLES_SEEN:
+        if (self.url, self._create) not in _TABLES_SEEN:
             self._create_tables(conn)
         self._check_version(conn)
 
@@ -238,8 +250,11 @@ class PostgresJournal(SQLStore):
         psycopg = _psycopg()
         try:
             with transaction(conn):
-                exists = conn.execute("SELECT to_regclass('jeeves_journal') IS NOT NULL").fetchone()
-                if not (exists and exists[0]):
+                found = conn.execute(
+                    "SELECT to_regclass('jeeves_journal') IS NOT NULL, to_regclass('jeeves_sessions_tree') IS NOT NULL"
+                ).fetchone()
+                tables, indexed = found if found else (False, False)
+                if not tables:
                     if not self._create:
                         raise UserError(
                             f"{self.path} holds no jeeves journal (no table jeeves_journal); check the URL, "
@@ -253,10 +268,30 @@ class PostgresJournal(SQLStore):
                         "ON CONFLICT (key) DO NOTHING",
                         (str(SCHEMA_VERSION),),
                     )
+                elif not indexed and self._create:  # a reader alone does without it
+                    self._index_tree(conn)
         except psycopg.Error as exc:
             if is_transient(exc):  # the connection failed: retried on a new one
                 raise
             raise JournalError(f"{self.path}: cannot prepare the journal tables ({_line(exc)}).") from exc
+
+    def _index_tree(self, conn: psycopg.Connection[Any]) -> None:
+        """Give a journal made before `jeeves_sessions_tree` its index (once, under the schema
+        lock; it blocks writes of sessions while it is built). A role that may not (only the
+        tables' owner may index them) records on, warned that reading one run reads every
+        session, and how to mend it."""
+        psycopg = _psycopg()
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+        try:
+            with conn.transaction():  # a savepoint: a refusal leaves the batch's transaction whole
+                conn.execute(_TREE_INDEX)
+        except psycopg.errors.InsufficientPrivilege as exc:
+            warnings.warn(
+                f"{self.path}: this role may not add the index jeeves_sessions_tree ({_line(exc)}), so reading "
+                f"one run (a strict replay, jeeves approve) reads every session; run as the tables' owner: "
+                f"{_TREE_INDEX}",
+                stacklevel=1,
+            )
 
     def _check_version(self, conn: psycopg.Connection[Any]) -> None:
         psycopg = _psycopg()
@@ -302,14 +337,22 @@ class PostgresJournal(SQLStore):
         "ORDER BY seq DESC LIMIT %s"
     )
     _ALL = None  # LIMIT NULL: every row
-    _TREE = "session_id = %s OR left(session_id, %s) = %s"
-    """A root and its subtree (`_tree`), by prefix: the column's collation is the database's,
-    whose order need not be the bytes', so no range of ids is certain to hold the subtree."""
+    _TREE = "session_id = %s OR (session_id ~>=~ %s AND session_id ~<~ %s)"
+    """A root and its subtree (`_tree`): the ids in [root__, root_`) compared by their bytes
+    (`~>=~`, `~<~`, whatever the database's collation) are exactly those starting `root__`,
+    so the `jeeves_sessions_tree` index finds them."""
     _SELECT_TREE = f"SELECT session_id, record FROM jeeves_sessions WHERE {_TREE} ORDER BY seq"
+    _READ_RUN = (
+        f"WITH tree AS (SELECT seq, session_id, record FROM jeeves_sessions WHERE {_TREE}) "
+        "SELECT seq, session_id, NULL::integer, record FROM tree "
+        "UNION ALL SELECT NULL, s.session_id, s.idx, s.record FROM jeeves_steps s JOIN tree USING (session_id)"
+    )
+    """A run's sessions (with their seq) and their steps, in one statement: one snapshot of
+    both tables; the steps found session by session through their primary key."""
 
     @staticmethod
     def _tree(root: str) -> tuple[object, ...]:
-        return (root, len(root) + 2, root + "__")
+        return (root, root + "__", root + "_`")
 
     # -- sessions ------------------------------------------------------------------------
     def _rows(self, conn: psycopg.Connection[Any], sql: str, *args: object) -> list[Any]:
@@ -329,13 +372,10 @@ class PostgresJournal(SQLStore):
 
     # -- a whole run ---------------------------------------------------------------------
     def _read_run(self, conn: psycopg.Connection[Any], root: str) -> tuple[list[Any], list[Any]]:
-        where, args = f"WHERE {self._TREE}", self._tree(root)
-        with transaction(conn):  # both tables as of one moment
-            sessions = conn.execute(
-                f"SELECT session_id, record FROM jeeves_sessions {where} ORDER BY seq", args
-            )
-            steps = conn.execute(f"SELECT session_id, idx, record FROM jeeves_steps {where}", args)
-            return sessions.fetchall(), steps.fetchall()
+        rows = conn.execute(self._READ_RUN, self._tree(root)).fetchall()
+        sessions = sorted((seq, sid, text) for seq, sid, idx, text in rows if idx is None)
+        steps = [(sid, idx, text) for seq, sid, idx, text in rows if idx is not None]
+        return [(sid, text) for _, sid, text in sessions], steps
 
     # -- closing -------------------------------------------------------------------------
     def close(self) -> None:

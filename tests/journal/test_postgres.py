@@ -222,6 +222,88 @@ async def test_a_database_without_a_journal_is_created_only_when_recording(postg
     assert await list_runs(postgres_url) == []
 
 
+async def _record_runs(url: str, *ids: str) -> None:
+    async with PostgresJournal(url) as journal:
+        for sid in ids:
+            await jeeves.run(
+                archs.build_fanout(), "count these", model=archs.model(), journal=journal, session_id=sid
+            )
+
+
+def _plan(url: str, sql: str, root: str) -> str:
+    """PostgreSQL's plan of one of the store's reads of run `root`, sequential scans priced out:
+    a read that no index can serve still plans a `Seq Scan`."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SET enable_seqscan = off")
+        rows = conn.execute(f"EXPLAIN {sql}".encode(), PostgresJournal._tree(root)).fetchall()
+    return "\n".join(row[0] for row in rows)
+
+
+async def test_one_runs_sessions_and_steps_are_read_through_indexes_not_the_tables(postgres_url: str) -> None:
+    """A strict replay (`read_run`) and `sessions(root)` find the run's subtree by a range of
+    `jeeves_sessions_tree` and its steps by their primary key, whatever else the journal holds."""
+    await _record_runs(postgres_url, "a", "a_b", "ab", "a-b")
+    for sql in (PostgresJournal._SELECT_TREE, PostgresJournal._READ_RUN):
+        plan = _plan(postgres_url, sql, "a")
+        assert "Seq Scan" not in plan and "jeeves_sessions_tree" in plan, plan
+    assert "jeeves_steps_pkey" in _plan(postgres_url, PostgresJournal._READ_RUN, "a")
+
+    async with PostgresJournal(postgres_url) as journal:
+        run = await journal.read_run("a")
+        ids = [r.session_id for r in run.sessions()]  # in the order first recorded
+        assert ids == [r.session_id for r in await journal.sessions("a")]
+        assert ids[0] == "a" and sorted(ids[1:]) == ["a__worker_0", "a__worker_1", "a__worker_2"]
+        for record in run.sessions():
+            assert run.step_indices(record.session_id) == await journal.step_indices(record.session_id)
+        assert (await jeeves.replay(archs.build_fanout(), journal, "a_b")).output
+
+
+async def test_a_journal_made_before_the_tree_index_gets_it_when_recorded_into(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader reads an older journal as it is (no DDL); the first store that records there
+    adds the index, once."""
+    from jeeves.journal import postgres
+
+    await _record_runs(postgres_url, "old")
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("DROP INDEX jeeves_sessions_tree")
+    monkeypatch.setattr(postgres, "_TABLES_SEEN", set())  # as a new process would: no table seen yet
+
+    async with PostgresJournal(postgres_url, create=False) as reader:
+        assert [r.session_id for r in (await reader.read_run("old")).sessions()][:1] == ["old"]
+    assert "jeeves_sessions_tree" not in _plan(postgres_url, PostgresJournal._SELECT_TREE, "old")
+
+    await _record_runs(postgres_url, "new")
+    assert "jeeves_sessions_tree" in _plan(postgres_url, PostgresJournal._SELECT_TREE, "old")
+
+
+async def test_a_role_that_may_not_add_the_index_records_on_and_is_told_how_to_mend_it(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only a table's owner may index it: a role granted its rows alone still records and
+    reads, warned once in one line naming the index and the statement to run."""
+    from jeeves.journal import postgres
+
+    await _record_runs(postgres_url, "old")
+    role = "writer_" + postgres_url.rsplit("/", 1)[1]
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("DROP INDEX jeeves_sessions_tree")
+        conn.execute(f"CREATE ROLE {role} LOGIN".encode())
+        conn.execute(f"GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA public TO {role}".encode())
+        conn.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role}".encode())
+    monkeypatch.setattr(postgres, "_TABLES_SEEN", set())
+    url = postgres_url.replace("jeeves@", f"{role}@", 1)
+
+    with pytest.warns(UserWarning, match=r"may not add the index jeeves_sessions_tree") as caught:
+        await _record_runs(url, "new")
+    assert len(caught) == 1 and "\n" not in str(caught[0].message)
+    assert f"run as the tables' owner: {postgres._TREE_INDEX}" in str(caught[0].message)
+    async with PostgresJournal(url, create=False) as reader:
+        assert [r.session_id for r in await list_runs(reader)] == ["old", "new"]
+        assert len((await reader.read_run("new")).sessions()) == 4
+
+
 async def test_an_unreachable_server_is_one_journal_error_naming_the_url_without_its_password() -> None:
     url = "postgresql://jeeves:s3cret@127.0.0.1:1/nowhere"
     with pytest.raises(
