@@ -41,7 +41,7 @@ import subprocess
 import sys
 import time
 import tracemalloc
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -355,3 +355,37 @@ def in_fresh_processes(script: str, args: list[str], processes: int) -> list[Any
             raise SystemExit(f"{Path(script).stem}: a measuring process failed:\n{done.stderr[-3000:]}")
         printed.append(json.loads(done.stdout.splitlines()[-1]))
     return printed
+
+
+def trees_in_turns(
+    trees: Mapping[str, str],
+    cases: Sequence[str],
+    rounds: int,
+    argv: Callable[[str, str], list[str]],
+    doing: str,
+) -> dict[str, dict[str, list[Any]]]:
+    """Each case measured in a fresh process per jeeves tree (`trees`: name -> its path, put on
+    PYTHONPATH), `argv(name, case)` the script and its arguments, the trees taking turns round
+    by round, so a change in the machine's load falls on all of them alike: what each process
+    prints last, as JSON, by tree and case. A process that fails ends the bench, saying which
+    tree failed `doing` what, with the tail of its stderr."""
+    samples: dict[str, dict[str, list[Any]]] = {name: {case: [] for case in cases} for name in trees}
+    for _ in range(rounds):
+        for name, tree in trees.items():
+            env = {**os.environ, "PYTHONPATH": str(Path(tree).resolve())}
+            for case in cases:
+                done = subprocess.run(
+                    [sys.executable, *argv(name, case)], env=env, capture_output=True, text=True
+                )
+                if done.returncode != 0:
+                    sys.exit(f"error: {name} ({tree}) failed to {doing}:\n{done.stderr[-2000:]}")
+                samples[name][case].append(json.loads(done.stdout.splitlines()[-1]))
+    return samples
+
+
+def write_table(out: str | None, lines: list[str], samples: object) -> None:
+    """Print a bench's markdown `lines`; with `out`, also write them there, followed by the
+    JSON of every sample they were made from."""
+    print("\n".join(lines))
+    if out:
+        Path(out).write_text("\n".join([*lines, "", "```json", json.dumps(samples, indent=1), "```", ""]))

@@ -132,6 +132,7 @@ def main() -> None:
     if min(args.runs, args.steps, args.rounds) < 1 or args.children < 0:
         sys.exit("error: --runs, --steps and --rounds must be at least 1, --children at least 0.")
     sys.path.insert(0, str(BENCH))
+    from common import trees_in_turns, write_table
     from pgcluster import INSTALL, Cluster, find_binaries
 
     bin_dir = find_binaries()
@@ -139,7 +140,6 @@ def main() -> None:
         sys.exit(f"error: PostgreSQL is not installed; {INSTALL}.")
     trees = {name: str(Path(tree).resolve()) for name, tree in (pair.split("=", 1) for pair in args.trees)}
     me, root = str(Path(__file__).resolve()), f"run-{args.runs // 2:06d}"
-    samples: dict[str, dict[str, list[dict[str, Any]]]] = {name: {c: [] for c in CASES} for name in trees}
     cluster = Cluster(bin_dir)
     cluster.start()
     try:
@@ -149,19 +149,13 @@ def main() -> None:
             env = {**os.environ, "PYTHONPATH": tree}
             subprocess.run([sys.executable, me, "--open", urls[name]], env=env, check=True)
             size = _fill(urls[name], args.runs, args.children, args.steps)
-        for _ in range(args.rounds):
-            for name, tree in trees.items():
-                env = {**os.environ, "PYTHONPATH": tree}
-                for case in CASES:
-                    done = subprocess.run(
-                        [sys.executable, me, "--child", urls[name], case, root],
-                        env=env,
-                        capture_output=True,
-                        text=True,
-                    )
-                    if done.returncode != 0:
-                        sys.exit(f"error: {name} ({tree}) failed to read the run:\n{done.stderr[-2000:]}")
-                    samples[name][case].append(json.loads(done.stdout.splitlines()[-1]))
+        samples = trees_in_turns(
+            trees,
+            CASES,
+            args.rounds,
+            lambda name, case: [me, "--child", urls[name], case, root],
+            "read the run",
+        )
     finally:
         cluster.stop()
     head = (
@@ -173,10 +167,7 @@ def main() -> None:
         for case in CASES:
             got = samples[name][case]
             lines.append(f"| {name} | {case} | {got[0]['records']:,} | {min(s['ms'] for s in got):.1f} |")
-    print("\n".join(lines))
-    if args.out:
-        body = [*lines, "", "```json", json.dumps(samples, indent=1), "```", ""]
-        Path(args.out).write_text("\n".join(body))
+    write_table(args.out, lines, samples)
 
 
 if __name__ == "__main__":

@@ -159,7 +159,9 @@ def main() -> None:
     if args.runs < 1 or args.rounds < 1:
         sys.exit("error: --runs and --rounds must be at least 1.")
     trees = dict(pair.split("=", 1) for pair in args.trees)
-    samples: dict[str, dict[str, list[dict[str, Any]]]] = {name: {c: [] for c in CASES} for name in trees}
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from common import trees_in_turns, write_table
+
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch) / "runs.db"
         first = str(Path(next(iter(trees.values()))).resolve())
@@ -167,19 +169,9 @@ def main() -> None:
         build = [sys.executable, me, "--build", str(path), "--runs", str(args.runs)]
         build += ["--children", str(args.children)]
         subprocess.run(build, env={**os.environ, "PYTHONPATH": first}, check=True)
-        for _ in range(args.rounds):
-            for name, tree in trees.items():
-                env = {**os.environ, "PYTHONPATH": str(Path(tree).resolve())}
-                for case in CASES:
-                    done = subprocess.run(
-                        [sys.executable, me, "--child", str(path), case],
-                        env=env,
-                        capture_output=True,
-                        text=True,
-                    )
-                    if done.returncode != 0:
-                        sys.exit(f"error: {name} ({tree}) failed to list runs:\n{done.stderr[-2000:]}")
-                    samples[name][case].append(json.loads(done.stdout.splitlines()[-1]))
+        samples = trees_in_turns(
+            trees, CASES, args.rounds, lambda name, case: [me, "--child", str(path), case], "list runs"
+        )
     head = f"{args.runs:,} runs of {args.children + 1} sessions each, SQLite, best of {args.rounds} fresh processes"
     lines = [head, "", "| tree | case | lines listed | wall s | peak RSS MB |", "|---|---|--:|--:|--:|"]
     for name in trees:
@@ -188,10 +180,7 @@ def main() -> None:
             wall = min(s["wall_s"] for s in got)
             peak = min(s["peak_mb"] for s in got)
             lines.append(f"| {name} | {case} | {got[0]['runs']:,} | {wall:.3f} | {peak:.0f} |")
-    print("\n".join(lines))
-    if args.out:
-        body = [*lines, "", "```json", json.dumps(samples, indent=1), "```", ""]
-        Path(args.out).write_text("\n".join(body))
+    write_table(args.out, lines, samples)
 
 
 if __name__ == "__main__":
