@@ -184,14 +184,15 @@ async def replay_command(
 
 
 async def _latest_run(store: JournalStore, journal: str) -> str:
-    runs = await list_runs(store)
+    """The journal's latest run, saying so when it holds others (it reads the latest two)."""
+    runs = await list_runs(store, last=2)
     if not runs:
         record = command_line("run", "SPEC", "--journal", journal)
         raise UserError(f"{journal} holds no runs; record one with `{record}`.")
     if len(runs) > 1:
         sys.stderr.write(
-            f"Replaying the latest of {len(runs)} runs, {runs[-1].session_id}; "
-            f"name another (`{command_line('runs', journal)}` lists them).\n"
+            f"Replaying the latest run, {runs[-1].session_id}; the journal holds others "
+            f"(`{command_line('runs', journal)}` lists them).\n"
         )
     return runs[-1].session_id
 

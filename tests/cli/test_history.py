@@ -99,7 +99,10 @@ def test_replay_without_a_session_plays_the_latest_run_and_says_so(
     assert main(["replay", str(path), "--json"]) == 0
     out, err = capsys.readouterr()
     assert {jeeves.event_from_json(line).session_id.split("__")[0] for line in out.splitlines()} == {"job-2"}
-    assert err == f"Replaying the latest of 2 runs, job-2; name another (`jeeves runs {path}` lists them).\n"
+    assert (
+        err
+        == f"Replaying the latest run, job-2; the journal holds others (`jeeves runs {path}` lists them).\n"
+    )
     empty = tmp_path / "empty.jsonl"
     empty.touch()
     assert main(["replay", str(empty)]) == 2
