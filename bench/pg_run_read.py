@@ -1,5 +1,6 @@
-"""Reading one run of a big PostgreSQL journal: what a strict replay (`read_run`) and
-`jeeves approve` (`sessions(root)`) cost when the journal holds many other runs.
+"""Reading one run, or the latest runs, of a big PostgreSQL journal: what a strict replay
+(`read_run`), `jeeves approve` (`sessions(root)`) and `jeeves runs --last N` (`runs(last)`)
+cost when the journal holds many other runs.
 
 The journal: `--runs` runs (20,000 by default) of a root and `--children` child sessions (4),
 each session with `--steps` step records (10) of about 1.2 KB: with the defaults 100,000
@@ -11,7 +12,9 @@ recorder (which is when a tree adds any index it wants; not timed), then reads t
 run in fresh processes with that tree on PYTHONPATH, taking turns round by round:
 
 - `one run's sessions`: `sessions(root)` of the middle run, its root and children;
-- `one run whole`: `read_run(root)`, every session and step of it (a strict replay's read).
+- `one run whole`: `read_run(root)`, every session and step of it (a strict replay's read);
+- `the latest 50 runs`: `runs(last=50)`, what `jeeves runs URL --last 50` lists (the explorer
+  asks for the latest 501).
 
 Each figure is the best of `--rounds` (the first read of a process, so the plan is the
 database's own), in milliseconds. Prints a markdown table; `--out FILE` writes it with the
@@ -31,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 BENCH = Path(__file__).resolve().parent
-CASES = ("one run's sessions", "one run whole")
+CASES = ("one run's sessions", "one run whole", "the latest 50 runs")
 
 
 def _open(url: str) -> None:
@@ -67,6 +70,7 @@ def _fill(url: str, runs: int, children: int, steps: int) -> dict[str, Any]:
         )
     )
     with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("DELETE FROM jeeves_sessions WHERE session_id = 'warm'")  # `_open`'s: not a run here
         with conn.cursor().copy("COPY jeeves_sessions (session_id, parent_id, record) FROM STDIN") as copy:
             for r in range(runs):
                 root = f"run-{r:06d}"
@@ -78,7 +82,7 @@ def _fill(url: str, runs: int, children: int, steps: int) -> dict[str, Any]:
                     copy.write_row((sid, parent, encode_record(record)))
         conn.execute(  # the steps' text is the same for all: reading one run does not decode them
             "INSERT INTO jeeves_steps (session_id, idx, record) "
-            "SELECT session_id, i, %s FROM jeeves_sessions, generate_series(0, %s) i WHERE session_id <> 'warm'",
+            "SELECT session_id, i, %s FROM jeeves_sessions, generate_series(0, %s) i",
             (step, steps - 1),
         )
         conn.execute("VACUUM ANALYZE")
@@ -99,10 +103,12 @@ def _child(url: str, case: str, root: str) -> None:
 
     async def main() -> tuple[float, int]:
         async with PostgresJournal(url, create=False) as store:
-            await store.get_session("warm")  # the connection and the version check, untimed
+            await store.get_session("run-000000")  # untimed: the connection, the version check, a decode
             start = time.perf_counter()
             if case == "one run's sessions":
                 found = len(await store.sessions(root))
+            elif case == "the latest 50 runs":
+                found = len(await store.runs(last=50))
             else:
                 run = await store.read_run(root)
                 found = sum(1 + len(run.step_indices(r.session_id)) for r in run.sessions())

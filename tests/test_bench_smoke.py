@@ -319,6 +319,7 @@ def test_pg_run_read_bench_reads_one_run_of_a_journal_of_many(tmp_path: Path) ->
     )  # fmt: skip
     assert "30 runs of 3 sessions of 3 steps each (270 steps," in printed
     assert "| after | one run's sessions | 3 |" in printed and "| after | one run whole | 12 |" in printed
+    assert "| after | the latest 50 runs | 30 |" in printed
     assert out.read_text().startswith(printed.splitlines()[0])
     refused = _run_bench("pg_run_read.py", "after=.", "--steps", "0")
     assert refused.returncode == 1 and "--steps and --rounds must be at least 1" in refused.stderr

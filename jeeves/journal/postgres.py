@@ -23,7 +23,8 @@ therefore belongs to one process's view of a run: a worker opens one per run it 
 and a run is executed by one worker at a time (`jeeves.durable`). A run's sessions (a strict
 replay's read, `jeeves approve`) are found through an index, never by reading the table
 (`jeeves_sessions_tree`: the ids by their bytes, so a subtree is one range of it), and
-their steps through the steps' primary key, whatever the journal holds besides.
+their steps through the steps' primary key, whatever the journal holds besides; the latest
+runs (`jeeves runs --last N`, the explorer's list) through another (`jeeves_sessions_runs`).
 
 Talking to the server: every call of every store of an event loop on one database joins
 a batch, and a batch is one transaction in a thread of the batches' own
@@ -68,20 +69,31 @@ the same kind reads only their version."""
 _SCHEMES = ("postgresql://", "postgres://")
 _LOCK_KEY = 0x6A65657665  # "jeeve": serialises schema creation across processes
 
-_TREE_INDEX = (
-    "CREATE INDEX IF NOT EXISTS jeeves_sessions_tree ON jeeves_sessions (session_id text_pattern_ops)"
-)
+_ROOT = "strpos(session_id, '__') = 0"
+"""A root session's row (a run's): its id holds no `__`. Written once, for the runs' index and
+the query it serves to match."""
+_INDEXES = {
+    "jeeves_sessions_tree": "CREATE INDEX IF NOT EXISTS jeeves_sessions_tree "
+    "ON jeeves_sessions (session_id text_pattern_ops)",
+    "jeeves_sessions_runs": f"CREATE INDEX IF NOT EXISTS jeeves_sessions_runs ON jeeves_sessions (seq) WHERE {_ROOT}",
+}
+"""The journal's indexes beyond its primary keys, so that no read of one run or of the latest
+runs reads the table: `jeeves_sessions_tree` orders the session ids by their bytes (the primary
+key follows the database's collation), so a run's subtree is a range of it (`_TREE`);
+`jeeves_sessions_runs` holds the root sessions in the order first recorded (`runs(last)`). A
+journal made before them gets them when a jeeves that records opens it (`_add_indexes`)."""
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS jeeves_journal (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS jeeves_sessions ("
     " seq BIGSERIAL NOT NULL, session_id TEXT PRIMARY KEY, parent_id TEXT, record TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS jeeves_steps ("
     " session_id TEXT NOT NULL, idx INTEGER NOT NULL, record TEXT NOT NULL, PRIMARY KEY (session_id, idx))",
-    _TREE_INDEX,
+    *_INDEXES.values(),
 )
-"""The journal's tables. `jeeves_sessions_tree` orders the session ids by their bytes (the
-primary key follows the database's collation), so a run's subtree is a range of it (`_TREE`);
-a journal made before it had none, and gets it when a jeeves that records opens it."""
+_PRESENT = "SELECT " + ", ".join(
+    f"to_regclass('{name}') IS NOT NULL" for name in ("jeeves_journal", *_INDEXES)
+)
+"""Whether the journal's tables exist (`jeeves_journal` says so), then each of `_INDEXES`."""
 _ROWS = "jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS t(e, n)"
 """A batch's rows, sent as one JSON array and parsed once as `jsonb`: as `json` every `->>`
 parses its element's text again, three times a row here (bench/results/DURABLE_NOTES.md,
@@ -250,10 +262,8 @@ class PostgresJournal(SQLStore):
         psycopg = _psycopg()
         try:
             with transaction(conn):
-                found = conn.execute(
-                    "SELECT to_regclass('jeeves_journal') IS NOT NULL, to_regclass('jeeves_sessions_tree') IS NOT NULL"
-                ).fetchone()
-                tables, indexed = found if found else (False, False)
+                found = conn.execute(_PRESENT).fetchone()
+                tables, *indexed = found if found else (False,)
                 if not tables:
                     if not self._create:
                         raise UserError(
@@ -268,30 +278,34 @@ class PostgresJournal(SQLStore):
                         "ON CONFLICT (key) DO NOTHING",
                         (str(SCHEMA_VERSION),),
                     )
-                elif not indexed and self._create:  # a reader alone does without it
-                    self._index_tree(conn)
+                elif self._create and not all(indexed):  # a reader alone does without them
+                    self._add_indexes(
+                        conn, [sql for sql, done in zip(_INDEXES.values(), indexed, strict=True) if not done]
+                    )
         except psycopg.Error as exc:
             if is_transient(exc):  # the connection failed: retried on a new one
                 raise
             raise JournalError(f"{self.path}: cannot prepare the journal tables ({_line(exc)}).") from exc
 
-    def _index_tree(self, conn: psycopg.Connection[Any]) -> None:
-        """Give a journal made before `jeeves_sessions_tree` its index (once, under the schema
-        lock; it blocks writes of sessions while it is built). A role that may not (only the
-        tables' owner may index them) records on, warned that reading one run reads every
-        session, and how to mend it."""
+    def _add_indexes(self, conn: psycopg.Connection[Any], statements: list[str]) -> None:
+        """Give a journal made before some of `_INDEXES` the ones it lacks (once, under the
+        schema lock; building blocks writes of sessions). A role that may not (only the
+        tables' owner may index them) records on, warned once in one line that reading one
+        run or the latest runs reads every session, and what to run to mend it."""
         psycopg = _psycopg()
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
-        try:
-            with conn.transaction():  # a savepoint: a refusal leaves the batch's transaction whole
-                conn.execute(_TREE_INDEX)
-        except psycopg.errors.InsufficientPrivilege as exc:
-            warnings.warn(
-                f"{self.path}: this role may not add the index jeeves_sessions_tree ({_line(exc)}), so reading "
-                f"one run (a strict replay, jeeves approve) reads every session; run as the tables' owner: "
-                f"{_TREE_INDEX}",
-                stacklevel=1,
-            )
+        for statement in statements:
+            try:
+                with conn.transaction():  # a savepoint: a refusal leaves the batch's transaction whole
+                    conn.execute(statement)
+            except psycopg.errors.InsufficientPrivilege as exc:
+                warnings.warn(
+                    f"{self.path}: this role may not add the journal's indexes ({_line(exc)}), so reading one "
+                    f"run or the latest runs reads every session; run as the tables' owner: "
+                    f"{'; '.join(statements)}",
+                    stacklevel=1,
+                )
+                return
 
     def _check_version(self, conn: psycopg.Connection[Any]) -> None:
         psycopg = _psycopg()
@@ -332,10 +346,8 @@ class PostgresJournal(SQLStore):
     _SELECT_INDICES = "SELECT idx FROM jeeves_steps WHERE session_id = %s ORDER BY idx"
     _SELECT_SESSION = "SELECT record FROM jeeves_sessions WHERE session_id = %s"
     _SELECT_SESSIONS = "SELECT session_id, record FROM jeeves_sessions ORDER BY seq"
-    _SELECT_RUNS = (
-        "SELECT session_id, record FROM jeeves_sessions WHERE strpos(session_id, '__') = 0 "
-        "ORDER BY seq DESC LIMIT %s"
-    )
+    _SELECT_RUNS = f"SELECT session_id, record FROM jeeves_sessions WHERE {_ROOT} ORDER BY seq DESC LIMIT %s"
+    """The latest runs, newest first: read backwards along `jeeves_sessions_runs`."""
     _ALL = None  # LIMIT NULL: every row
     _TREE = "session_id = %s OR (session_id ~>=~ %s AND session_id ~<~ %s)"
     """A root and its subtree (`_tree`): the ids in [root__, root_`) compared by their bytes

@@ -230,12 +230,13 @@ async def _record_runs(url: str, *ids: str) -> None:
             )
 
 
-def _plan(url: str, sql: str, root: str) -> str:
-    """PostgreSQL's plan of one of the store's reads of run `root`, sequential scans priced out:
-    a read that no index can serve still plans a `Seq Scan`."""
+def _plan(url: str, sql: str, root: str | None = None) -> str:
+    """PostgreSQL's plan of one of the store's reads (of run `root`; else of the latest 50
+    runs), sequential scans priced out: a read that no index can serve still plans a `Seq Scan`."""
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("SET enable_seqscan = off")
-        rows = conn.execute(f"EXPLAIN {sql}".encode(), PostgresJournal._tree(root)).fetchall()
+        args = (50,) if root is None else PostgresJournal._tree(root)
+        rows = conn.execute(f"EXPLAIN {sql}".encode(), args).fetchall()
     return "\n".join(row[0] for row in rows)
 
 
@@ -247,6 +248,8 @@ async def test_one_runs_sessions_and_steps_are_read_through_indexes_not_the_tabl
         plan = _plan(postgres_url, sql, "a")
         assert "Seq Scan" not in plan and "jeeves_sessions_tree" in plan, plan
     assert "jeeves_steps_pkey" in _plan(postgres_url, PostgresJournal._READ_RUN, "a")
+    latest = _plan(postgres_url, PostgresJournal._SELECT_RUNS)  # `jeeves runs --last 50`
+    assert "Seq Scan" not in latest and "jeeves_sessions_runs" in latest, latest
 
     async with PostgresJournal(postgres_url) as journal:
         run = await journal.read_run("a")
@@ -258,31 +261,43 @@ async def test_one_runs_sessions_and_steps_are_read_through_indexes_not_the_tabl
         assert (await jeeves.replay(archs.build_fanout(), journal, "a_b")).output
 
 
-async def test_a_journal_made_before_the_tree_index_gets_it_when_recorded_into(
-    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    "dropped",
+    [["jeeves_sessions_tree"], ["jeeves_sessions_runs"], ["jeeves_sessions_tree", "jeeves_sessions_runs"]],
+)
+async def test_a_journal_made_before_its_indexes_gets_them_when_recorded_into(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch, dropped: list[str]
 ) -> None:
     """A reader reads an older journal as it is (no DDL); the first store that records there
-    adds the index, once."""
+    adds the indexes it lacks, once."""
     from jeeves.journal import postgres
 
     await _record_runs(postgres_url, "old")
     with psycopg.connect(postgres_url, autocommit=True) as conn:
-        conn.execute("DROP INDEX jeeves_sessions_tree")
+        for name in dropped:
+            conn.execute(f"DROP INDEX {name}".encode())
     monkeypatch.setattr(postgres, "_TABLES_SEEN", set())  # as a new process would: no table seen yet
 
     async with PostgresJournal(postgres_url, create=False) as reader:
         assert [r.session_id for r in (await reader.read_run("old")).sessions()][:1] == ["old"]
-    assert "jeeves_sessions_tree" not in _plan(postgres_url, PostgresJournal._SELECT_TREE, "old")
+        assert [r.session_id for r in await reader.runs(last=1)] == ["old"]
+    plans = _plan(postgres_url, PostgresJournal._SELECT_TREE, "old") + _plan(
+        postgres_url, PostgresJournal._SELECT_RUNS
+    )
+    assert [name for name in postgres._INDEXES if name not in plans] == dropped
 
     await _record_runs(postgres_url, "new")
-    assert "jeeves_sessions_tree" in _plan(postgres_url, PostgresJournal._SELECT_TREE, "old")
+    plans = _plan(postgres_url, PostgresJournal._SELECT_TREE, "old") + _plan(
+        postgres_url, PostgresJournal._SELECT_RUNS
+    )
+    assert all(name in plans for name in postgres._INDEXES)
 
 
 async def test_a_role_that_may_not_add_the_index_records_on_and_is_told_how_to_mend_it(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Only a table's owner may index it: a role granted its rows alone still records and
-    reads, warned once in one line naming the index and the statement to run."""
+    reads, warned once in one line with the statement to run."""
     from jeeves.journal import postgres
 
     await _record_runs(postgres_url, "old")
@@ -295,10 +310,10 @@ async def test_a_role_that_may_not_add_the_index_records_on_and_is_told_how_to_m
     monkeypatch.setattr(postgres, "_TABLES_SEEN", set())
     url = postgres_url.replace("jeeves@", f"{role}@", 1)
 
-    with pytest.warns(UserWarning, match=r"may not add the index jeeves_sessions_tree") as caught:
+    with pytest.warns(UserWarning, match=r"this role may not add the journal's indexes") as caught:
         await _record_runs(url, "new")
     assert len(caught) == 1 and "\n" not in str(caught[0].message)
-    assert f"run as the tables' owner: {postgres._TREE_INDEX}" in str(caught[0].message)
+    assert f"run as the tables' owner: {postgres._INDEXES['jeeves_sessions_tree']}" in str(caught[0].message)
     async with PostgresJournal(url, create=False) as reader:
         assert [r.session_id for r in await list_runs(reader)] == ["old", "new"]
         assert len((await reader.read_run("new")).sessions()) == 4
