@@ -63,7 +63,7 @@ T = TypeVar("T")
 R = TypeVar("R", StepRecord, SessionRecord)
 _TABLES_SEEN: set[tuple[str, bool]] = set()
 """Databases whose journal tables this process found (a committed check), for a reader
-(`create=False`) or a recorder (which also found or made their index): a new store there of
+(`create=False`) or a recorder (which also found or made its indexes): a new store there of
 the same kind reads only their version."""
 
 _SCHEMES = ("postgresql://", "postgres://")
