@@ -319,6 +319,32 @@ async def test_a_role_that_may_not_add_the_index_records_on_and_is_told_how_to_m
         assert len((await reader.read_run("new")).sessions()) == 4
 
 
+async def test_the_scaling_pages_statements_build_the_journals_own_indexes_without_blocking(
+    postgres_url: str,
+) -> None:
+    """docs/scaling.md's statements, for an owner to build the indexes without blocking
+    writers, are the ones jeeves runs, made concurrent, and they build indexes the reads use."""
+    from jeeves.journal import postgres
+
+    page = (REPO / "docs" / "scaling.md").read_text()
+    block = page.split("```sql\n", 1)[1].split("```", 1)[0]
+    statements = [line.rstrip(";") for line in block.splitlines()]
+    assert statements == [
+        sql.replace("CREATE INDEX", "CREATE INDEX CONCURRENTLY", 1) for sql in postgres._INDEXES.values()
+    ]
+
+    await _record_runs(postgres_url, "old")
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("DROP INDEX jeeves_sessions_tree")
+        conn.execute("DROP INDEX jeeves_sessions_runs")
+        for statement in statements:  # CONCURRENTLY: outside a transaction, as an owner runs it
+            conn.execute(statement.encode())
+    plans = _plan(postgres_url, PostgresJournal._SELECT_TREE, "old") + _plan(
+        postgres_url, PostgresJournal._SELECT_RUNS
+    )
+    assert "jeeves_sessions_tree" in plans and "jeeves_sessions_runs" in plans
+
+
 async def test_an_unreachable_server_is_one_journal_error_naming_the_url_without_its_password() -> None:
     url = "postgresql://jeeves:s3cret@127.0.0.1:1/nowhere"
     with pytest.raises(
