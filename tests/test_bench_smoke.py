@@ -324,3 +324,19 @@ def test_pg_run_read_bench_reads_one_run_of_a_journal_of_many(tmp_path: Path) ->
     refused = _run_bench("pg_run_read.py", "after=.", "--steps", "0")
     assert refused.returncode == 1 and "--steps and --rounds must be at least 1" in refused.stderr
     assert "Traceback" not in refused.stderr
+
+
+def test_jsonl_runs_bench_records_a_series_of_runs_into_one_file(tmp_path: Path) -> None:
+    out = tmp_path / "JSONL_RUNS.md"
+    printed = _bench("jsonl_runs.py", "after=.", "--runs", "20", "--out", str(out))
+    assert "20 runs recorded one after the other into one JSONL journal" in printed
+    assert [line.split("|")[2].strip() for line in printed.splitlines() if line.startswith("| after |")] == [
+        "1",
+        "2",
+        "10",
+        "20",
+    ]
+    assert out.read_text().startswith(printed.splitlines()[0])
+    refused = _run_bench("jsonl_runs.py", "after=.", "--runs", "0")
+    assert refused.returncode == 1 and "--runs must be at least 1" in refused.stderr
+    assert "Traceback" not in refused.stderr

@@ -296,8 +296,9 @@ async def _check_end(
     """A strict replay's journal records nothing: it compares each session's end with the
     recorded one (status, stop reason, output, rounds; `jeeves._run.replay`). So only the end
     is reported, with only what is compared: no in-progress record, no usage, no root fields.
-    An error of the code or the journal itself is not compared: it says more than a comparison."""
-    if status == "in_progress" or isinstance(error, PROGRAM_ERRORS):
+    An error of the code or the journal itself is not compared: it says more than a comparison
+    (also when it reached this session in a group, from children run in a task group)."""
+    if status == "in_progress" or _program_error(error):
         return
     entry = _session_record(session, started, status, output, error)
     state = session._state
@@ -306,6 +307,14 @@ async def _check_end(
         await journal.put_session(entry)  # a comparison, not a write: nothing to shield here
     finally:
         state.suspension.leave()
+
+
+def _program_error(error: BaseException | None) -> bool:
+    """Whether `error` is, or is a group holding, an error of the program, its configuration
+    or its journal (`PROGRAM_ERRORS`)."""
+    if isinstance(error, BaseExceptionGroup):
+        return error.subgroup(lambda e: isinstance(e, PROGRAM_ERRORS)) is not None
+    return isinstance(error, PROGRAM_ERRORS)
 
 
 # -- a session's span -------------------------------------------------------------------

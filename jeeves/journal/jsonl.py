@@ -5,11 +5,15 @@ the step returns, so a process killed with SIGKILL loses at most the step that w
 running (pass `fsync=True` to survive a power cut too, at a disk sync per step). Session
 records are appended again when a session's status changes; the last one wins.
 
-Reading: the whole file is read once, on first use, into an index. A last line cut short
-by a crash mid-write is ignored with a `JournalWarning` and every record before it is
+Reading: the whole file is read once, on first use, into an index of its lines by session
+and step, and a record is decoded when it is first read: a journal of many runs costs a new
+run a scan of the file, not a decoding of every record in it (a line as `encode_record`
+writes one is indexed by its head; any other line is decoded at once). A last line cut
+short by a crash mid-write is ignored with a `JournalWarning` and every record before it is
 kept; the next write cuts the torn bytes off first, so the file stays one record a line.
 Any other damage (a bad line in the middle, a record from a newer jeeves) raises
-`JournalError` naming the file and the line. File work runs in a worker thread, off the
+`JournalError` naming the file and the line: a line no index can read at once, a line
+whose body is damaged when its record is read. File work runs in a worker thread, off the
 event loop. One writer at a time: for several processes, use `SQLiteJournal`.
 """
 
@@ -18,16 +22,16 @@ from __future__ import annotations
 import json
 import linecache
 import os
+import re
 import threading
 import warnings
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 import anyio.to_thread
 
 from jeeves.errors import JournalError, UserError
-from jeeves.journal.memory import run_of
-from jeeves.journal.records import DAMAGED, SessionRecord, StepRecord
+from jeeves.journal.records import DAMAGED, SCHEMA_VERSION, SessionRecord, StepRecord
 from jeeves.journal.snapshot import RunSnapshot
 from jeeves.journal.store import (
     JournalWarning,
@@ -35,10 +39,29 @@ from jeeves.journal.store import (
     decode_record,
     encode_record,
     in_tree,
-    runs_of,
+    is_root,
+    latest,
 )
 
 __all__ = ["JSONLJournal"]
+
+R = TypeVar("R", StepRecord, SessionRecord)
+
+_STEP_LINE = re.compile(
+    rb'\{"type":"step","v":([0-9]{1,9}),"session_id":("(?:[^"\\]|\\.)*"),"index":([0-9]{1,18}),'
+)
+_SESSION_LINE = re.compile(rb'\{"type":"session","v":([0-9]{1,9}),"session_id":("(?:[^"\\]|\\.)*"),')
+"""The head of a line as `encode_record` writes it (a step's, a session's): its kind, schema
+version, session id (a JSON string) and step index, read without decoding the rest."""
+
+
+class _Line:
+    """A line of the file not decoded yet: its bytes and its number (for errors)."""
+
+    __slots__ = ("number", "raw")
+
+    def __init__(self, raw: bytes, number: int) -> None:
+        self.raw, self.number = raw, number
 
 
 def _warn(path: Path, number: int, message: str) -> None:
@@ -79,8 +102,9 @@ class JSONLJournal(StoreBase):
         self._create = create
         self._lock = threading.Lock()
         self._loaded = False
-        self._steps: dict[str, dict[int, StepRecord]] = {}
-        self._sessions: dict[str, SessionRecord] = {}
+        self._steps: dict[str, dict[int, StepRecord | _Line]] = {}
+        self._sessions: dict[str, SessionRecord | _Line] = {}
+        """The index: the latest line for each key, as its record once read (`_step`, `_session`)."""
         self._file: IO[bytes] | None = None
         self._cut_at: int | None = None
         """Where a torn last line starts: cut there before the first write."""
@@ -114,7 +138,8 @@ class JSONLJournal(StoreBase):
         kept = 0
         for number, raw in enumerate(lines[:-1], start=1):
             if raw.strip():
-                self._add(decode_record(self._parse(raw, number), f"{self.path}:{number}"))
+                if not self._index_line(raw, number):
+                    self._add(decode_record(self._parse(raw, number), f"{self.path}:{number}"))
                 kept += 1
         tail, number = lines[-1], len(lines)
         if not tail.strip():
@@ -132,6 +157,56 @@ class JSONLJournal(StoreBase):
         self._add(decode_record(parsed, f"{self.path}:{number}"))
         self._needs_newline = True
         return None
+
+    def _index_line(self, raw: bytes, number: int) -> bool:
+        """Index line `number` by its head, undecoded; False when it has no head to index by
+        (the caller decodes it at once)."""
+        if (step := _STEP_LINE.match(raw)) is not None:
+            version, token, index = step.groups()
+        elif (session := _SESSION_LINE.match(raw)) is not None:
+            (version, token), index = session.groups(), None
+        else:
+            return False
+        if int(version) > SCHEMA_VERSION:  # decoded at once, to say so now
+            return False
+        session_id = token[1:-1].decode() if b"\\" not in token else json.loads(token)
+        if index is None:
+            self._sessions[session_id] = _Line(raw, number)
+        else:
+            self._steps.setdefault(session_id, {})[int(index)] = _Line(raw, number)
+        return True
+
+    def _step(self, session_id: str, index: int, entry: StepRecord | _Line) -> StepRecord:
+        """The record of an index entry (a snapshot's too), decoded on first use and kept in
+        the index while the entry is still the latest for its key."""
+        if not isinstance(entry, _Line):
+            return entry
+        record = self._decode(entry, StepRecord, session_id, index)
+        steps = self._steps.get(session_id, {})
+        if steps.get(index) is entry:
+            steps[index] = record
+        return record
+
+    def _session(self, session_id: str, entry: SessionRecord | _Line) -> SessionRecord:
+        """As `_step`, for a session's entry."""
+        if not isinstance(entry, _Line):
+            return entry
+        record = self._decode(entry, SessionRecord, session_id, None)
+        if self._sessions.get(session_id) is entry:
+            self._sessions[session_id] = record
+        return record
+
+    def _decode(self, line: _Line, cls: type[R], session_id: str, index: int | None) -> R:
+        """The record on an indexed line, which must be the one its head said."""
+        where = f"{self.path}:{line.number}"
+        record = decode_record(self._parse(line.raw, line.number), where)
+        if (
+            not isinstance(record, cls)
+            or record.session_id != session_id
+            or getattr(record, "index", None) != index
+        ):
+            raise JournalError(f"{where}: the line's record is not the one its head names. {DAMAGED}")
+        return record
 
     def _parse(self, raw: bytes, number: int) -> Any:
         try:
@@ -182,27 +257,32 @@ class JSONLJournal(StoreBase):
     # -- the Journal protocol ------------------------------------------------------------
     async def get_step(self, session_id: str, index: int) -> StepRecord | None:
         await self._ensure_loaded()
-        return self._steps.get(session_id, {}).get(index)
+        entry = self._steps.get(session_id, {}).get(index)
+        return None if entry is None else self._step(session_id, index, entry)
 
     async def put_step(self, record: StepRecord) -> None:
         await self._write(record)
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
         await self._ensure_loaded()
-        return self._sessions.get(session_id)
+        entry = self._sessions.get(session_id)
+        return None if entry is None else self._session(session_id, entry)
 
     async def put_session(self, record: SessionRecord) -> None:
         await self._write(record)
 
     async def sessions(self, root: str | None = None) -> list[SessionRecord]:
         await self._ensure_loaded()
-        return [r for r in self._sessions.values() if in_tree(r.session_id, root)]
+        return [
+            self._session(sid, entry) for sid, entry in list(self._sessions.items()) if in_tree(sid, root)
+        ]
 
     async def runs(self, last: int | None = None) -> list[SessionRecord]:
         """The root sessions, one a run, in the order first recorded (only the latest `last`
-        when given)."""
+        when given); only those are decoded."""
         await self._ensure_loaded()
-        return runs_of(self._sessions.values(), last)
+        roots = [(sid, entry) for sid, entry in self._sessions.items() if is_root(sid)]
+        return [self._session(sid, entry) for sid, entry in latest(roots, last)]
 
     async def step_indices(self, session_id: str) -> list[int]:
         await self._ensure_loaded()
@@ -211,7 +291,12 @@ class JSONLJournal(StoreBase):
     async def read_run(self, root: str) -> RunSnapshot:
         """Root session `root` and its subtree, every session and step (a strict replay's read)."""
         await self._ensure_loaded()
-        return run_of(self._sessions, self._steps, root)
+        return RunSnapshot(  # copies of the index: the snapshot does not change when the file does
+            {sid: entry for sid, entry in self._sessions.items() if in_tree(sid, root)},
+            {sid: dict(by_index) for sid, by_index in self._steps.items() if in_tree(sid, root)},
+            decode_session=self._session,
+            decode_step=self._step,
+        )
 
     def close(self) -> None:
         with self._lock:

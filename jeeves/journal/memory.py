@@ -69,14 +69,3 @@ class MemoryJournal(StoreBase):
 
     def __repr__(self) -> str:
         return f"MemoryJournal({len(self._sessions)} sessions)"
-
-
-def run_of(
-    sessions: dict[str, SessionRecord], steps: dict[str, dict[int, StepRecord]], root: str
-) -> RunSnapshot:
-    """The snapshot of run `root` from a store's in-memory index of records (copies of its
-    dicts: a snapshot does not change when the store does)."""
-    return RunSnapshot(
-        {sid: record for sid, record in sessions.items() if in_tree(sid, root)},
-        {sid: dict(by_index) for sid, by_index in steps.items() if in_tree(sid, root)},
-    )

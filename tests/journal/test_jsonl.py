@@ -13,6 +13,7 @@ import jeeves
 from jeeves.errors import JournalError, UserError
 from jeeves.journal import jsonl
 from jeeves.journal.jsonl import JSONLJournal
+from jeeves.journal.open import list_runs
 from jeeves.journal.records import StepRecord
 from jeeves.journal.store import JournalWarning, encode_record
 from tests.journal import archs
@@ -135,3 +136,62 @@ async def test_fsync_mode_syncs_every_record(tmp_path: Path, monkeypatch: pytest
     async with JSONLJournal(tmp_path / "b.jsonl") as journal:
         await journal.put_step(step(index=0))
     assert len(synced) == 2
+
+
+async def _record_runs(path: Path, *ids: str) -> None:
+    for sid in ids:
+        await jeeves.run(
+            archs.build_agent(), "count these", model=archs.model(), journal=path, session_id=sid
+        )
+
+
+async def test_a_new_run_decodes_no_record_of_the_runs_before_it(tmp_path: Path) -> None:
+    """The file is indexed by each line's head and a record decoded when read: a line whose
+    body is damaged (its head whole) stops only what reads that record, naming the line."""
+    path = tmp_path / "runs.jsonl"
+    await _record_runs(path, "r1", "r2")
+    lines = path.read_text().splitlines()
+    number = next(
+        n for n, line in enumerate(lines, 1) if line.startswith('{"type":"step","v":4,"session_id":"r1",')
+    )
+    lines[number - 1] = lines[number - 1][:-1] + "#"  # its body no longer JSON; its head whole
+    path.write_text("\n".join(lines) + "\n")
+
+    await _record_runs(path, "r3")  # loads the index: decodes neither r1's lines nor r2's
+    assert [r.session_id for r in await list_runs(path)] == ["r1", "r2", "r3"]
+    assert (await jeeves.replay(archs.build_agent(), path, "r2")).text
+    with pytest.raises(JournalError, match=rf"runs.jsonl:{number}: the line is not JSON .* damaged here"):
+        await jeeves.replay(archs.build_agent(), path, "r1")
+
+
+async def test_a_line_whose_body_is_another_record_than_its_head_names_is_damage(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    await record_two(path)
+    lines = path.read_text().splitlines()
+    lines[1] = lines[1][:-1] + ',"index":7}'  # JSON keeps the last key: the body says step 7
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(JournalError, match=r"run.jsonl:2: the line's record is not the one its head names"):
+        await JSONLJournal(path).get_step("r1", 0)
+    assert await JSONLJournal(path).step_indices("r1") == [0]
+
+
+async def test_a_record_from_a_newer_jeeves_is_refused_as_the_file_is_read_whatever_its_spacing(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "run.jsonl"
+    await record_two(path)
+    line = path.read_text().splitlines()[1]
+    with path.open("a") as file:
+        file.write(line.replace('"v":4,', '"v":99,', 1) + "\n")
+    with pytest.raises(JournalError, match=r"run.jsonl:3: .*newer jeeves \(journal schema v99"):
+        await JSONLJournal(path).get_session("nobody")
+
+
+async def test_a_snapshot_decoding_an_older_line_leaves_the_newer_record_in_the_index(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    await record_two(path)
+    async with JSONLJournal(path) as journal:
+        snapshot = await journal.read_run("r1")  # holds step 0's line, not decoded yet
+        await journal.put_step(step(index=0, result={"again": True}))  # a resume records it again
+        assert snapshot.step("r1", 0).result != {"again": True}  # type: ignore[union-attr]
+        assert (await journal.get_step("r1", 0)).result == {"again": True}  # type: ignore[union-attr]

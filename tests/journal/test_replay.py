@@ -152,6 +152,30 @@ async def test_a_recorded_step_left_unused_diverges(stores: Stores) -> None:
     assert (info.value.session_id, info.value.step) == ("r1", 2)
 
 
+class _LoudFanout(archs.Fanout):
+    """The fan-out whose workers are asked for their part loudly: every child's request differs."""
+
+    async def run(self, ctx: jeeves.Context, task: str) -> jeeves.Output:
+        return await super().run(ctx, f"{task}, loudly")
+
+
+async def test_a_divergence_in_children_of_a_task_group_is_what_the_replay_raises(stores: Stores) -> None:
+    """Children run in the architecture's own task group fail the root with a group. The
+    root's end check must not replace their divergence with its own (the root's steps left
+    unused, "a shorter path"), which would point at the wrong session and step."""
+    await jeeves.run(
+        archs.build_fanout(), "count these", model=archs.model(), journal=stores.open(), session_id="r1"
+    )
+
+    with pytest.raises(BaseExceptionGroup) as info:
+        await jeeves.replay(_LoudFanout(), stores.open(), "r1")
+
+    leaves = info.value.exceptions
+    assert leaves and all(isinstance(e, ReplayDivergence) for e in leaves), leaves
+    assert {(e.session_id, e.step) for e in leaves} <= {(f"r1__worker_{i}", 0) for i in range(3)}
+    assert all("count these part" in str(e) and "loudly" in str(e) for e in leaves)
+
+
 class _Clock:
     """Decides its output outside any journaled step: the replay cannot be trusted to match."""
 
