@@ -18,6 +18,7 @@ from jeeves._run.context import Architecture
 from jeeves._run.replay import ReplayPlan, plan_replay
 from jeeves._run.runner import RunResult, stream
 from jeeves._run.source import resolve_ref
+from jeeves.cli.gates import ENDED
 from jeeves.cli.invocation import command_line
 from jeeves.cli.terminal import spend_lines
 from jeeves.errors import JeevesError, JournalError, ReplayDivergence, UserError
@@ -96,13 +97,16 @@ async def watch_runs(
     journal: str, status: str | None = None, interval_s: float = 1.0, last: int | None = None
 ) -> int:
     """Print a line each time a run's status or progress changes, reading the journal (so
-    runs of other processes show); return once no run shown is in progress."""
+    runs of other processes show); return once no run shown is in progress. Each poll after
+    the first reads only the runs that can still change (`_Followed`)."""
     seen: dict[str, str] = {}
+    followed = _Followed(journal)
     while True:
         try:
-            runs = await _listed(journal, status, last)
+            every = await followed.poll(last if status is None else None)
         except JeevesError as exc:
             return _fail(exc, sys.stderr)
+        runs = latest(every if status is None else [r for r in every if r.status == status], last)
         for run in runs:
             line = _progress_line(run)
             if seen.get(run.session_id) != line:
@@ -112,6 +116,39 @@ async def watch_runs(
         if not any(r.status == "in_progress" for r in runs):
             return 0
         await anyio.sleep(interval_s)
+
+
+class _Followed:
+    """A journal's runs in the order first recorded, as of the last poll. A run that ended
+    for good (`ENDED`) never changes again, and a new run is recorded after every other, so
+    a poll rereads only the tail from the first run that can still change: the latest
+    `len - i + extra` runs, `extra` doubled until the tail reaches back to that run. The
+    journal is opened by each poll (a file store reads what other processes wrote since)."""
+
+    def __init__(self, journal: str) -> None:
+        self.journal = journal
+        self.runs: list[RunSummary] | None = None
+
+    async def poll(self, first: int | None = None) -> list[RunSummary]:
+        """The runs as the journal holds them now; the first poll reads the latest `first`
+        (None: every run), later ones the tail from the first that can still change."""
+        if self.runs is None:
+            self.runs = await list_runs(self.journal, last=first)
+            return self.runs
+        open_at = next((i for i, run in enumerate(self.runs) if run.status not in ENDED), len(self.runs))
+        place = {run.session_id: i for i, run in enumerate(self.runs)}
+        extra = 16
+        while True:
+            want = len(self.runs) - open_at + extra
+            tail = await list_runs(self.journal, last=want)
+            if len(tail) < want:  # the whole journal
+                self.runs = tail
+                return tail
+            start = place.get(tail[0].session_id)
+            if start is not None and start <= open_at:
+                self.runs = [*self.runs[:start], *tail]
+                return self.runs
+            extra *= 2  # more new runs than `extra`: reach further back
 
 
 async def runs_command(

@@ -270,3 +270,70 @@ def test_runs_watch_follows_a_run_another_process_is_running(tmp_path: Path) -> 
                 child.kill()
     assert rest and rest[-1].startswith("op completed step="), rest
     assert all(line.startswith("op ") for line in rest), rest
+
+
+async def _put_runs(path: Path, *runs: tuple[str, str]) -> None:
+    from jeeves.journal.records import SessionRecord
+    from jeeves.journal.sqlite import SQLiteJournal
+
+    async with SQLiteJournal(path) as store:
+        for sid, status in runs:
+            await store.put_session(
+                SessionRecord(session_id=sid, role="agent", architecture="agent", status=status)  # type: ignore[arg-type]
+            )
+
+
+@pytest.mark.anyio
+async def test_a_watch_rereads_only_the_runs_that_can_still_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After the first poll, a poll reads the tail from the first run that has not ended for
+    good (completed, rejected, expired never change; new runs come last), and sees exactly
+    what listing every run sees: runs that ended, a failed run resumed, new runs past any
+    guess of how many."""
+    from jeeves.cli import runs as cli_runs
+    from jeeves.journal.open import list_runs
+
+    path = tmp_path / "runs.db"
+    await _put_runs(path, *[(f"done-{i:03d}", "completed") for i in range(200)])
+    await _put_runs(path, ("failed-1", "failed"), ("going-1", "in_progress"), ("going-2", "in_progress"))
+    asked: list[int | None] = []
+
+    async def counted(journal: Any, last: int | None = None) -> Any:
+        asked.append(last)
+        return await list_runs(journal, last=last)
+
+    monkeypatch.setattr(cli_runs, "list_runs", counted)
+    followed = cli_runs._Followed(str(path))
+
+    def seen(runs: list[Any]) -> list[tuple[str, str]]:
+        return [(r.session_id, r.status) for r in runs]
+
+    assert len(await followed.poll()) == 203 and asked == [None]
+    await _put_runs(path, ("going-1", "completed"), ("failed-1", "in_progress"))
+    await _put_runs(path, *[(f"new-{i:03d}", "in_progress") for i in range(40)])  # more than a guess
+    assert seen(await followed.poll()) == seen(await list_runs(path))
+    assert all(last is not None and last < 100 for last in asked[1:]), asked  # never every run again
+
+    await _put_runs(path, ("failed-1", "completed"), ("going-2", "rejected"))
+    await _put_runs(path, *[(f"new-{i:03d}", "completed") for i in range(40)])
+    asked.clear()
+    assert seen(await followed.poll()) == seen(await list_runs(path))
+    assert asked == [43 + 16]  # from failed-1, the first run that could still change, on
+
+
+@pytest.mark.anyio
+async def test_a_watch_of_the_latest_runs_starts_from_them_and_follows_what_comes_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jeeves.cli import runs as cli_runs
+    from jeeves.journal.open import list_runs
+
+    path = tmp_path / "runs.db"
+    await _put_runs(path, *[(f"done-{i:03d}", "completed") for i in range(50)], ("going", "in_progress"))
+    followed = cli_runs._Followed(str(path))
+    assert [r.session_id for r in await followed.poll(2)] == ["done-049", "going"]
+    await _put_runs(path, ("going", "completed"), ("next", "in_progress"))
+    polled = [(r.session_id, r.status) for r in await followed.poll()]
+    assert polled[-3:] == [(r.session_id, r.status) for r in await list_runs(path, last=3)]
+    assert [sid for sid, _ in polled[-3:]] == ["done-049", "going", "next"]
