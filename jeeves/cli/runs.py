@@ -86,11 +86,15 @@ def _progress_line(run: RunSummary) -> str:
 
 
 async def _listed(journal: str, status: str | None, last: int | None) -> list[RunSummary]:
-    """The runs `jeeves runs` shows: those with `status` (when given), the latest `last` of
-    them (when given). Only root sessions are read, and with no status only the last `last`."""
-    if status is None:
-        return await list_runs(journal, last=last)
-    return latest([r for r in await list_runs(journal) if r.status == status], last)
+    """The runs `jeeves runs` shows (`_shown`). Only root sessions are read, and with no
+    status only the last `last`."""
+    return _shown(await list_runs(journal, last=last if status is None else None), status, last)
+
+
+def _shown(runs: list[RunSummary], status: str | None, last: int | None) -> list[RunSummary]:
+    """Of `runs`, those `jeeves runs` shows: those with `status` (when given), the latest
+    `last` of them (when given)."""
+    return latest([r for r in runs if status is None or r.status == status], last)
 
 
 async def watch_runs(
@@ -106,7 +110,7 @@ async def watch_runs(
             every = await followed.poll(last if status is None else None)
         except JeevesError as exc:
             return _fail(exc, sys.stderr)
-        runs = latest(every if status is None else [r for r in every if r.status == status], last)
+        runs = _shown(every, status, last)
         for run in runs:
             line = _progress_line(run)
             if seen.get(run.session_id) != line:

@@ -39,8 +39,7 @@ from jeeves.journal.store import (
     decode_record,
     encode_record,
     in_tree,
-    is_root,
-    latest,
+    latest_roots,
 )
 
 __all__ = ["JSONLJournal"]
@@ -281,8 +280,7 @@ class JSONLJournal(StoreBase):
         """The root sessions, one a run, in the order first recorded (only the latest `last`
         when given); only those are decoded."""
         await self._ensure_loaded()
-        roots = [(sid, entry) for sid, entry in self._sessions.items() if is_root(sid)]
-        return [self._session(sid, entry) for sid, entry in latest(roots, last)]
+        return [self._session(sid, entry) for sid, entry in latest_roots(self._sessions.items(), last)]
 
     async def step_indices(self, session_id: str) -> list[int]:
         await self._ensure_loaded()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from jeeves.journal.records import SessionRecord, StepRecord
 from jeeves.journal.snapshot import RunSnapshot
-from jeeves.journal.store import StoreBase, decode_text, encode_record, in_tree, is_root, latest
+from jeeves.journal.store import StoreBase, decode_text, encode_record, in_tree, latest_roots
 
 __all__ = ["MemoryJournal"]
 
@@ -45,8 +45,7 @@ class MemoryJournal(StoreBase):
     async def runs(self, last: int | None = None) -> list[SessionRecord]:
         """The root sessions, one a run, in the order first recorded (only the latest `last`
         when given); only those are decoded."""
-        roots = [(sid, text) for sid, text in self._sessions.items() if is_root(sid)]
-        return [self._session(sid, text) for sid, text in latest(roots, last)]
+        return [self._session(sid, text) for sid, text in latest_roots(self._sessions.items(), last)]
 
     async def step_indices(self, session_id: str) -> list[int]:
         return sorted(self._steps.get(session_id, {}))

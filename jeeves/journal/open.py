@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from jeeves._base.validate import check_int
 from jeeves.errors import JournalError, UserError
 from jeeves.journal.records import DAMAGED, LEASE_S, Journal, SessionRecord, first_error
-from jeeves.journal.store import JournalStore, runs_of
+from jeeves.journal.store import JournalStore, latest_roots
 from jeeves.messages import Usage
 
 __all__ = [
@@ -141,7 +141,7 @@ async def read_runs(store: JournalStore, last: int | None = None) -> list[Sessio
     if callable(runs):
         found: list[SessionRecord] = await runs(last)
         return found
-    return runs_of(await store.sessions(), last)
+    return [r for _, r in latest_roots(((r.session_id, r) for r in await store.sessions()), last)]
 
 
 def _summary(store: JournalStore, record: SessionRecord, now: float) -> RunSummary:

@@ -39,7 +39,7 @@ __all__ = [
     "in_tree",
     "is_root",
     "latest",
-    "runs_of",
+    "latest_roots",
 ]
 
 Record = StepRecord | SessionRecord
@@ -79,9 +79,10 @@ def latest(items: list[T], last: int | None) -> list[T]:
     return items if last is None else items[len(items) - last :] if last > 0 else []
 
 
-def runs_of(records: Iterable[SessionRecord], last: int | None) -> list[SessionRecord]:
-    """The root sessions among `records` (in their order), only the latest `last` when given."""
-    return latest([r for r in records if is_root(r.session_id)], last)
+def latest_roots(entries: Iterable[tuple[str, T]], last: int | None) -> list[tuple[str, T]]:
+    """The entries keyed by a root session's id (one a run), in their order; only the latest
+    `last` when given. What every store's `runs(last)` lists, and `read_runs`' fallback."""
+    return latest([(sid, entry) for sid, entry in entries if is_root(sid)], last)
 
 
 def in_tree(session_id: str, root: str | None) -> bool:
