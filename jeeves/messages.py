@@ -6,10 +6,12 @@ journaled as plain JSON.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic_core import SchemaSerializer
 
 from jeeves._base.redact import mask_credentials, strip_credentials
 
@@ -76,6 +78,15 @@ class Message(BaseModel):
     @classmethod
     def user(cls, content: str) -> Message:
         return cls(role="user", content=content)
+
+
+@functools.cache
+def messages_serializer() -> SchemaSerializer:
+    """pydantic's serializer of a `list[Message]`, built at its first use: a list of messages
+    dumps with it exactly as a `ModelRequest`'s `messages` field does. What a journaled model
+    step hashes the JSON of (`jeeves.journal.delta`), and what the server's request log keeps
+    a call's new messages as (`to_python(..., mode="json")`, `jeeves.server.requests`)."""
+    return TypeAdapter(list[Message]).serializer
 
 
 class ToolSpec(BaseModel):

@@ -340,3 +340,17 @@ def test_jsonl_runs_bench_records_a_series_of_runs_into_one_file(tmp_path: Path)
     refused = _run_bench("jsonl_runs.py", "after=.", "--runs", "0")
     assert refused.returncode == 1 and "--runs must be at least 1" in refused.stderr
     assert "Traceback" not in refused.stderr
+
+
+def test_long_requests_bench_times_a_served_run_and_the_explorers_read(tmp_path: Path) -> None:
+    out = tmp_path / "LONG_REQUESTS.md"
+    printed = _bench("long_requests.py", "after=.", "--turns", "4,8", "--rounds", "1", "--out", str(out))
+    assert "µs of CPU per turn, best of 1 fresh processes" in printed
+    rows = [line.split("|")[2].strip() for line in printed.splitlines() if line.startswith("| after |")]
+    assert rows == ["bare run", "served run", "explorer read"]
+    assert "| 4 turns | 8 turns |" in printed
+    assert out.read_text().startswith(printed.splitlines()[0])
+    for flags, said in ((["--turns", "1"], "every --turns at least 2"), (["--turns", "x"], "is not a list")):
+        refused = _run_bench("long_requests.py", "after=.", *flags)
+        assert refused.returncode == 1 and said in refused.stderr
+        assert "Traceback" not in refused.stderr

@@ -32,19 +32,15 @@ v3 base. Tool, function and gate steps are hashed as in v3 (`plain_key`).
 
 from __future__ import annotations
 
-import functools
 import hashlib
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
-
-from pydantic import TypeAdapter
-from pydantic_core import SchemaSerializer
 
 from jeeves import messages as _messages
 from jeeves._base.redact import strip_credentials
 from jeeves.errors import JournalError
 from jeeves.journal.records import DAMAGED, StepRecord, canonical, fingerprint
-from jeeves.messages import Message, ModelRequest
+from jeeves.messages import ModelRequest, messages_serializer
 
 __all__ = [
     "DELTA_VERSION",
@@ -108,12 +104,6 @@ def plain_key(request: Any) -> StepKey:
     return StepKey(fingerprint(request), request, lambda: request)
 
 
-@functools.cache
-def _messages_serializer() -> SchemaSerializer:
-    """pydantic's serializer of a list of messages, built at the first model step."""
-    return TypeAdapter(list[Message]).serializer
-
-
 class RequestChain:
     """One session's model requests so far: the last one in the journal, to extend.
 
@@ -145,7 +135,7 @@ class RequestChain:
             base, hasher, added, sep = None, hashlib.sha256(_HEAD), messages, b""
             prior, added = [], list(messages)  # what this request holds now: a copy
         if added:
-            hasher.update(sep + _messages_serializer().to_json(added)[1:-1])
+            hasher.update(sep + messages_serializer().to_json(added)[1:-1])
         stored: dict[str, Any] = (
             {"base": base, "messages": added} if base is not None else {"messages": added}
         )

@@ -6,10 +6,15 @@ call's request (its fingerprint payload: messages, tools, output schema, params,
 credentials stripped, and masked again) in the run's `RequestLog`, in call order per
 session. The k-th `model.completed` of a session answered its k-th call that ended well.
 
-The log grows linearly in turns: a call's request is stored as what it adds to the
-previous call of its session (how many of that call's messages it keeps, then its new
-messages), and tools, output schema and params are stored once while they stay the same.
-A 600-turn conversation is held once, not 600 times. Reading rebuilds each call's whole
+The log grows linearly in turns, and so does its time: a call's request is stored as what
+it adds to the previous call of its session (how many of that call's messages it keeps,
+then its new messages), and tools, output schema and params are stored once while they
+stay the same. A 600-turn conversation is held once, not 600 times, and each call dumps
+only its new messages: the ones it keeps are found among the previous call's `Message`
+objects (the same objects, or equal ones; a list compare in C), as a journaled step's key
+finds them (`jeeves.journal.delta`). After a message was edited in place
+(`jeeves.messages.mutations`) the objects no longer stand for what was stored, so that
+call is dumped whole and compared with what the log holds. Reading rebuilds each call's whole
 request, masked (masking walks every string, and most requests are never looked at), so
 a reader sees what it would have seen had every request been stored whole; nothing
 leaves the log unmasked. The log lives as long as its run's record: the registry drops
@@ -30,9 +35,10 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from jeeves._base.redact import mask_credentials
+from jeeves import messages as _messages
+from jeeves._base.redact import mask_credentials, strip_credentials
 from jeeves.events import SessionStarted
-from jeeves.messages import ModelRequest
+from jeeves.messages import ModelRequest, messages_serializer
 from jeeves.telemetry.tracer import SpanHandle, Tracer, default_tracer
 
 __all__ = ["MAX_LOGGED_CALLS", "DeltaForm", "RecordingTracer", "RequestLog", "delta_form", "whole_requests"]
@@ -76,13 +82,23 @@ class _Session:
     calls: list[_Call] = field(default_factory=list)
     last: list[Any] = field(default_factory=list)
     """The previous call's whole message list (references to stored messages, no copies)."""
+    asked: list[Any] = field(default_factory=list)
+    """The previous call's `Message` objects, which `last` holds the dumps of."""
+    mutations: int = -1
+    """`jeeves.messages.mutations` when `asked` was taken: while it is unchanged, equal
+    objects have equal dumps."""
 
 
 def _kept(previous: list[Any], messages: list[Any]) -> int:
-    """How many leading messages `messages` shares with `previous`."""
+    """How many leading messages `messages` shares with `previous` (the same objects, or equal
+    ones): one list compare when it extends `previous` (the usual call), which C makes
+    by identity for the same objects."""
+    n = len(previous)
+    if len(messages) >= n and messages[:n] == previous:
+        return n
     n = 0
     for old, new in zip(previous, messages, strict=False):
-        if old != new:
+        if old is not new and old != new:
             break
         n += 1
     return n
@@ -105,16 +121,29 @@ class RequestLog:
             self.dropped += 1
             return None
         self._count += 1
-        payload = request.fingerprint_payload()
         session = self._sessions.setdefault(session_id, _Session())
-        messages: list[Any] = payload.pop("messages")
-        kept = _kept(session.last, messages)
+        asked, dump = request.messages, messages_serializer().to_python
+        same = session.mutations == _messages.mutations  # the objects stand for their stored dumps
+        if same:
+            kept = _kept(session.asked, asked)
+            added: list[Any] = dump(asked[kept:], mode="json")
+        else:
+            messages = dump(asked, mode="json")
+            kept = _kept(session.last, messages)
+            added = messages[kept:]
+        payload = request.model_dump(mode="json", include=set(_SHARED))  # what fingerprint_payload holds
+        payload["params"] = strip_credentials(payload["params"])
         previous = session.calls[-1].shared if session.calls else {}
         shared = {
             k: previous[k] if k in previous and previous[k] == payload[k] else payload[k] for k in _SHARED
         }
-        call = _Call(request.model, kept, messages[kept:], shared)
-        session.last = session.last[:kept] + call.added
+        call = _Call(request.model, kept, added, shared)
+        if same and kept == len(session.last):  # the usual call: it extends the previous one
+            session.last.extend(added)
+            session.asked.extend(asked[kept:])
+        else:  # `asked` from the very objects this call dumped
+            session.last, session.asked = session.last[:kept] + added, list(asked)
+        session.mutations = _messages.mutations
         session.calls.append(call)
         return call
 

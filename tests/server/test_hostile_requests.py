@@ -159,3 +159,55 @@ async def test_a_recorded_sessions_requests_are_sent_as_additions(tmp_path: Path
         assert len(read) == turns and [c["step"] for c in read[:2]] == [0, 2]
         assert len(read[-1]["request"]["messages"]) == 2 + 2 * (turns - 1)
     assert sizes[60] < 2.2 * sizes[30], sizes
+
+
+def test_each_call_dumps_only_the_messages_it_adds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call that extends its session's previous one is found to by its `Message` objects, so
+    the log serializes only what is new: linear in the run, not in the sum of its requests."""
+    import jeeves.server.requests as requests
+    from jeeves.messages import Message, messages_serializer
+
+    dumped: list[int] = []
+
+    class Counting:
+        def to_python(self, messages: list[Message], **options: Any) -> Any:
+            dumped.append(len(messages))
+            return messages_serializer().to_python(messages, **options)
+
+    monkeypatch.setattr(requests, "messages_serializer", lambda: Counting())
+    log = RequestLog()
+    history = [Message.system("s"), Message.user("go")]
+    for turn in range(50):
+        entry = log.open("s", ModelRequest(messages=list(history)))  # a new list of the same objects
+        assert entry is not None
+        history += [Message(role="assistant", content=f"a{turn}"), Message(role="tool", content=f"t{turn}")]
+    assert dumped == [2] + [2] * 49  # the first call whole, then each call's two new messages
+    calls = log.calls("s")
+    assert [len(c["request"]["messages"]) for c in calls] == [2 + 2 * i for i in range(50)]
+    assert calls[-1]["request"]["messages"][-1] == {
+        "role": "tool",
+        "content": "t48",
+        "tool_calls": [],
+        "tool_call_id": None,
+        "name": None,
+    }
+
+
+def test_a_message_edited_in_place_reads_back_as_each_call_asked_it() -> None:
+    from jeeves.messages import Message
+
+    log = RequestLog()
+    first = Message.user("a")
+    for messages in (
+        [first],
+        "edit",
+        [Message.user("a"), Message.user("c")],  # equal to what `first` was, not what it is now
+        [first],  # the edited object: the log must not read it as the "a" it stored
+        [first, Message.user("d")],
+    ):
+        if messages == "edit":
+            first.content = "edited"
+            continue
+        assert log.open("s", ModelRequest(messages=messages)) is not None
+    read = [[m["content"] for m in c["request"]["messages"]] for c in log.calls("s")]
+    assert read == [["a"], ["a", "c"], ["edited"], ["edited", "d"]]
