@@ -33,13 +33,16 @@ from jeeves.journal.store import JournalStore
 from jeeves.messages import ModelRequest, ModelResponse
 from jeeves.models.base import DeltaSink
 from jeeves.models.router import Router
+from jeeves.models.testing import ScriptedModel
 
 __all__ = [
     "Attached",
     "ReplayPlan",
     "attach",
     "offline_router",
+    "offline_script",
     "plan_replay",
+    "skip_served",
 ]
 
 from jeeves.journal.open import JournalLike, close_journal, open_journal
@@ -296,3 +299,26 @@ async def attach(
     finally:
         if store is not journal:
             await close_journal(store)
+
+
+# -- an offline script going on where a run stopped ----------------------------------------------
+def offline_script(router: Router | None) -> ScriptedModel | None:
+    """The `[demo]` script a spec built offline answers with (`build(spec, offline=True)`), if
+    `router` routes to one."""
+    routes = router.routes.values() if router is not None else ()
+    return next((r.client for r in routes if isinstance(r.client, ScriptedModel)), None)
+
+
+async def skip_served(scripted: ScriptedModel, journal: Journal, root: str) -> None:
+    """Advance `scripted` past every model call of run `root` the journal will serve (each
+    one that succeeded), so a resumed offline run gets the replies the run had not used."""
+    if not isinstance(journal, JournalStore):
+        return
+    paths: dict[str, tuple[str, ...]] = {}
+    for record in await journal.sessions(root):  # parents are recorded before their children
+        parent = paths.get(record.parent_id or "", ())
+        paths[record.session_id] = (*parent, record.role)
+        for index in await journal.step_indices(record.session_id):
+            step = await journal.get_step(record.session_id, index)
+            if step is not None and step.kind == "model" and step.error is None:
+                scripted.skip(record.session_id, paths[record.session_id])

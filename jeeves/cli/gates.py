@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from typing import Literal, TextIO
 
 from jeeves._run.context import Architecture
-from jeeves._run.replay import plan_replay
+from jeeves._run.replay import plan_replay, skip_served
 from jeeves._run.runner import RunResult, stream
 from jeeves._run.source import import_object
 from jeeves.approvals.decide import (
@@ -45,7 +45,7 @@ from jeeves.cli.invocation import command_line
 from jeeves.cli.terminal import follow, output_lines, spend_lines
 from jeeves.errors import JeevesError, JournalError, MissingCredentials, UserError
 from jeeves.journal.open import close_journal, find_run, open_journal, read_runs
-from jeeves.journal.records import Journal, error_type_name
+from jeeves.journal.records import error_type_name
 from jeeves.journal.store import JournalStore
 from jeeves.journal.unchanged import restored_if_nothing_ran
 from jeeves.models.router import Router
@@ -306,18 +306,3 @@ async def _resume(
     ):
         await follow(events, as_json=as_json, file=out, refresh_per_second=REFRESH_PER_SECOND)
         return await events.result()
-
-
-async def skip_served(scripted: ScriptedModel, journal: Journal, root: str) -> None:
-    """Advance `scripted` past every model call of run `root` the journal will serve (each
-    one that succeeded), so a resumed offline run gets the replies the run had not used."""
-    if not isinstance(journal, JournalStore):
-        return
-    paths: dict[str, tuple[str, ...]] = {}
-    for record in await journal.sessions(root):  # parents are recorded before their children
-        parent = paths.get(record.parent_id or "", ())
-        paths[record.session_id] = (*parent, record.role)
-        for index in await journal.step_indices(record.session_id):
-            step = await journal.get_step(record.session_id, index)
-            if step is not None and step.kind == "model" and step.error is None:
-                scripted.skip(record.session_id, paths[record.session_id])

@@ -19,6 +19,7 @@ from typing import TextIO
 import anyio
 
 from jeeves._run.context import Architecture
+from jeeves._run.replay import offline_script, skip_served
 from jeeves._run.routes import callers, describe
 from jeeves._run.runner import RunResult, stream
 from jeeves._run.source import resolve_ref
@@ -111,6 +112,8 @@ async def run_command(options: RunOptions, out: TextIO | None = None, err: TextI
         return ExitCode.BAD_INPUT
     root: str | None = None
     try:
+        if options.journal and options.session_id and (scripted := offline_script(router)) is not None:
+            await _go_on_from(options.journal, options.session_id, scripted)
         async with stream(
             arch,
             task,
@@ -142,6 +145,21 @@ async def run_command(options: RunOptions, out: TextIO | None = None, err: TextI
     if not options.as_json:
         out.write(_summary(result, options))
     return exit_code(result.status, result.stop_reason)
+
+
+async def _go_on_from(journal: str, session_id: str, scripted: ScriptedModel) -> None:
+    """An offline run given the id of a run its journal holds goes on where that run stopped,
+    as `jeeves resume --offline` does: the journal serves the model calls it recorded, so the
+    `[demo]` script skips their replies (else the first live call would get the script's first
+    reply again, and repeat tool calls the run already made)."""
+    try:
+        store = open_journal(journal, create=False)
+        try:
+            await skip_served(scripted, store, session_id)
+        finally:
+            await close_journal(store)
+    except UserError:  # no journal yet: nothing was recorded, the script starts at its top
+        return
 
 
 def _resume_hint(options: RunOptions, root: str | None, then: str = "once fixed, resume") -> str:
@@ -198,8 +216,7 @@ async def resume_target(
     arch, router = build(loaded, offline=offline, models=overrides)
     if problem := unrouted_error(loaded, arch, router):
         raise problem
-    scripted = next((r.client for r in router.routes.values() if isinstance(r.client, ScriptedModel)), None)
-    return ResumeTarget(arch, router, loaded.approvals, scripted, offline, hints=list(models))
+    return ResumeTarget(arch, router, loaded.approvals, offline_script(router), offline, hints=list(models))
 
 
 def _routes(overrides: dict[str, str]) -> Router | None:

@@ -29,6 +29,7 @@ import sniffio
 from jeeves._base.validate import check_int, check_number
 from jeeves._run.branch import Placement, stream_branch
 from jeeves._run.context import SPREADER, Architecture
+from jeeves._run.replay import offline_script, skip_served
 from jeeves._run.runner import RunResult, RunStream
 from jeeves._run.runner import stream as stream_architecture
 from jeeves.approvals.decide import Approvals, PendingGate
@@ -195,6 +196,8 @@ class Worker:
         @asynccontextmanager
         async def attempt(store: JournalStore) -> AsyncIterator[RunStream]:
             arch, router = entry.build()  # afresh each attempt: an offline script serves one run
+            if (scripted := offline_script(router)) is not None:  # a resumed run goes on where it stopped
+                await skip_served(scripted, store, session_id)
             spreader = self._spreader(entry.name, arch, session_id)
             token = SPREADER.set(spreader)
             try:

@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 import jeeves
+from jeeves._run.replay import skip_served
 from jeeves.approvals.decide import Approvals, Decision, pending_gates, record_decision
 from jeeves.approvals.policy import PendingGate
 from jeeves.cli.exits import ExitCode, exit_code
-from jeeves.cli.gates import describe_gate, gates_command, skip_served, when_expires
+from jeeves.cli.gates import describe_gate, gates_command, when_expires
 from jeeves.errors import MissingCredentials
 from jeeves.journal.open import list_runs
 from jeeves.journal.sqlite import SQLiteJournal

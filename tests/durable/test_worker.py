@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +15,7 @@ from tests.conftest import jeeves_cli
 from tests.durable import archs
 from tests.durable.conftest import TARGET, CountingServer, WorkerProcess, environ
 from tests.postgres import row_written
+from tests.waiting import eventually
 
 pytestmark = [pytest.mark.postgres, pytest.mark.anyio]
 
@@ -125,6 +127,44 @@ async def test_a_worker_killed_during_a_parallel_fan_out_is_taken_over_and_no_co
     assert sum(after.values()) == 5  # supervisor twice, each worker once, the held call twice
     replayed = jeeves_cli("replay", postgres_url, "fan-1")  # offline, from the shared database
     assert replayed.returncode == 0, replayed.stderr
+
+
+async def test_an_offline_worker_taking_over_a_run_goes_on_with_the_next_reply_of_its_script(
+    postgres_url: str, counter: CountingServer, workers: Callable[..., WorkerProcess], tmp_path: Path
+) -> None:
+    """A run of a spec's `[demo]` script taken over by another worker: the journal serves the
+    model call that asked for the tool, so the new worker's fresh script skips that reply (as
+    `jeeves resume --offline` does) instead of asking for the tool again."""
+    calls, release = tmp_path / "calls.log", tmp_path / "release"
+    (tmp_path / "heldtools.py").write_text(
+        "import pathlib, time\n\n\ndef hold(n: int) -> str:\n"
+        '    """Hold until released."""\n'
+        f"    with open({str(calls)!r}, 'a') as log:\n"
+        "        log.write(f'hold({n})\\n')\n"
+        f"    while not pathlib.Path({str(release)!r}).exists():\n"
+        "        time.sleep(0.02)\n"
+        "    return f'held {n}'\n"
+    )
+    spec = tmp_path / "held.toml"
+    spec.write_text(
+        'instructions = "Hold."\nrole = "holder"\ntools = ["heldtools:hold"]\n[demo]\ntask = "hold"\n'
+        '[demo.script]\nholder = [{ tool_calls = [{ name = "hold", arguments = { n = 1 } }] }, "done"]\n'
+    )
+    first = workers(*FAST, "--offline", target=str(spec))
+    await submit(str(spec), "hold", session_id="held-1", database=postgres_url)
+
+    async def holding() -> bool:  # the first worker's process writes it as the tool starts
+        return calls.exists() and calls.read_text() != ""
+
+    await eventually(holding, "the tool to start on the first worker", within_s=120)
+    first.kill()
+    release.touch()
+    survivor = workers(*FAST, "--offline", target=str(spec))
+
+    outcome = await wait("held-1", database=postgres_url, timeout_s=120)
+
+    assert (outcome["status"], outcome.get("text")) == ("completed", "done"), (outcome, survivor.text())
+    assert calls.read_text().splitlines() == ["hold(1)", "hold(1)"]  # the one in flight again, no more
 
 
 async def journaled(url: str, fragment: str) -> None:

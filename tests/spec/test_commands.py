@@ -286,11 +286,12 @@ def test_ctrl_c_stops_a_run_at_once_and_says_how_to_resume_it(tmp_path: Path) ->
     assert resumed.returncode == 0, resumed.stderr
     events = [json.loads(line) for line in resumed.stdout.splitlines()]
     steps = [(e["type"], e["replayed"]) for e in events if e["type"] in ("model.completed", "tool.completed")]
-    assert steps[:2] == [
+    assert steps == [
         ("model.completed", True),  # served from the journal
         ("tool.completed", False),  # it never returned before the interrupt, so it runs again
+        ("model.completed", False),  # the script's next reply, not its first again
     ]
-    assert events[-1]["type"] == "session.completed"
+    assert events[-1]["type"] == "session.completed" and events[-1]["output"] == "done"
 
 
 def test_run_with_a_damaged_journal_is_one_error_line_and_exit_2(tmp_path: Path) -> None:
