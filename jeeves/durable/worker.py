@@ -41,7 +41,7 @@ from jeeves.durable.targets import Target, load_targets, queue_of
 from jeeves.errors import JournalError, UserError
 from jeeves.journal.eventlog import ENDED, EventLog, open_event_log
 from jeeves.journal.open import close_journal, open_journal
-from jeeves.journal.postgres import display_url, is_database_url
+from jeeves.journal.postgres import checked_url, display_url, is_database_url
 from jeeves.journal.recorder import EventRecorder
 from jeeves.journal.records import SessionRecord, error_type_name
 from jeeves.journal.retry import configure as configure_db_retry
@@ -72,10 +72,10 @@ def database_from_env(database: str | None) -> str:
         )
     if not (is_database_url(value) or value.startswith("sqlite:///")):
         raise UserError(
-            f"database={value!r} is not a database URL DBOS can use; give postgresql://user@host:5432/db "
+            f"database={display_url(value)!r} is not a database URL DBOS can use; give postgresql://user@host:5432/db "
             f"(many machines) or sqlite:///path/to/runs.sqlite (one machine)."
         )
-    return value
+    return checked_url(value) if is_database_url(value) else value
 
 
 def journal_for(database: str, journal: str | None) -> str:

@@ -126,6 +126,30 @@ def display_url(url: str) -> str:
     return re.sub(r"(?i)(password=)[^&]*", r"\1***", url)
 
 
+def scrub_url(text: str, url: str) -> str:
+    """`text` (a driver's message, which may quote the URL it was given) with `url` shown as
+    `display_url` shows it, and its password masked wherever else it appears."""
+    text = text.replace(url, display_url(url))
+    found = re.search(r"://[^:/@?]*:([^@/?]*)@", url) or re.search(r"(?i)password=([^&]*)", url)
+    password = found.group(1) if found else ""
+    return text.replace(password, "***") if len(password) >= 4 else text  # a shorter one would mask words
+
+
+def checked_url(url: str) -> str:
+    """`url` if libpq can read it, else a UserError that names it (password masked) and the
+    form to write: before any connection, so a malformed URL is one line, never a traceback
+    quoting the password."""
+    psycopg = _psycopg()
+    try:
+        psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.Error as exc:
+        raise UserError(
+            f"{display_url(url)} is not a PostgreSQL URL libpq can read ({scrub_url(_line(exc), url)}); "
+            f"write postgresql://USER:PASSWORD@HOST:PORT/DBNAME."
+        ) from None
+    return url
+
+
 def _psycopg() -> Any:
     try:
         import psycopg
@@ -158,7 +182,7 @@ class PostgresJournal(SQLStore):
             raise UserError(
                 f"url={url!r} is not a PostgreSQL URL; pass 'postgresql://user@host:5432/dbname'."
             )
-        self.url = url
+        self.url = checked_url(url)
         self.path = display_url(url)
         """Where the journal is, as messages name it (the URL without its password)."""
         self._create = create
@@ -241,11 +265,13 @@ class PostgresJournal(SQLStore):
         psycopg = _psycopg()
         if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):  # never reached
             error = JournalError(
-                f"{self.path}: cannot connect to the journal database ({_line(exc)}); check the URL and "
+                f"{self.path}: cannot connect to the journal database ({scrub_url(_line(exc), self.url)}); check the URL and "
                 f"that the server is running."
             )
         elif isinstance(exc, psycopg.Error):
-            error = JournalError(f"{self.path}: {_line(exc)}; the journal database refused it.")
+            error = JournalError(
+                f"{self.path}: {scrub_url(_line(exc), self.url)}; the journal database refused it."
+            )
         else:
             return exc
         error.__cause__ = exc

@@ -81,3 +81,13 @@ def test_a_worker_on_a_database_it_cannot_reach_says_so_in_one_line() -> None:
     assert done.returncode == 2, done.stderr
     [line] = done.stderr.strip().splitlines()
     assert "Cannot reach the database postgresql://nobody:***@127.0.0.1:1/x" in line and "s3cret" not in line
+
+
+def test_a_worker_given_a_url_libpq_cannot_read_says_so_in_one_line_without_its_password() -> None:
+    for command in ("worker", "submit"):
+        args = [command, "tests.durable.archs:actor_critic", *(["Write add"] if command == "submit" else [])]
+        done = jeeves_cli(*args, "--database", "postgresql://nobody:s3cret-pw@[::1:5432/x")
+        assert done.returncode == 2, done.stderr
+        [line] = done.stderr.strip().splitlines()
+        assert "postgresql://nobody:***@[::1:5432/x is not a PostgreSQL URL libpq can read" in line
+        assert "s3cret" not in line

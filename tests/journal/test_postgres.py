@@ -11,7 +11,7 @@ import pytest
 import jeeves
 from jeeves.errors import JournalError, UserError
 from jeeves.journal.open import list_runs, open_journal
-from jeeves.journal.postgres import PostgresJournal, display_url
+from jeeves.journal.postgres import PostgresJournal, display_url, scrub_url
 from tests.conftest import REPO, jeeves_cli, subprocess_env
 from tests.journal import archs
 from tests.journal.test_base import session, step
@@ -356,6 +356,22 @@ async def test_an_unreachable_server_is_one_journal_error_naming_the_url_without
         display_url("postgres://u@h/db?password=x&sslmode=require")
         == "postgres://u@h/db?password=***&sslmode=require"
     )
+
+
+def test_a_url_libpq_cannot_read_is_one_line_that_never_quotes_its_password() -> None:
+    with pytest.raises(UserError) as info:  # before any connection: libpq's own message quotes the URL
+        PostgresJournal("postgresql://pgadmin:s3cret-pw@[::1:55432/jv")  # an IPv6 host left open
+    said = str(info.value)
+    assert said.startswith("postgresql://pgadmin:***@[::1:55432/jv is not a PostgreSQL URL libpq can read (")
+    assert said.endswith("; write postgresql://USER:PASSWORD@HOST:PORT/DBNAME.")
+    assert "s3cret" not in said and "\n" not in said and info.value.__cause__ is None
+
+
+def test_a_drivers_message_that_quotes_the_url_is_masked() -> None:
+    url = "postgresql://pgadmin:s3cret-pw@db.internal/jv"
+    said = scrub_url(f'invalid URI: "{url}"; auth for s3cret-pw failed', url)
+    assert said == 'invalid URI: "postgresql://pgadmin:***@db.internal/jv"; auth for *** failed'
+    assert scrub_url("pw abc", "postgresql://u:abc@h/d") == "pw abc"  # too short to mask words
 
 
 def test_a_url_that_is_not_postgres_is_refused() -> None:
