@@ -2,13 +2,17 @@
 
 A body the guard let through (`jeeves.server.guard`: JSON content type, at most
 `max_body_bytes`) can still be hostile: bytes that are not UTF-8, text that is not JSON,
-or JSON nested so deep that parsing or validating it would exhaust the stack (2 KB is
-enough for 1,000 levels). Each is a 400 with a one-line message (`BadJson`), never a 500.
+JSON nested so deep that parsing or validating it would exhaust the stack (2 KB is
+enough for 1,000 levels), or a string holding a lone UTF-16 surrogate (`"\ud800"`: JSON
+may escape one, but it is no character, so no journal, event stream or response could
+encode the run that carried it). Each is a 400 with a one-line message (`BadJson`), never a
+500, and nothing of the body is kept.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from starlette.requests import Request
@@ -46,7 +50,44 @@ def parse_json(body: bytes, limit: int = MAX_JSON_DEPTH) -> Any:
         raise BadJson(
             f"The request body nests arrays/objects deeper than {limit} levels; send a flatter body."
         )
+    if _SURROGATE_ESCAPE.search(text) and (where := _lone_surrogate(value)) is not None:
+        raise BadJson(
+            f"The request body's {where} holds a lone UTF-16 surrogate (an unpaired \\uD800-\\uDFFF "
+            f"escape), which is not a character; send valid Unicode."
+        )
     return value
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+"""What a body spelling a surrogate holds: bodies without it (nearly all) are not walked."""
+
+
+def _lone_surrogate(value: Any) -> str | None:
+    """Where in `value` (a parsed body) a string holds a lone surrogate, as a JSON path
+    (`$.messages[0].text`); None when none does. A pair escaped in the body (`\\ud83d\\ude00`)
+    was read as its one character, so it encodes."""
+    stack: list[tuple[str, Any]] = [("$", value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, dict):
+            for key, child in item.items():
+                if not _encodes(key):
+                    return f"{path} key {ascii(key[:40])}"
+                step = f".{key}" if key.isidentifier() and len(key) <= 40 else f"[{ascii(key[:40])}]"
+                stack.append((path + step, child))
+        elif isinstance(item, list):
+            stack.extend((f"{path}[{i}]", child) for i, child in enumerate(item))
+        elif isinstance(item, str) and not _encodes(item):
+            return path
+    return None
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 async def read_json(request: Request) -> Any:

@@ -23,6 +23,7 @@ BODIES = {
     ),
     "not UTF-8": (b'{"task": "caf\xe9"}', "not UTF-8"),
     "not JSON": (b"{nope", "not JSON"),
+    "a lone surrogate": (b'{"task": "a\\ud800", "text": "\\udfff"}', "lone UTF-16 surrogate"),
 }
 ROUTES = ["/runs", "/runs/g-1/gates/g-1%231", "/runs/g-1/messages", "/agui", "/agui/refund"]
 
@@ -46,3 +47,24 @@ def test_a_body_at_the_depth_limit_parses() -> None:
     assert parse_json(b'{"a": [1, {"b": "c"}], "d": null}') == {"a": [1, {"b": "c"}], "d": None}
     with pytest.raises(BadJson):
         parse_json(b"[" * (MAX_JSON_DEPTH + 1) + b"]" * (MAX_JSON_DEPTH + 1))
+
+
+def test_a_lone_surrogate_is_named_by_where_it_is_and_a_pair_is_a_character() -> None:
+    with pytest.raises(BadJson, match=r"body's \$\.messages\[1\]\.text holds a lone UTF-16 surrogate"):
+        parse_json(b'{"messages": [{"text": "ok"}, {"text": "a\\uDC00b"}]}')
+    with pytest.raises(BadJson, match=r"body's \$\['a b'\] key '\\ud800' holds"):
+        parse_json(b'{"a b": {"\\ud800": 1}}')
+    assert parse_json(b'{"task": "\\ud83d\\ude00 \\\\ud800"}') == {"task": "\U0001f600 \\ud800"}
+
+
+async def test_a_run_a_lone_surrogate_could_not_start_leaves_the_run_list_readable() -> None:
+    app = create_app({"refund": refund_entry}, approvals=POLICY)
+    async with asgi_client(app) as client:
+        refused = await client.post(
+            "/runs",
+            content=b'{"architecture": "refund", "task": "refund \\ud800"}',
+            headers={"Content-Type": "application/json"},
+        )
+        listed = await client.get("/runs")
+    assert refused.status_code == 400 and "\n" not in refused.json()["error"]
+    assert listed.status_code == 200 and listed.json()["runs"] == []
