@@ -267,8 +267,13 @@ async def run_eval(
 
 
 def read_manifest(journal: str | Path, eval_id: str) -> Manifest | None:
-    path = manifest_path(journal, eval_id)
-    if not path.is_file():
+    """The manifest of eval `eval_id` beside `journal`; None when there is none (an id that
+    cannot be part of a file name, `../x` or `a/b`, names no eval)."""
+    try:
+        path = manifest_path(journal, eval_id)
+        if not path.is_file():
+            return None
+    except (ValueError, OSError):  # a separator or a NUL in the id, a name too long
         return None
     return Manifest.model_validate(json.loads(path.read_text()))
 

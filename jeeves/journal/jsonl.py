@@ -40,6 +40,7 @@ from jeeves.journal.store import (
     encode_record,
     in_tree,
     latest_roots,
+    unusable_path,
 )
 
 __all__ = ["JSONLJournal"]
@@ -127,6 +128,8 @@ class JSONLJournal(StoreBase):
                 if not self._create:
                     raise UserError(f"There is no journal at {str(self.path)!r}; check the path.") from None
                 data = b""
+            except OSError as exc:  # a folder, a file this process may not read
+                raise unusable_path(self.path, "read", exc, "runs.jsonl") from None
             torn = self._index(data)
             self._loaded = True
             return torn
@@ -234,12 +237,15 @@ class JSONLJournal(StoreBase):
                 os.fsync(self._file.fileno())
 
     def _open_for_append(self) -> IO[bytes]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        if self._cut_at is not None:
-            with open(self.path, "r+b") as torn:
-                torn.truncate(self._cut_at)
-            self._cut_at = None
-        file = open(self.path, "ab")  # held open until close()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if self._cut_at is not None:
+                with open(self.path, "r+b") as torn:
+                    torn.truncate(self._cut_at)
+                self._cut_at = None
+            file = open(self.path, "ab")  # held open until close()
+        except OSError as exc:  # a folder, a read-only file or folder, a full disk
+            raise unusable_path(self.path, "write", exc, "runs.jsonl") from None
         if self._needs_newline:
             file.write(b"\n")
             self._needs_newline = False

@@ -34,6 +34,10 @@ T = TypeVar("T")
 R = TypeVar("R", StepRecord, SessionRecord)
 
 
+_MOST_ROWS = 2**62
+"""More rows than any journal holds, and a LIMIT every SQL database takes (a 64-bit integer)."""
+
+
 class SQLStore(StoreBase):
     """The reads and the step cache of a store over the sessions and steps tables."""
 
@@ -171,7 +175,8 @@ class SQLStore(StoreBase):
         when given): one query that reads and decodes no child session."""
         if last is not None and last <= 0:
             return []
-        rows = await self._call(self._rows, self._SELECT_RUNS, self._ALL if last is None else last)
+        every = last is None or last > _MOST_ROWS  # a LIMIT past a 64-bit integer: every run
+        rows = await self._call(self._rows, self._SELECT_RUNS, self._ALL if every else last)
         return [self._decode(str(text), f"session {sid!r}", SessionRecord) for sid, text in reversed(rows)]
 
     # -- a whole run ---------------------------------------------------------------------

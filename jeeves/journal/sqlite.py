@@ -52,7 +52,7 @@ from jeeves.journal.handoff import running_loop
 from jeeves.journal.records import SCHEMA_VERSION, SessionRecord, StepRecord
 from jeeves.journal.retry import Backoff, is_transient, mark_reached, retry
 from jeeves.journal.sql import SQLStore
-from jeeves.journal.store import encode_record
+from jeeves.journal.store import encode_record, unusable_path
 
 __all__ = ["CHECKPOINT_ROWS", "SQLiteJournal"]
 
@@ -148,10 +148,15 @@ class SQLiteJournal(SQLStore):
         return conn
 
     def _connect(self, *, prepare: bool) -> sqlite3.Connection:
+        if self.path.is_dir():
+            raise unusable_path(self.path, "open", IsADirectoryError(), "runs.db")
         if not self.path.exists():
             if not self._create:
                 raise UserError(f"There is no journal at {str(self.path)!r}; check the path.")
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:  # a file where one of its folders should be, a read-only folder
+                raise unusable_path(self.path, "make", exc, "runs.db") from None
         try:
             conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         except sqlite3.Error as exc:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Iterable
+from pathlib import Path
 from types import TracebackType
 from typing import Annotated, Any, Literal, Protocol, Self, TypeVar, runtime_checkable
 
@@ -212,3 +213,20 @@ class StoreBase:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.aclose()
+
+
+def unusable_path(path: Path, doing: str, exc: OSError, example: str) -> UserError:
+    """The one-line error for a journal file this process cannot `doing` (read, write, make)
+    at `path`: a folder there, a file where one of its folders should be, or what the system
+    said (`exc`), with the fix. `example` is a file name to suggest (runs.db, runs.jsonl)."""
+    if path.is_dir():
+        return UserError(f"{str(path)!r} is a folder, not a journal file; give a file path, e.g. {example}.")
+    blocking = next((parent for parent in path.parents if parent.exists()), None)
+    if blocking is not None and not blocking.is_dir():
+        return UserError(
+            f"{str(blocking)!r} is a file, so no journal can be made at {str(path)!r}; give another path."
+        )
+    why = exc.strerror or type(exc).__name__
+    return UserError(
+        f"Cannot {doing} the journal {str(path)!r} ({why}); give a path this process may {doing}."
+    )

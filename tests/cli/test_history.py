@@ -137,6 +137,11 @@ def test_replay_failures_exit_2_with_the_reason(tmp_path: Path, capsys: pytest.C
     assert "error: Session 'job-1' step 0 (model call) differs" in capsys.readouterr().err
     assert main(["replay", str(path), "nobody", "--spec", FANOUT]) == 2
     assert "holds no run 'nobody'; its runs are: 'job-1'" in capsys.readouterr().err
+    for odd in ("../x", "a/b", "x" * 300):  # no eval's id either (its report is a file beside the journal)
+        assert main(["replay", str(path), odd]) == 2
+        assert f"holds no run {odd!r}; its runs are: 'job-1'" in capsys.readouterr().err
+    assert main(["runs", str(path), "--last", str(2**63)]) == 0  # past a SQL LIMIT: every run
+    assert "job-1" in capsys.readouterr().out
     assert main(["runs", str(tmp_path / "typo.db")]) == 2
     assert "There is no journal at" in capsys.readouterr().err
 

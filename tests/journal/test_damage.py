@@ -278,3 +278,50 @@ async def test_listing_runs_with_a_damaged_usage_is_a_journal_error(stores: Stor
         JournalError, match="session 'r1'.: the recorded usage does not validate .*model_calls"
     ):
         await list_runs(stores.open())
+
+
+@pytest.mark.parametrize("suffix", [".db", ".jsonl"])
+async def test_a_journal_path_no_file_can_be_at_is_one_user_error_naming_it(
+    tmp_path: Path, suffix: str
+) -> None:
+    """A folder where the file should be, or a file where one of its folders should be: the
+    same one line for reading and for recording, in both file stores."""
+    folder = tmp_path / f"runs{suffix}"
+    folder.mkdir()
+    (tmp_path / "notes").write_text("a file, not a folder")
+    under_a_file = tmp_path / "notes" / f"runs{suffix}"
+    for path, said in (
+        (folder, f"{str(folder)!r} is a folder, not a journal file; give a file path, e.g. runs{suffix}."),
+        (under_a_file, f"{str(tmp_path / 'notes')!r} is a file, so no journal can be made"),
+    ):
+        with pytest.raises(jeeves.UserError) as recording:
+            await record(path)  # type: ignore[arg-type]
+        with pytest.raises(jeeves.UserError) as listing:
+            await list_runs(path)
+        assert str(recording.value).startswith(said) and "\n" not in str(recording.value)
+        assert "\n" not in str(listing.value)
+        if path == folder:  # reading a path under a file may also say there is no journal there
+            assert str(listing.value).startswith(said)
+
+
+def test_jeeves_commands_on_a_folder_journal_print_one_line_and_exit_2(tmp_path: Path) -> None:
+    folder = tmp_path / "runs.jsonl"
+    folder.mkdir()
+    for args in (
+        ["runs", str(folder)],
+        ["replay", str(folder), "r1"],
+        ["run", "architectures/self_refine.toml", "--offline", "--journal", str(folder)],
+        ["serve", "architectures/self_refine.toml", "--offline", "--journal", str(folder), "--port", "0"],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "jeeves", *args],
+            cwd=REPO,
+            env=offline_env(),
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 2, (args, done.stderr)
+        assert done.stderr.strip().splitlines()[-1] == (
+            f"error: {str(folder)!r} is a folder, not a journal file; give a file path, e.g. runs.jsonl."
+        ), args
+        assert "Traceback" not in done.stderr, args

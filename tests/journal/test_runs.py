@@ -40,6 +40,8 @@ async def test_every_store_lists_its_runs_in_order_the_latest_last(stores: Store
     assert [r.session_id for r in await store.runs(2)] == ["r2", "r3"]  # type: ignore[attr-defined]
     assert [r.session_id for r in await store.runs(1)] == ["r3"]  # type: ignore[attr-defined]
     assert [r.session_id for r in await store.runs(99)] == ["r1", "r2", "r3"]  # type: ignore[attr-defined]
+    for huge in (2**63, 10**30):  # past a SQL LIMIT's 64-bit integer: every run, as `jeeves runs --last`
+        assert [r.session_id for r in await store.runs(huge)] == ["r1", "r2", "r3"]  # type: ignore[attr-defined]
     assert [r.session_id for r in await list_runs(store, last=2)] == ["r2", "r3"]
     assert [r.status for r in await list_runs(store)] == ["completed"] * 3
 
