@@ -21,7 +21,14 @@ import anyio
 
 from jeeves.budget import Budget
 from jeeves.errors import UserError
-from jeeves.evals.calibration import CalibrationReport, calibrate, flip_rate, format_calibration, load_labels
+from jeeves.evals.calibration import (
+    CalibrationReport,
+    calibrate,
+    flip_rate,
+    format_calibration,
+    load_labels,
+    parse_thresholds,
+)
 from jeeves.evals.dataset import Dataset, load_dataset
 from jeeves.evals.html import render_html
 from jeeves.evals.report import CaseResult, EvalReport, build_report, format_table
@@ -176,14 +183,49 @@ async def _flips(journal: str, critic: str, roots: list[str]) -> tuple[float | N
     return flip_rate((j.before, j.after) for j in judgements)
 
 
+def _check_before_running(args: argparse.Namespace) -> None:
+    """The options the report reads at the end, checked before any case runs (and spends):
+    the calibration rules, the labels and the critic version to re-judge with, and the
+    files the report is written to."""
+    parse_thresholds(args.calibrated_if or "")
+    if args.labels:
+        load_labels(args.labels)
+    if args.rejudge:
+        from jeeves.spec.critic_version import load_critic_version
+
+        load_critic_version(args.rejudge)
+    for flag, path in (("--json", args.json_out), ("--html", args.html_out)):
+        if path:
+            _writable(flag, Path(path))
+
+
+def _writable(flag: str, path: Path) -> None:
+    if path.is_dir():
+        raise UserError(
+            f"{flag} {str(path)!r} is a folder; give the report a file path, e.g. report{path.suffix or '.json'}."
+        )
+    if not path.parent.is_dir():
+        raise UserError(
+            f"{flag} {str(path)!r}: there is no folder {str(path.parent)!r}; make it, or give another path."
+        )
+
+
 def _emit(report: EvalReport, args: argparse.Namespace, out: TextIO) -> None:
     out.write(format_table(report))
     if report.calibration is not None:
         out.write("\n" + format_calibration(report.calibration))
-    if args.json_out:
-        Path(args.json_out).write_text(report.model_dump_json(indent=1) + "\n")
-    if args.html_out:
-        Path(args.html_out).write_text(render_html(report))
+    written: list[tuple[str, str | None, Callable[[], str]]] = [
+        ("--json", args.json_out, lambda: report.model_dump_json(indent=1) + "\n"),
+        ("--html", args.html_out, lambda: render_html(report)),
+    ]
+    for flag, path, text in written:
+        if path:
+            try:
+                Path(path).write_text(text())
+            except OSError as exc:  # what changed since the check: the report above is still printed
+                raise UserError(
+                    f"Cannot write {flag} {path!r} ({exc.strerror}); the table above is the report."
+                ) from None
 
 
 def _report(manifest: Manifest, results: Sequence[CaseResult], args: argparse.Namespace) -> EvalReport:
@@ -204,8 +246,11 @@ def eval_command(args: argparse.Namespace, out: TextIO | None = None, err: TextI
         raise UserError(
             f"--samples and --concurrency must be 1 or more, got {args.samples} and {args.concurrency}."
         )
+    if args.limit is not None and args.limit < 1:
+        raise UserError(f"--limit must be 1 or more cases, got {args.limit}.")
     from jeeves.cli.run import parse_model_flags
 
+    _check_before_running(args)
     dataset = load_dataset(args.dataset)
     if args.limit is not None:
         dataset = dataset.model_copy(update={"cases": dataset.cases[: args.limit]})

@@ -51,6 +51,8 @@ def _case(line_no: int, text: str) -> Case:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         return Case(id=where, error=f"{where}: not JSON ({exc.msg} at column {exc.colno})")
+    except RecursionError:
+        return Case(id=where, error=f"{where}: nested too deeply to read; write a case as a flat JSON object")
     if not isinstance(data, dict):
         return Case(
             id=where, error=f"{where}: expected a JSON object with a 'task', got {type(data).__name__}"

