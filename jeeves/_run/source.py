@@ -62,18 +62,36 @@ def _lookup(ref: str) -> tuple[Any, str]:
         raise UserError(f"Cannot import {module_name!r} for {ref!r} ({exc}); check the module path.") from exc
     except RuntimeError as exc:
         if not _LOOP_RUNNING.search(str(exc)):
-            raise
+            raise _failed_import(module_name, ref, exc) from exc
         _drop_frames(exc)
         raise UserError(
             f"Importing {module_name!r} (for {ref!r}) starts an event loop ({exc}), but jeeves is already "
             f"running one; put the module's anyio.run()/asyncio.run() call under "
             f'`if __name__ == "__main__":` so that importing it only defines things.'
         ) from None
+    except Exception as exc:  # the module's own code failed: a syntax error, a name, a raise
+        raise _failed_import(module_name, ref, exc) from exc
     for part in attr.split("."):
         if not hasattr(value, part):
             raise UserError(f"{module_name!r} has no attribute {attr!r} (from {ref!r}); check the name.")
         value = getattr(value, part)
     return value, module_name
+
+
+def _failed_import(module_name: str, ref: str, exc: Exception) -> UserError:
+    """The one line for a module whose own code failed as it was imported: what it raised,
+    and where in the module's files (the deepest frame outside jeeves and importlib)."""
+    if isinstance(exc, SyntaxError):
+        where = f"{exc.filename}, line {exc.lineno}"
+        what = f"SyntaxError: {exc.msg}"
+    else:
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if "importlib" not in f.filename]
+        where = f"{frames[-1].filename}, line {frames[-1].lineno}" if frames else module_name
+        what = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:300]
+    return UserError(
+        f"Importing {module_name!r} (for {ref!r}) failed at {where}: {what}. Fix the module (python -c "
+        f"'import {module_name}' shows the whole traceback)."
+    )
 
 
 def _drop_frames(exc: BaseException) -> None:

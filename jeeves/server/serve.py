@@ -32,8 +32,11 @@ def bind(host: str, port: int) -> socket.socket:
     """A listening TCP socket on `host:port` (port 0: any free port).
 
     Raises:
-        UserError: the port is taken, or the address is not one of this machine's.
+        UserError: the port is not one (0 to 65535), is taken, or the address is not one of
+            this machine's.
     """
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise UserError(f"Port {port!r} is not a TCP port; give one from 1 to 65535 (0: any free port).")
     try:
         family, kind, proto, _, where = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -36,6 +37,29 @@ def test_a_reference_names_an_architecture_a_factory_or_a_class() -> None:
 def test_bad_references_say_what_to_fix(ref: str, message: str) -> None:
     with pytest.raises(UserError, match=message):
         resolve_ref(ref)
+
+
+@pytest.mark.parametrize(
+    ("code", "said"),
+    [
+        ("def broken(:\n", "line 1: SyntaxError: invalid syntax."),
+        ("\n\nx = undefined_name\n", "line 3: NameError: name 'undefined_name' is not defined."),
+        ('raise RuntimeError("the registry\\nis down")\n', "line 1: RuntimeError: the registry is down."),
+    ],
+)
+def test_a_module_that_fails_as_it_is_imported_is_one_line_naming_the_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: str, said: str
+) -> None:
+    (tmp_path / "failing_mod.py").write_text(code)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(UserError) as info:
+        resolve_ref("failing_mod:build")
+    message = str(info.value)
+    assert message.startswith(
+        f"Importing 'failing_mod' (for 'failing_mod:build') failed at {tmp_path / 'failing_mod.py'}, "
+    )
+    assert said in message and "\n" not in message
+    assert message.endswith("Fix the module (python -c 'import failing_mod' shows the whole traceback).")
 
 
 def test_sources_are_checked_when_a_run_is_recorded() -> None:

@@ -92,6 +92,16 @@ def test_a_taken_port_is_one_error_line_and_exit_2() -> None:
     assert f"Port {port} on 127.0.0.1 is already in use" in result.stderr and "--port" in result.stderr
 
 
+@pytest.mark.parametrize("port", [65536, 70000, -1])
+def test_a_port_out_of_range_is_one_error_line_and_nothing_is_bound(port: int) -> None:
+    from jeeves.server.serve import bind
+
+    with pytest.raises(
+        UserError, match=rf"^Port {port} is not a TCP port; give one from 1 to 65535 \(0: any free port\)\.$"
+    ):
+        bind("127.0.0.1", port)  # 70000 bound 4464 (70000 - 65536) before, 65536 any free port
+
+
 def test_serve_refuses_an_address_beyond_loopback_without_a_token() -> None:
     with pytest.raises(UserError, match="without a token"):
         serve(create_app({"blocked": Blocked()}), host="0.0.0.0", port=0)
