@@ -14,7 +14,7 @@ import anyio
 from jeeves.approvals.decide import Approvals
 from jeeves.cli.demo import demo_architecture, demo_router
 from jeeves.errors import UserError
-from jeeves.journal.open import close_journal, open_journal, read_runs
+from jeeves.journal.open import check_journal
 from jeeves.journal.postgres import display_url
 from jeeves.server.app import create_app
 from jeeves.server.catalog import ArchitectureLike
@@ -65,7 +65,7 @@ def serve_demo(
     if database is not None:
         anyio.run(_check_database, database)
     if journal is not None:
-        anyio.run(_check_journal, journal)
+        anyio.run(check_journal, journal)  # the runs waiting at gates are restored from it
     sock = bind(host, port)
     try:
         token, generated, hosts = access(sock, host, token, allowed_hosts)
@@ -107,14 +107,3 @@ async def _check_database(database: str) -> None:
         await runs.open()
     finally:
         await runs.aclose()
-
-
-async def _check_journal(journal: str | os.PathLike[str]) -> None:
-    """Open `journal` and read its latest run, as the server's start will (the runs waiting at
-    gates): a path that is a folder, a damaged file or an unreachable database is one line
-    before the server starts, not a failed start-up's traceback."""
-    store = open_journal(journal)
-    try:
-        await read_runs(store, 1)
-    finally:
-        await close_journal(store)

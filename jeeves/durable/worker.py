@@ -40,7 +40,7 @@ from jeeves.durable.spread import Spreader, branch_queue_name, resolve_path
 from jeeves.durable.targets import Target, load_targets, queue_of
 from jeeves.errors import JournalError, UserError
 from jeeves.journal.eventlog import ENDED, EventLog, open_event_log
-from jeeves.journal.open import close_journal, open_journal
+from jeeves.journal.open import check_journal, close_journal, open_journal
 from jeeves.journal.postgres import checked_url, display_url, is_database_url
 from jeeves.journal.recorder import EventRecorder
 from jeeves.journal.records import SessionRecord, error_type_name
@@ -339,6 +339,10 @@ class Worker:
                 "A jeeves worker runs on asyncio only (DBOS runs workflows on an asyncio loop); start it "
                 "with anyio.run(..., backend='asyncio') or `jeeves worker`."
             )
+        if (
+            self.journal != self.database
+        ):  # a journal of its own: a bad one is one line now, not each run's failure
+            await check_journal(self.journal)
         if self.heartbeat is not None:
             await anyio.to_thread.run_sync(self.heartbeat.register)
             self.heartbeat.claiming = False  # beat while DBOS starts, take nobody over yet

@@ -126,6 +126,17 @@ async def list_runs(
     return [_summary(store, r, at) for r in records]
 
 
+async def check_journal(journal: str | os.PathLike[str]) -> None:
+    """Open `journal` (making it if needed) and read its latest run, as a server or a worker
+    does when it starts: a folder where the file should be, a damaged file or a database that
+    refuses is a `UserError` or `JournalError` now, in one line, not at the first run."""
+    store = open_journal(journal)
+    try:
+        await read_runs(store, 1)
+    finally:
+        await close_journal(store)
+
+
 async def find_run(store: Journal, session_id: str) -> SessionRecord | None:
     """The record of run `session_id` (a root session); None when the journal holds no run of
     that id (nothing, or a child session)."""

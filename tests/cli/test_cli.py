@@ -183,3 +183,30 @@ def test_serve_with_live_specs_preloads_litellm_in_the_background(
     assert cli.main(["serve", str(spec), "--offline", "--port", "0"]) == 0
     assert cli.main(["serve", "--port", "0"]) == 0
     assert started == ["serve", "serve"], "offline and the demo make no live call"
+
+
+def test_a_server_or_worker_given_a_damaged_journal_says_so_before_it_starts(tmp_path: Path) -> None:
+    """Not at its first run (a worker printed `ready`, then failed every run it took)."""
+    journal = tmp_path / "garbage.db"
+    journal.write_bytes(b"not a database at all")
+    spec = "architectures/self_refine.toml"
+    for args in (
+        [
+            "worker",
+            spec,
+            "--offline",
+            "--database",
+            f"sqlite:///{tmp_path / 'dbos.sqlite'}",
+            "--journal",
+            str(journal),
+        ],
+        ["mcp", "serve", spec, "--offline", "--journal", str(journal)],
+        ["serve", spec, "--offline", "--journal", str(journal), "--port", "0"],
+    ):
+        done = jeeves_cli(*args)
+        assert done.returncode == 2, (args, done.stdout, done.stderr)
+        assert (
+            done.stderr
+            == f"error: {journal} is not a jeeves journal or is damaged (file is not a database).\n"
+        )
+        assert "ready" not in done.stdout and "serving" not in done.stdout

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import anyio
 
 from jeeves.durable.targets import load_targets, target_name
+from jeeves.journal.open import check_journal
 from jeeves.mcp.serve.tools import ServedRun, build_server, run_id, tool_name
 
 __all__ = ["ServedRun", "run_id", "serve_mcp", "tool_name"]
@@ -39,6 +40,8 @@ def serve_mcp(
         journal = journal_for(database, journal)  # where the workers record: the runs' state
         durable = DurableQueue(database, {tool_name(target_name(t)): t for t in targets})
     server = build_server(load_targets(list(targets), offline=offline), journal=journal, durable=durable)
+    if journal is not None:  # a bad journal is one line now, not every tool call's failure
+        anyio.run(check_journal, journal)
     if http is None:
         anyio.run(server.run_stdio_async)
         return 0
