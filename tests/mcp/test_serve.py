@@ -87,6 +87,18 @@ async def test_the_sdk_client_calls_a_served_architecture_with_progress_and_a_de
 
 
 @pytest.mark.anyio
+async def test_a_call_jeeves_refuses_says_why_to_the_client(tmp_path: Path) -> None:
+    async with Client(_stdio(tmp_path / "runs.db")) as client:
+        refused = await client.call_tool("tests_mcp_served_shouter", {"task": "hi", "session_id": "../x"})
+        fine = await client.call_tool("tests_mcp_served_shouter", {"task": "hi"})  # the server serves on
+    assert refused.is_error and not fine.is_error
+    [text] = [c.text for c in refused.content if c.type == "text"]
+    assert text.startswith(
+        "Error executing tool tests_mcp_served_shouter: UserError: Invalid session_id '../x'"
+    )
+
+
+@pytest.mark.anyio
 async def test_a_cancelled_call_cancels_the_run(tmp_path: Path) -> None:
     journal = tmp_path / "runs.db"
     started = anyio.Event()

@@ -26,6 +26,8 @@ from pydantic import BaseModel
 
 import jeeves
 from jeeves.durable.targets import Target
+from jeeves.errors import JeevesError
+from jeeves.journal.records import error_type_name
 
 if TYPE_CHECKING:
     from jeeves.mcp.serve.durable import DurableQueue
@@ -72,6 +74,7 @@ def build_server(
     """An SDK `MCPServer` with one tool per target; with `durable` (a
     `jeeves.mcp.serve.durable.DurableQueue`) its runs are queued for the durable workers."""
     from mcp.server.mcpserver import Context, MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import ToolAnnotations
 
     served = {tool_name(t.name): t for t in targets.values()}
@@ -97,9 +100,12 @@ def build_server(
 
         def make(target: Target, name: str) -> Any:
             async def run_architecture(task: str, ctx: Context, session_id: str | None = None) -> ServedRun:
-                if durable is not None:
-                    return await durable.run(name, task, session_id or run_id(name, task))
-                return await _run(target, name, task, session_id, ctx, journal)
+                try:
+                    if durable is not None:
+                        return await durable.run(name, task, session_id or run_id(name, task))
+                    return await _run(target, name, task, session_id, ctx, journal)
+                except JeevesError as exc:  # the reason, for the client to read (not a crash)
+                    raise ToolError(f"{error_type_name(exc)}: {exc}") from exc
 
             # The SDK reads the signature's types; `Context` is imported here, not at module level.
             run_architecture.__annotations__ = {
