@@ -49,7 +49,7 @@ import anyio.to_thread
 
 from jeeves.errors import JournalError, UserError
 from jeeves.journal.handoff import running_loop
-from jeeves.journal.records import SCHEMA_VERSION, SessionRecord, StepRecord
+from jeeves.journal.records import DAMAGED, SCHEMA_VERSION, SessionRecord, StepRecord
 from jeeves.journal.retry import Backoff, is_transient, mark_reached, retry
 from jeeves.journal.sql import SQLStore
 from jeeves.journal.store import encode_record, unusable_path
@@ -178,16 +178,20 @@ class SQLiteJournal(SQLStore):
                     f"{self.path} is a SQLite database but not a jeeves journal (tables: {sorted(tables)!r}); "
                     f"give jeeves a file of its own."
                 )
-            _use_wal(conn)
             conn.execute("PRAGMA synchronous = NORMAL")
-            conn.executescript(_SCHEMA)
-            conn.execute(
-                "INSERT OR IGNORE INTO jeeves_journal (key, value) VALUES ('schema_version', ?)",
-                (str(SCHEMA_VERSION),),
-            )
-            (stored,) = conn.execute(
-                "SELECT value FROM jeeves_journal WHERE key = 'schema_version'"
-            ).fetchone()
+            if self._create:
+                _use_wal(conn)
+                conn.executescript(_SCHEMA)
+                conn.execute(
+                    "INSERT OR IGNORE INTO jeeves_journal (key, value) VALUES ('schema_version', ?)",
+                    (str(SCHEMA_VERSION),),
+                )
+            else:  # a journal that exists is read (and decided on) as it is: nothing is made here
+                self._check_tables(tables)
+            row = conn.execute("SELECT value FROM jeeves_journal WHERE key = 'schema_version'").fetchone()
+            if row is None:
+                raise JournalError(f"{self.path} has no journal schema version. {DAMAGED}")
+            (stored,) = row
         except sqlite3.DatabaseError as exc:
             raise JournalError(f"{self.path} is not a jeeves journal or is damaged ({exc}).") from exc
         if not str(stored).isdigit() or int(stored) > SCHEMA_VERSION:
@@ -195,6 +199,19 @@ class SQLiteJournal(SQLStore):
                 f"{self.path} was written by a newer jeeves (journal schema v{stored}; this jeeves reads up "
                 f"to v{SCHEMA_VERSION}). Upgrade jeeves to read this journal."
             )
+
+    def _check_tables(self, tables: set[str]) -> None:
+        """A journal opened without `create` has every table jeeves makes: an empty file (a
+        typo's, a `touch`'s) or one missing a table is said so, not silently made a journal
+        (the file may not even be writable: a read-only journal is read as it is)."""
+        if not tables:
+            raise JournalError(
+                f"{self.path} is an empty SQLite file, not a jeeves journal; record a run into it first "
+                f"(jeeves run SPEC --journal {self.path})."
+            )
+        missing = sorted({"jeeves_journal", "sessions", "steps"} - tables)
+        if missing:
+            raise JournalError(f"{self.path} lacks the journal's table(s) {', '.join(missing)}. {DAMAGED}")
 
     # -- writes, on the event loop ---------------------------------------------------------
     async def _write(self, write: _Write) -> Any:

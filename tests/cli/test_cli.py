@@ -150,7 +150,9 @@ def test_an_import_error_that_is_not_about_a_loop_is_not_reworded(tmp_path: Path
     journal = tmp_path / "runs.jsonl"
     jeeves_cli("run", "architectures/codegen.toml", "--offline", "--journal", str(journal))
     out = jeeves_cli("replay", str(journal), "--spec", "team:agent", cwd=tmp_path)
-    assert out.returncode == 1 and "RuntimeError: broken at import" in out.stderr
+    assert out.returncode == 2 and out.stderr.count("\n") == 1  # a configuration problem, in one line
+    assert "failed at " in out.stderr and "team.py, line 1: RuntimeError: broken at import" in out.stderr
+    assert "event loop" not in out.stderr  # not taken for a module that starts one
 
 
 def test_runs_without_a_journal_reads_the_demos_and_says_where_it_looked(tmp_path: Path) -> None:

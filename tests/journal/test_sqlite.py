@@ -131,6 +131,30 @@ async def test_a_missing_file_is_created_only_when_recording(tmp_path: Path) -> 
     assert path.exists()
 
 
+async def test_a_journal_opened_to_read_is_read_as_it_is_and_never_made_one(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    with pytest.raises(JournalError, match=r"empty.db is an empty SQLite file, not a jeeves journal; record"):
+        await list_runs(empty)
+    assert empty.stat().st_size == 0  # not made a journal by a listing
+    path = tmp_path / "runs.db"
+    async with SQLiteJournal(path) as journal:
+        await journal.put_session(session())
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    before = path.read_bytes()
+    assert [r.session_id for r in await list_runs(path)] == ["r1"]
+    assert path.read_bytes() == before  # a read writes nothing into the file
+    with sqlite3.connect(path) as conn:
+        conn.execute("DROP TABLE steps")
+    with pytest.raises(
+        JournalError, match=r"runs.db lacks the journal's table\(s\) steps\. The journal is damaged"
+    ):
+        await list_runs(path)
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT name FROM sqlite_master WHERE name = 'steps'").fetchone() is None
+
+
 async def test_reads_run_off_the_event_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     threads: set[int] = set()
     original = SQLiteJournal._locked
