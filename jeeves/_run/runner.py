@@ -26,8 +26,9 @@ from jeeves._run.options import JournalLike, ModelLike, RunKeywords, RunOptions,
 from jeeves._run.routes import check_route_keys
 from jeeves.approvals.policy import Decision, PendingGate
 from jeeves.budget import BudgetMeter
-from jeeves.errors import BudgetExceeded, RunEnded, UserError
+from jeeves.errors import BudgetExceeded, ReplayDivergence, RunEnded, UserError
 from jeeves.events import Event
+from jeeves.journal.records import TERMINAL
 from jeeves.messages import Usage
 from jeeves.models.router import Router
 from jeeves.telemetry.tracer import Tracer, default_tracer
@@ -511,7 +512,17 @@ async def replay(
         options = RunOptions(
             session_id=session_id, role=plan.role, journal=plan.journal, mode="replay", tracer=tracer
         )
-        return await run(plan.arch, plan.task, options=options)
+        try:
+            return await run(plan.arch, plan.task, options=options)
+        except ReplayDivergence as exc:
+            if plan.record.status in TERMINAL:
+                raise
+            raise ReplayDivergence(  # the record ends where the run stopped: that is why
+                f"{str(exc).rstrip('.')}. Run {session_id!r} has not finished (it is {plan.record.status}), so "
+                f"its record ends where it stopped: resume it (jeeves resume JOURNAL {session_id}), then replay it.",
+                session_id=exc.session_id or session_id,
+                step=exc.step,
+            ) from None
     finally:
         if store is not journal:
             await close_journal(store)

@@ -133,6 +133,21 @@ async def _suspended(path: Path, decision: str = "approve") -> None:
     await record_decision(path, gate.gate_id, made)
 
 
+@pytest.mark.anyio
+async def test_replaying_a_run_that_has_not_finished_says_to_resume_it_first(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    await _suspended(path, "approve")  # decided, not yet resumed: the record ends at the gate
+    with pytest.raises(jeeves.ReplayDivergence) as info:
+        await jeeves.replay(_support(ScriptedModel({"support": _script()})), path, "t-1")
+    said = str(info.value)
+    assert said.startswith("Session 't-1' asked for step ")
+    assert said.endswith(
+        "Run 't-1' has not finished (it is awaiting_gate), so its record ends where it stopped: resume it "
+        "(jeeves resume JOURNAL t-1), then replay it."
+    )
+    assert info.value.session_id == "t-1" and "\n" not in said
+
+
 async def _status(path: Path) -> str:
     (run,) = await list_runs(path)
     return run.status
