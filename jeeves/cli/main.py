@@ -299,6 +299,21 @@ def _stdin_task() -> str:
     return task
 
 
+def _utf8_task(task: str | None) -> str | None:
+    """`task` if it is text: bytes that are not UTF-8 (read from a file or the command line,
+    which Python keeps as lone surrogates) cannot be sent to a model nor journaled."""
+    if task is not None:
+        try:
+            task.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            byte = ord(task[exc.start]) - 0xDC00 if 0xDC80 <= ord(task[exc.start]) <= 0xDCFF else None
+            what = f"byte 0x{byte:02x}" if byte is not None else f"{task[exc.start]!a}"
+            raise UserError(
+                f"TASK is not UTF-8 text ({what} at character {exc.start}); save or pass the task as UTF-8."
+            ) from None
+    return task
+
+
 def _trace() -> None:
     from jeeves.telemetry import configure
 
@@ -377,7 +392,7 @@ def _spec_command(args: argparse.Namespace) -> int:
         _trace()
     options = RunOptions(
         spec=args.spec,
-        task=_stdin_task() if args.task == "-" else args.task,
+        task=_utf8_task(_stdin_task() if args.task == "-" else args.task),
         models=args.model,
         journal=args.journal,
         session_id=args.session_id,

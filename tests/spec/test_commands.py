@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import signal
@@ -65,6 +66,24 @@ def test_the_task_can_come_from_stdin() -> None:
         r"error: TASK is '-' but stdin is empty; pipe the task in, e.g. \S+ -m jeeves run SPEC - < task\.md\.\n",
         empty.stderr,
     )
+
+
+def test_a_task_that_is_not_utf8_is_one_line_before_anything_runs(tmp_path: Path) -> None:
+    journal = tmp_path / "runs.db"
+    for args, stdin in ((["-"], b"Write add\xff\n"), ([os.fsdecode(b"Write add\xff")], b"")):
+        done = subprocess.run(
+            [sys.executable, "-m", "jeeves", "run", CODEGEN, *args, "--offline", "--journal", str(journal)],
+            input=stdin,
+            cwd=REPO,
+            env=offline_env(),
+            capture_output=True,
+        )
+        assert done.returncode == 2
+        assert (
+            done.stderr
+            == b"error: TASK is not UTF-8 text (byte 0xff at character 9); save or pass the task as UTF-8.\n"
+        )
+        assert done.stdout == b"" and not journal.exists()
 
 
 def test_validate_a_bad_spec_lists_its_problems_and_exits_2(tmp_path: Path) -> None:
