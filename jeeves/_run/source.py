@@ -160,8 +160,14 @@ def load_architecture(source: Mapping[str, Any] | None, *, session_id: str) -> A
         )
     loader = _LOADERS.get(str(source.get("kind")))
     if loader is None:
+        given = "pass the architecture (jeeves.replay(arch, ...), or `jeeves replay JOURNAL ID --spec SPEC.toml|module:attr`)"
+        if source.get("kind") == "served":  # the server's catalog is not in this process
+            raise UserError(
+                f"Run {session_id!r} was started by `jeeves serve` (its entry {source.get('name')!r}), whose catalog "
+                f"this process does not hold; {given}, or browse it in `jeeves serve SPEC.toml --journal JOURNAL`."
+            )
         raise UserError(
             f"Run {session_id!r} was recorded from a {source.get('kind')!r} source, which this process cannot "
-            f"rebuild (known: {sorted(_LOADERS)!r}); import the module that registers it, or pass the architecture."
+            f"rebuild (known: {sorted(_LOADERS)!r}); import the module that registers it, or {given}."
         )
     return loader(source)

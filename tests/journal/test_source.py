@@ -101,10 +101,18 @@ def test_other_kinds_of_source_come_from_registered_loaders(spec_loader: list[Ma
     assert spec_loader == [source]
 
 
-def test_a_run_without_a_source_asks_for_the_architecture() -> None:
+def test_a_run_without_a_source_asks_for_the_architecture(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delitem(_LOADERS, "served", raising=False)  # as in a process that never imported the server
     with pytest.raises(UserError, match=r"does not say how to rebuild the architecture of run 'r1'; pass it"):
         load_architecture(None, session_id="r1")
     with pytest.raises(
         UserError, match=r"recorded from a 'notebook' source, which this process cannot rebuild"
     ):
         load_architecture({"kind": "notebook"}, session_id="r1")
+    with pytest.raises(UserError) as served:  # a `jeeves serve` run replayed where no server is
+        load_architecture({"kind": "served", "name": "codegen"}, session_id="r1")
+    assert str(served.value) == (
+        "Run 'r1' was started by `jeeves serve` (its entry 'codegen'), whose catalog this process does not "
+        "hold; pass the architecture (jeeves.replay(arch, ...), or `jeeves replay JOURNAL ID --spec "
+        "SPEC.toml|module:attr`), or browse it in `jeeves serve SPEC.toml --journal JOURNAL`."
+    )
