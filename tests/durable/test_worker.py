@@ -142,7 +142,7 @@ async def test_an_offline_worker_taking_over_a_run_goes_on_with_the_next_reply_o
         f"    with open({str(calls)!r}, 'a') as log:\n"
         "        log.write(f'hold({n})\\n')\n"
         f"    while not pathlib.Path({str(release)!r}).exists():\n"
-        "        time.sleep(0.02)\n"
+        "        time.sleep(0.02)  # time, not sync: the tool polls for its release in the worker\n"
         "    return f'held {n}'\n"
     )
     spec = tmp_path / "held.toml"
