@@ -72,3 +72,50 @@ def test_credentials_are_not_part_of_the_fingerprint_or_the_payload() -> None:
     payloads = [_request(p).fingerprint_payload() for p in (PLAIN, keyed, rotated)]
     assert payloads[0] == payloads[1] == payloads[2]
     assert "sk-a-123456" not in repr(payloads[1])
+
+
+def test_a_turn_request_holds_what_the_validating_constructor_would_and_aliases_nothing() -> None:
+    from jeeves.messages import Message, ModelRequest, ToolSpec, turn_request
+
+    history = [Message.system("s"), Message.user("go")]
+    tools = [ToolSpec(name="lookup", description="Look up.")]
+    params = {"temperature": 0.2}
+    built = turn_request(history, tools, params, output_schema={"type": "object"}, output_name="Out")
+    validated = ModelRequest(
+        messages=list(history),
+        tools=tools,
+        params=params,
+        output_schema={"type": "object"},
+        output_name="Out",
+    )
+    assert built == validated and built.model_dump() == validated.model_dump()
+    assert built.fingerprint_payload() == validated.fingerprint_payload()
+    assert built.messages[0] is history[0]  # the same messages, as validation keeps them
+    history.append(Message.user("later"))
+    tools.append(ToolSpec(name="other"))
+    params["seed"] = 1
+    assert len(built.messages) == 2 and len(built.tools) == 1 and built.params == {"temperature": 0.2}
+    assert built.model_copy(update={"model": "m"}).model == "m" and built.model == ""
+
+
+@pytest.mark.anyio
+async def test_an_agents_requests_are_what_validation_would_make_of_them() -> None:
+    import jeeves
+    from jeeves.messages import ModelRequest
+    from jeeves.testing import FunctionModel, Reply, call
+
+    @jeeves.tool
+    def step(n: int) -> str:
+        """Take a step."""
+        return f"did {n}"
+
+    def act(request: ModelRequest) -> Reply:
+        done = sum(m.role == "tool" for m in request.messages)
+        return Reply(tool_calls=[call("step", {"n": done})]) if done < 3 else Reply(text="done")
+
+    model = FunctionModel(act)
+    agent = jeeves.Agent("Step.", tools=[step], model=model, params={"temperature": 0})
+    assert (await jeeves.run(agent, "Go.")).text == "done"
+    assert len(model.requests) == 4
+    for request in model.requests:
+        assert ModelRequest.model_validate(request.model_dump()) == request

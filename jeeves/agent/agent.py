@@ -47,7 +47,7 @@ from jeeves.errors import (
     UserTypeError,
 )
 from jeeves.events import OutputRetrying, ToolCompleted, ToolStarted
-from jeeves.messages import Message, ModelRequest, ToolCall, ToolSpec
+from jeeves.messages import Message, ModelRequest, ToolCall, ToolSpec, turn_request
 from jeeves.models.base import ModelClient, Route
 
 __all__ = ["Agent", "extract_json", "run_tool_calls"]
@@ -210,13 +210,7 @@ class Agent:
     def _request(self, messages: list[Message], kit: _Kit) -> ModelRequest:
         schema = self._schema
         name = getattr(self.output_type, "__name__", None) if schema else None
-        return ModelRequest(
-            messages=list(messages),
-            tools=kit.specs,
-            output_schema=schema,
-            output_name=name,
-            params=self.params,
-        )
+        return turn_request(messages, kit.specs, self.params, output_schema=schema, output_name=name)
 
     def run(self, ctx: Context, task: str) -> Coroutine[Any, Any, Output]:
         """Run the agent on `task` (with toolsets: inside their sessions, see `jeeves.agent.tools.Toolset`)."""

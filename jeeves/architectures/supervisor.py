@@ -36,7 +36,7 @@ from jeeves._run.context import Architecture, Caller, Context, Output, join_call
 from jeeves.approvals.policy import APPROVAL_MODES, ApprovalMode
 from jeeves.architectures.delegation import Delegation, Ledger, run_turn, worker_prompt
 from jeeves.errors import BudgetExceeded, MaxTurnsExceeded, UserError
-from jeeves.messages import Message, ModelRequest, ToolSpec, Usage
+from jeeves.messages import Message, ModelRequest, ToolSpec, Usage, turn_request
 from jeeves.models.base import ModelClient, Route
 
 __all__ = ["DEFAULT_INSTRUCTIONS", "Delegation", "Supervisor", "SupervisorOutput"]
@@ -193,7 +193,7 @@ class Supervisor:
         return [delegate, forward]
 
     def _request(self, messages: list[Message]) -> ModelRequest:
-        return ModelRequest(messages=list(messages), tools=self.tool_specs, params=self.params)
+        return turn_request(messages, self.tool_specs, self.params)
 
     async def run(self, ctx: Context, task: str) -> SupervisorOutput:
         ledger = Ledger(self.max_delegations, delegate_mode=self.delegate_approval)
