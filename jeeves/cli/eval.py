@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import math
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -248,6 +249,10 @@ def eval_command(args: argparse.Namespace, out: TextIO | None = None, err: TextI
         )
     if args.limit is not None and args.limit < 1:
         raise UserError(f"--limit must be 1 or more cases, got {args.limit}.")
+    if args.max_usd is not None and not 0 <= args.max_usd < math.inf:
+        raise UserError(f"--max-usd must be a number of dollars >= 0, got {args.max_usd!r}.")
+    if args.max_tokens is not None and args.max_tokens < 0:
+        raise UserError(f"--max-tokens must be a count of tokens >= 0, got {args.max_tokens}.")
     from jeeves.cli.run import parse_model_flags
 
     _check_before_running(args)
@@ -260,7 +265,9 @@ def eval_command(args: argparse.Namespace, out: TextIO | None = None, err: TextI
     configs = _configs(args, parse_model_flags(args.model))
     eval_id = args.eval_id or _eval_id(dataset, configs, args.samples)
     budget = (
-        Budget(max_usd=args.max_usd, max_tokens=args.max_tokens) if args.max_usd or args.max_tokens else None
+        Budget(max_usd=args.max_usd, max_tokens=args.max_tokens)
+        if args.max_usd is not None or args.max_tokens is not None
+        else None
     )
     tick, stop = _progress(len(dataset.cases) * len(configs) * args.samples, err)
     try:

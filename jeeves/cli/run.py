@@ -10,6 +10,7 @@ approval gates 3 (every code: `jeeves.cli.exits`).
 from __future__ import annotations
 
 import functools
+import math
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -102,7 +103,7 @@ async def run_command(options: RunOptions, out: TextIO | None = None, err: TextI
         task = options.task or (spec.demo.task if spec.demo else "")
         if not task.strip():
             raise UserError(f"Give a TASK: {options.spec} has no [demo] task to fall back on.")
-        if options.budget_usd is not None and not options.budget_usd >= 0:
+        if options.budget_usd is not None and not 0 <= options.budget_usd < math.inf:
             raise UserError(f"--budget-usd must be a number of dollars >= 0, got {options.budget_usd!r}.")
         budget = Budget(max_usd=options.budget_usd) if options.budget_usd is not None else None
         if problem := unrouted_error(spec, arch, router):

@@ -121,6 +121,9 @@ def test_options_the_report_reads_at_the_end_are_refused_before_any_case_runs(
     for flags, said in (
         (["--limit", "0"], "--limit must be 1 or more cases, got 0."),
         (["--limit", "-1"], "--limit must be 1 or more cases, got -1."),
+        (["--max-usd", "-1"], "--max-usd must be a number of dollars >= 0, got -1.0."),
+        (["--max-usd", "nan"], "--max-usd must be a number of dollars >= 0, got nan."),
+        (["--max-tokens", "-5"], "--max-tokens must be a count of tokens >= 0, got -5."),
         (["--calibrated-if", "garbage"], "--calibrated-if part 'garbage' is not METRIC OP NUMBER"),
         (["--labels", str(tmp_path / "none.jsonl")], "Cannot read labels"),
         (["--rejudge", str(tmp_path / "none.toml")], "Cannot read critic file"),

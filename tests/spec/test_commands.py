@@ -178,6 +178,13 @@ def test_configuration_mistakes_exit_2_with_one_line(tmp_path: Path) -> None:
             "--budget-usd",
             "-1",
         ): "error: --budget-usd must be a number of dollars >= 0",
+        (
+            "run",
+            CODEGEN,
+            "--offline",
+            "--budget-usd",
+            "inf",
+        ): "error: --budget-usd must be a number of dollars >= 0, got inf.\n",
         ("run", CODEGEN, "--offline", "--model", "critik=openai/gpt-4o"): (
             f"error: {CODEGEN}: the model override 'critik' (--model critik=...): no session of this spec "
             "routes as 'critik' (did you mean 'critic'?); use one of 'actor', 'critic', 'codegen.actor'"
