@@ -68,7 +68,7 @@ from jeeves.journal.records import Journal
 from jeeves.journal.store import JournalStore
 from jeeves.server.agui_resume import resume_entries
 from jeeves.server.agui_stream import AguiFormat, task_from_input
-from jeeves.server.body import BadJson, read_json
+from jeeves.server.body import BadJson, invalid_body, read_json
 from jeeves.server.catalog import ArchitectureLike, Catalog, RouterLike, UnknownArchitecture
 from jeeves.server.decisions import Decisions
 from jeeves.server.explorer import explorer_routes
@@ -264,7 +264,7 @@ RETRY_AFTER_S = 5
 
 async def _user_error(request: Request, exc: Exception) -> Response:
     if isinstance(exc, ValidationError):
-        return _error(422, f"Invalid request body: {exc}")
+        return _error(422, invalid_body(exc))
     if isinstance(exc, TooManyRuns):
         return JSONResponse({"error": str(exc)}, status_code=429, headers={"Retry-After": str(RETRY_AFTER_S)})
     if isinstance(exc, InboxFull):  # an agent takes its messages at its next turn: seconds, not minutes

@@ -15,12 +15,13 @@ import json
 import re
 from typing import Any
 
+from pydantic import ValidationError
 from starlette.requests import Request
 
 from jeeves._base.validate import nests_deeper_than
 from jeeves.errors import UserError
 
-__all__ = ["MAX_JSON_DEPTH", "BadJson", "parse_json", "read_json"]
+__all__ = ["MAX_JSON_DEPTH", "BadJson", "invalid_body", "parse_json", "read_json"]
 
 MAX_JSON_DEPTH = 64
 """How deep arrays and objects may nest in a request body (jeeves' own bodies need 6)."""
@@ -93,3 +94,15 @@ def _encodes(text: str) -> bool:
 async def read_json(request: Request) -> Any:
     """The request's body as JSON (see `parse_json`)."""
     return parse_json(await request.body())
+
+
+def invalid_body(exc: ValidationError, most: int = 5) -> str:
+    """A body that parsed but does not fit its route's model, in one line: each field and
+    what is wrong with it (at most `most` of them), never the values sent back (a field may
+    hold megabytes) nor pydantic's links."""
+    errors = exc.errors(include_url=False, include_input=False)
+    parts = [
+        f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {' '.join(e['msg'].split())}" for e in errors[:most]
+    ]
+    more = f"; and {len(errors) - most} more" if len(errors) > most else ""
+    return f"Invalid request body: {'; '.join(parts)}{more}."

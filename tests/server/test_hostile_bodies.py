@@ -68,3 +68,16 @@ async def test_a_run_a_lone_surrogate_could_not_start_leaves_the_run_list_readab
         listed = await client.get("/runs")
     assert refused.status_code == 400 and "\n" not in refused.json()["error"]
     assert listed.status_code == 200 and listed.json()["runs"] == []
+
+
+async def test_a_body_that_does_not_fit_its_route_is_one_line_that_echoes_nothing_back() -> None:
+    app = create_app({"refund": refund_entry}, approvals=POLICY)
+    async with asgi_client(app) as client:
+        sent = {"architecture": 5, "task": ["x" * 200_000], "extra": 1}
+        refused = await client.post("/runs", json=sent)
+    said = refused.json()["error"]
+    assert refused.status_code == 422 and "\n" not in said and len(said) < 300
+    assert said == (
+        "Invalid request body: architecture: Input should be a valid string; task: Input should be a valid "
+        "string; extra: Extra inputs are not permitted."
+    )
