@@ -339,9 +339,9 @@ class Worker:
                 "A jeeves worker runs on asyncio only (DBOS runs workflows on an asyncio loop); start it "
                 "with anyio.run(..., backend='asyncio') or `jeeves worker`."
             )
-        if (
-            self.journal != self.database
-        ):  # a journal of its own: a bad one is one line now, not each run's failure
+        # a journal of its own (the database is checked by the heartbeat and DBOS): a bad one is
+        # one line now, not each run's failure
+        if self.journal != self.database:
             await check_journal(self.journal)
         if self.heartbeat is not None:
             await anyio.to_thread.run_sync(self.heartbeat.register)
