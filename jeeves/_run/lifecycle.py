@@ -69,7 +69,7 @@ async def prepare(
     if state.mode != "replay" and existing is not None and existing.progress is not None:
         state.progress = existing.progress  # a resume shows where the last attempt was until it moves on
     if state.mode != "replay" and state.expires_at is not None and now >= state.expires_at:
-        await set_root_status(state, root_id, "expired", stop_reason="session_ttl")
+        await set_root_status(state, root_id, "expired", stop_reason="session_ttl", ran=False)
         return False
     if state.mode != "replay":  # enforced: the code's policy, never the journal's copy
         state.approvals = enforced_policy(state.approvals, recorded, root_id)
@@ -77,9 +77,11 @@ async def prepare(
 
 
 async def set_root_status(
-    state: RunState, root_id: str, status: SessionStatus, *, stop_reason: str | None = None
+    state: RunState, root_id: str, status: SessionStatus, *, stop_reason: str | None = None, ran: bool = True
 ) -> None:
-    """Move the root's record to `status` (a terminal record is never moved again)."""
+    """Move the root's record to `status` (a terminal record is never moved again). When the
+    tree `ran` in this attempt, the record takes what it spent (as a completed run's does), so
+    a cancelled, expired or suspended run does not list as free."""
     journal = state.journal
     if journal is None or state.mode == "replay":
         return
@@ -96,6 +98,8 @@ async def set_root_status(
             }
             if stop_reason is not None:
                 update["stop_reason"] = stop_reason
+            if ran:
+                update["usage"] = state.tree_usage(root_id).model_dump()
             await journal.put_session(record.model_copy(update=update))
 
 

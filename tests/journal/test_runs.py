@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import anyio
 import pytest
 
 import jeeves
@@ -143,3 +144,43 @@ async def test_every_store_reads_a_runs_subtree_and_nothing_with_a_like_id(store
         tree = [r.session_id for r in await store.sessions(root)]
         assert tree[0] == root and sorted(tree[1:]) == [f"{root}__worker_{k}" for k in range(3)], tree
     assert [r.session_id for r in await store.runs()] == ["a", "a_b", "a-b", "ab", "a.b", "a:b"]  # type: ignore[attr-defined]
+
+
+async def test_a_cancelled_run_lists_what_it_spent_and_its_resume_adds_to_it() -> None:
+    """A run stopped mid-way (Ctrl-C) listed as 0 calls and $0 though it had made calls."""
+    from jeeves.testing import FunctionModel, Reply, call
+
+    started = anyio.Event()
+    release = anyio.Event()
+
+    @jeeves.tool
+    async def slow(n: int) -> str:
+        """Take a while."""
+        started.set()
+        await release.wait()
+        return f"did {n}"
+
+    usage = jeeves.Usage(input_tokens=10, output_tokens=2, model_calls=1, cost_usd=0.01)
+
+    def act(request: jeeves.ModelRequest) -> Reply:
+        done = sum(m.role == "tool" for m in request.messages)
+        return (
+            Reply(tool_calls=[call("slow", {"n": done})], usage=usage)
+            if done < 2
+            else Reply(text="ok", usage=usage)
+        )
+
+    journal = MemoryJournal()
+    agent = jeeves.Agent("Work.", tools=[slow], model=FunctionModel(act))
+    async with anyio.create_task_group() as group:
+        group.start_soon(lambda: jeeves.run(agent, "Go.", journal=journal, session_id="c1"))
+        await started.wait()  # the first call is made; its tool is running
+        group.cancel_scope.cancel()
+    (cancelled,) = await list_runs(journal)
+    assert cancelled.status == "cancelled"
+    assert (cancelled.usage.model_calls, cancelled.usage.cost_usd) == (1, pytest.approx(0.01))
+    release.set()
+    done = await jeeves.resume(agent, "c1", journal=journal)
+    assert done.text == "ok"
+    (finished,) = await list_runs(journal)
+    assert finished.usage.model_calls == 3  # the whole run's, the first call counted once
