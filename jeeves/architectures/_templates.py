@@ -20,6 +20,7 @@ take format strings only.
 
 from __future__ import annotations
 
+import functools
 import string
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ __all__ = [
     "check_template",
     "format_history",
     "render",
+    "uses_history",
 ]
 
 FIELDS = ("task", "output", "issues", "summary", "history", "round")
@@ -124,6 +126,18 @@ Template: TypeAlias = str | PromptRenderer
 
 def _bullets(issues: Sequence[str]) -> str:
     return "\n".join(f"- {issue}" for issue in issues) if issues else "(none)"
+
+
+def uses_history(template: Template) -> bool:
+    """Whether filling `template` reads `{history}`: every earlier attempt with its feedback,
+    as long as the loop so far, so a loop builds it only for a template that shows it (a
+    renderer is given every field, so it gets it)."""
+    return not isinstance(template, str) or "history" in _placeholders(template)
+
+
+@functools.lru_cache(maxsize=256)
+def _placeholders(template: str) -> frozenset[str]:
+    return frozenset(name for _, name, _, _ in string.Formatter().parse(template) if name is not None)
 
 
 def format_history(attempts: Sequence[tuple[int, str, Verdict]]) -> str:

@@ -43,7 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from jeeves._base.validate import check_int, check_number
 from jeeves._run.context import Architecture, Caller, Context, Output, join_callers, model_callers
 from jeeves._run.state import tool_calls
-from jeeves.architectures._templates import Template, check_template, format_history, render
+from jeeves.architectures._templates import Template, check_template, format_history, render, uses_history
 from jeeves.critics import Critic, Review, Verdict, review_in
 from jeeves.critics.verdict import critique_event
 from jeeves.errors import PROGRAM_ERRORS, BudgetExceeded, CriticError, UserError
@@ -324,13 +324,11 @@ class CriticLoop(Generic[OutputT]):
     def _render(self, template: Template, r: int, output: str) -> str:
         """Fill a template; `issues` and `summary` are the best judged candidate's so far."""
         verdict = self._best().verdict if self.best is not None else None
+        judged = (
+            [(x.round, x.text, x.verdict) for x in self.rounds if x.verdict] if uses_history(template) else []
+        )
         return render(
-            template,
-            task=self.task,
-            output=output,
-            verdict=verdict,
-            history=format_history([(x.round, x.text, x.verdict) for x in self.rounds if x.verdict]),
-            round=r,
+            template, task=self.task, output=output, verdict=verdict, history=format_history(judged), round=r
         )
 
     async def _review(self, r: int, candidate: Output) -> Verdict:

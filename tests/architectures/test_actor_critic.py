@@ -300,6 +300,33 @@ async def test_custom_templates() -> None:
     assert refine.startswith("Fix - too short in v1; history:\n### Attempt 0 (score 0.20)\nv1")
 
 
+async def test_the_history_of_attempts_is_built_only_for_a_template_that_shows_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`{history}` is every earlier attempt: built each round for a template without it, it made
+    a long loop's rounds grow with their number (800 rounds: 7.1 s, 1.3 s without)."""
+    from jeeves.architectures import critic_loop
+
+    built: list[int] = []
+    real = critic_loop.format_history
+
+    def counting(attempts: list[tuple[int, str, Verdict]]) -> str:
+        built.append(len(attempts))
+        return real(attempts)
+
+    monkeypatch.setattr(critic_loop, "format_history", counting)
+    rounds = ["v1", "v2", "v3"]
+    verdicts = [verdict(0.2, "short"), verdict(0.3, "short"), verdict(0.9)]
+    await run_stream(
+        ActorCritic(ACTOR, LLMCritic(), max_rounds=3), ScriptedModel({"actor": rounds, "critic": verdicts})
+    )
+    assert built and set(built) == {0}  # the default templates have no {history}
+    built.clear()
+    shows = ActorCritic(ACTOR, LLMCritic(), max_rounds=3, refine_template="{output}\n{history}")
+    await run_stream(shows, ScriptedModel({"actor": rounds, "critic": verdicts}))
+    assert max(built) == 2  # the refine prompts hold the attempts judged so far
+
+
 def test_templates_are_checked_at_construction() -> None:
     with pytest.raises(
         UserError, match=r"unknown placeholder\(s\) \{draft\}.*\{task\}, \{output\}, \{issues\}"
