@@ -26,6 +26,7 @@ from collections.abc import AsyncGenerator, Callable
 from typing import Protocol
 
 import anyio
+import anyio.lowlevel
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
@@ -105,6 +106,9 @@ class EventStreamResponse(Response):
                 try:
                     async for chunk in self.body_iterator:
                         await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                        # a server's send to a client that left returns at once, and a run's
+                        # ready events never wait: let the watcher see the disconnect
+                        await anyio.lowlevel.checkpoint()
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
                 except OSError:  # the client went away while we were sending (ASGI 2.4 servers)
                     pass

@@ -139,3 +139,28 @@ async def test_reattaching_with_a_last_event_id_reads_exactly_the_events_after_i
     await read_all(RunRegistry(), record, cut, after)
     assert b"".join(after) == expected([e for e in events if e.seq > cut], record)
     assert b"".join(everything) == expected(events, record)
+
+
+async def test_a_stream_stops_at_a_disconnect_even_while_every_chunk_is_ready() -> None:
+    """An ASGI server's send to a client that left returns at once (uvicorn), and a finished
+    run's chunks are all ready: the stream must still hear the disconnect, not write the rest."""
+    from jeeves.server.sse import EventStreamResponse
+
+    sent: list[bytes] = []
+    produced = 0
+
+    async def body():  # type: ignore[no-untyped-def]
+        nonlocal produced
+        for i in range(1000):
+            produced += 1
+            yield f"data: {i}\n\n".encode()
+
+    async def receive() -> dict[str, str]:
+        return {"type": "http.disconnect"}  # the client has already gone
+
+    async def send(message: dict[str, object]) -> None:  # never suspends, as on a closed socket
+        if message["type"] == "http.response.body":
+            sent.append(message["body"])  # type: ignore[arg-type]
+
+    await EventStreamResponse(body())({"type": "http"}, receive, send)
+    assert len(sent) <= 2 and produced <= 3, (len(sent), produced)
