@@ -503,20 +503,32 @@ class _Runs:
         return report
 
     async def _execute(self, ctx: Context, plan: Plan) -> list[StepResult]:
-        """Run the steps in dependency order, each wave of independent steps in parallel."""
+        """Run the steps in dependency order, each wave of independent steps in parallel: a
+        wave is the steps whose last dependency finished in the wave before, in plan order.
+        Each step counts its dependencies not yet done, so a plan costs what its steps and
+        edges are (it rescanned every waiting step at each wave: a chain of N steps, N²)."""
         position = {s.id: k for k, s in enumerate(plan.steps)}
         done: dict[str, StepResult] = {}
-        remaining = list(plan.steps)
+        unmet = {s.id: len(set(s.depends_on)) for s in plan.steps}
+        dependents: dict[str, list[PlanStep]] = {}
+        for s in plan.steps:
+            for d in set(s.depends_on):
+                dependents.setdefault(d, []).append(s)
         self.plan_total, self.plan_done = len(plan.steps), 0
         report_plan(ctx, self.plan_total, 0)  # progress envelopes carry the verified plan's total
-        while remaining:
-            ready = [s for s in remaining if all(d in done for d in s.depends_on)]
-            remaining = [s for s in remaining if s not in ready]
+        ready = [s for s in plan.steps if unmet[s.id] == 0]
+        while ready:
             results = await run_all([self._runner(ctx, s, position[s.id], done) for s in ready])
+            unblocked: list[PlanStep] = []
             for s, r in zip(ready, results, strict=True):
                 done[s.id] = r
+                for waiting in dependents.get(s.id, ()):
+                    unmet[waiting.id] -= 1
+                    if unmet[waiting.id] == 0:
+                        unblocked.append(waiting)
             if any(r.failed for r in results):
                 break
+            ready = sorted(unblocked, key=lambda s: position[s.id])
         return [done[s.id] for s in plan.steps if s.id in done]
 
     def _runner(self, ctx: Context, step: PlanStep, k: int, done: Mapping[str, StepResult]) -> Any:
