@@ -6,8 +6,9 @@
   `jeeves.server.requests.delta_form`), so a long session's read stays linear in its turns.
 - `GET /journal`: the runs the server's journal holds (`create_app(journal=PATH)`, `jeeves
   serve --journal`, `jeeves view`), as `jeeves runs --json` lists them (`?last=N`: only the
-  latest N, as `jeeves runs --last N`); `{"journal": null, "runs": []}` on a server without
-  one.
+  latest N, as `jeeves runs --last N`; `?fields=session_id,status`: only those fields of
+  each run, so a list need not carry every run's output); `{"journal": null, "runs": []}`
+  on a server without one.
 - `GET /journal/runs/{id}/events`: one recorded run's events, by strict replay
   (`jeeves.server.recorded`), as `{"session_id", "events": [...], "error"}`.
 - `GET /journal/runs/{id}/requests/{session_id}`: a recorded session's model requests, in
@@ -24,6 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from jeeves.journal.open import RunSummary
 from jeeves.journal.records import excerpt
 from jeeves.server.recorded import JournalBrowser, NoSuchRun
 from jeeves.server.requests import RequestLog
@@ -64,6 +66,10 @@ _LAST = re.compile(r"[1-9][0-9]{0,8}")
 """`GET /journal?last=N`: a count of runs, 1 to 999,999,999, in ASCII digits."""
 
 
+_FIELDS = frozenset(RunSummary.model_fields)
+"""`GET /journal?fields=a,b`: the fields of each run to send (a run's whole summary without it)."""
+
+
 async def _journal_runs(request: Request) -> Response:
     raw = request.query_params.get("last")
     if raw is not None and not _LAST.fullmatch(raw):
@@ -71,10 +77,18 @@ async def _journal_runs(request: Request) -> Response:
             f"last must be a number of runs from 1 to 999999999, got {excerpt(raw)}; omit it for every run."
         )
         return JSONResponse({"error": message}, status_code=400)
+    asked = request.query_params.get("fields")
+    fields = [f for f in asked.split(",") if f] if asked is not None else None
+    if fields is not None and (not fields or not _FIELDS.issuperset(fields)):
+        unknown = ", ".join(excerpt(f, 40) for f in fields if f not in _FIELDS) or "none"
+        message = f"fields names what no run has ({unknown}); use some of {', '.join(sorted(_FIELDS))}."
+        return JSONResponse({"error": message}, status_code=400)
     browser: JournalBrowser | None = getattr(request.app.state, "journal", None)
     if browser is None:  # not an error: the page asks every server, and most browse no journal
         return JSONResponse({"journal": None, "runs": []})
     runs = await browser.runs(last=None if raw is None else int(raw))
+    if fields is not None:  # a list that needs a few fields does not carry every run's output
+        runs = [{f: run[f] for f in fields} for run in runs]
     return JSONResponse({"journal": browser.name, "runs": runs})
 
 

@@ -188,6 +188,25 @@ async def test_the_journal_listing_gives_the_latest_runs_and_refuses_a_bad_count
     assert error == 'last must be a number of runs from 1 to 999999999, got "two"; omit it for every run.'
 
 
+async def test_the_journal_listing_sends_only_the_fields_asked_for(tmp_path: Path) -> None:
+    """The page lists the latest 500 runs by id, architecture, status and cost: it need not
+    carry every run's output (500 runs of 200 KB outputs made a 100 MB answer)."""
+    path = tmp_path / "served.jsonl"
+    async with asgi_client(agent_app(journal=path)) as client:
+        await client.post("/runs", json={"architecture": "agent", "task": "Say hi.", "session_id": "r1"})
+        await client.get("/runs/r1/events")
+        slim = (await client.get("/journal?last=501&fields=session_id,architecture,status,usage")).json()
+        whole = (await client.get("/journal?last=501")).json()
+        refused = [await client.get("/journal", params={"fields": f}) for f in ("session_id,secret", "", ",")]
+    assert slim["runs"] == [
+        {k: whole["runs"][0][k] for k in ("session_id", "architecture", "status", "usage")}
+    ]
+    assert "output" in whole["runs"][0] and "task" in whole["runs"][0]
+    assert [r.status_code for r in refused] == [400, 400, 400]
+    said = refused[0].json()["error"]
+    assert said.startswith('fields names what no run has ("secret"); use some of ') and "session_id" in said
+
+
 async def test_view_opens_the_latest_run_or_the_one_named_and_refuses_others(recorded: Path) -> None:
     assert await view_target(recorded, None) == "rec-1"
     assert await view_target(recorded, "rec-1") == "rec-1"

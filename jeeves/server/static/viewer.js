@@ -615,7 +615,7 @@ async function loadRuns() {
 const RECORDED_SHOWN = 500; // the latest runs the list holds: `jeeves runs JOURNAL` lists every one
 
 async function loadRecorded() {
-  const body = await api(`/journal?last=${RECORDED_SHOWN + 1}`);
+  const body = await api(`/journal?last=${RECORDED_SHOWN + 1}&fields=session_id,architecture,status,usage`);
   if (!body.journal) return; // this server browses no journal
   const more = body.runs.length > RECORDED_SHOWN;
   const runs = more ? body.runs.slice(-RECORDED_SHOWN) : body.runs;
