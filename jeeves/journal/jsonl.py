@@ -295,11 +295,8 @@ class JSONLJournal(StoreBase):
     async def read_run(self, root: str) -> RunSnapshot:
         """Root session `root` and its subtree, every session and step (a strict replay's read)."""
         await self._ensure_loaded()
-        return RunSnapshot(  # copies of the index: the snapshot does not change when the file does
-            {sid: entry for sid, entry in self._sessions.items() if in_tree(sid, root)},
-            {sid: dict(by_index) for sid, by_index in self._steps.items() if in_tree(sid, root)},
-            decode_session=self._session,
-            decode_step=self._step,
+        return RunSnapshot.from_index(
+            self._sessions, self._steps, root, decode_session=self._session, decode_step=self._step
         )
 
     def close(self) -> None:

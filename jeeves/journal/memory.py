@@ -53,11 +53,8 @@ class MemoryJournal(StoreBase):
     async def read_run(self, root: str) -> RunSnapshot:
         """Root session `root` and its subtree, every session and step (a strict replay's
         read), decoded on first use."""
-        return RunSnapshot(
-            {sid: text for sid, text in self._sessions.items() if in_tree(sid, root)},
-            {sid: dict(by_index) for sid, by_index in self._steps.items() if in_tree(sid, root)},
-            decode_session=self._session,
-            decode_step=self._step,
+        return RunSnapshot.from_index(
+            self._sessions, self._steps, root, decode_session=self._session, decode_step=self._step
         )
 
     def _step(self, session_id: str, index: int, text: str) -> StepRecord:

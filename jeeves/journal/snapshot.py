@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from jeeves.journal.records import SessionRecord, StepRecord
+from jeeves.journal.store import in_tree
 
 __all__ = ["RunSnapshot"]
 
@@ -65,6 +66,26 @@ class RunSnapshot:
         self._steps = steps
         self._decode_session = decode_session
         self._decode_step = decode_step
+
+    @classmethod
+    def from_index(
+        cls,
+        sessions: dict[str, Any],
+        steps: dict[str, dict[int, Any]],
+        root: str,
+        *,
+        decode_session: SessionDecoder,
+        decode_step: StepDecoder,
+    ) -> RunSnapshot:
+        """Run `root`'s snapshot from an in-process store's index (session id → stored record,
+        session id → index → stored record), as copies: the snapshot does not change when the
+        store does. Records are decoded on first use."""
+        return cls(
+            {sid: entry for sid, entry in sessions.items() if in_tree(sid, root)},
+            {sid: dict(by_index) for sid, by_index in steps.items() if in_tree(sid, root)},
+            decode_session=decode_session,
+            decode_step=decode_step,
+        )
 
     @classmethod
     def from_rows(
