@@ -35,7 +35,7 @@ from collections.abc import Callable
 from typing import Any
 
 from jeeves.errors import UserError
-from jeeves.journal.postgres import display_url, scrub_url
+from jeeves.journal.postgres import display_url, driver_message
 from jeeves.journal.retry import retry
 
 __all__ = ["Heartbeat"]
@@ -102,7 +102,7 @@ class Heartbeat:
             retry(self._register, where=self.where)
         except psycopg.OperationalError as exc:
             raise UserError(
-                f"Cannot reach the database {self.where} ({scrub_url(_line(exc), self.url)}); check the URL and that the server "
+                f"Cannot reach the database {self.where} ({driver_message(exc, self.url)}); check the URL and that the server "
                 f"is running."
             ) from exc
 
@@ -141,7 +141,7 @@ class Heartbeat:
                 conn = None
                 if not failing:  # once per outage, not once per try
                     print(
-                        f"jeeves worker {self.worker_id}: heartbeat failed, retrying: {scrub_url(_line(exc), self.url)}",
+                        f"jeeves worker {self.worker_id}: heartbeat failed, retrying: {driver_message(exc, self.url)}",
                         flush=True,
                     )
                 failing = True
@@ -206,7 +206,3 @@ class Heartbeat:
                 "UPDATE jeeves_workers SET heartbeat_at = 'epoch' WHERE worker_id = %s AND status = 'alive'",
                 (self.worker_id,),
             )
-
-
-def _line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())[:300]

@@ -119,19 +119,23 @@ def is_database_url(target: object) -> bool:
     return isinstance(target, str) and target.startswith(_SCHEMES)
 
 
+_USERINFO_PASSWORD = re.compile(r"(://[^:/@?]*:)([^@/?]*)@")
+_PARAM_PASSWORD = re.compile(r"(?i)(password=)([^&]*)")
+"""Where a URL holds its password: `user:PASSWORD@host`, or a `password=` parameter."""
+
+
 @functools.lru_cache(maxsize=32)
 def display_url(url: str) -> str:
     """`url` with its password masked, for messages and listings (a worker asks at every run)."""
-    url = re.sub(r"(://[^:/@?]*:)[^@/?]*@", r"\1***@", url)
-    return re.sub(r"(?i)(password=)[^&]*", r"\1***", url)
+    return _PARAM_PASSWORD.sub(r"\1***", _USERINFO_PASSWORD.sub(r"\1***@", url))
 
 
-def scrub_url(text: str, url: str) -> str:
-    """`text` (a driver's message, which may quote the URL it was given) with `url` shown as
-    `display_url` shows it, and its password masked wherever else it appears."""
-    text = text.replace(url, display_url(url))
-    found = re.search(r"://[^:/@?]*:([^@/?]*)@", url) or re.search(r"(?i)password=([^&]*)", url)
-    password = found.group(1) if found else ""
+def driver_message(exc: BaseException, url: str) -> str:
+    """A database driver's error as one short line (`_line`), the URL it may quote shown as
+    `display_url` shows it and its password masked wherever else it appears."""
+    text = _line(exc).replace(url, display_url(url))
+    found = _USERINFO_PASSWORD.search(url) or _PARAM_PASSWORD.search(url)
+    password = found.group(2) if found else ""
     return text.replace(password, "***") if len(password) >= 4 else text  # a shorter one would mask words
 
 
@@ -144,7 +148,7 @@ def checked_url(url: str) -> str:
         psycopg.conninfo.conninfo_to_dict(url)
     except psycopg.Error as exc:
         raise UserError(
-            f"{display_url(url)} is not a PostgreSQL URL libpq can read ({scrub_url(_line(exc), url)}); "
+            f"{display_url(url)} is not a PostgreSQL URL libpq can read ({driver_message(exc, url)}); "
             f"write postgresql://USER:PASSWORD@HOST:PORT/DBNAME."
         ) from None
     return url
@@ -265,12 +269,12 @@ class PostgresJournal(SQLStore):
         psycopg = _psycopg()
         if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):  # never reached
             error = JournalError(
-                f"{self.path}: cannot connect to the journal database ({scrub_url(_line(exc), self.url)}); check the URL and "
+                f"{self.path}: cannot connect to the journal database ({driver_message(exc, self.url)}); check the URL and "
                 f"that the server is running."
             )
         elif isinstance(exc, psycopg.Error):
             error = JournalError(
-                f"{self.path}: {scrub_url(_line(exc), self.url)}; the journal database refused it."
+                f"{self.path}: {driver_message(exc, self.url)}; the journal database refused it."
             )
         else:
             return exc

@@ -11,7 +11,7 @@ import pytest
 import jeeves
 from jeeves.errors import JournalError, UserError
 from jeeves.journal.open import list_runs, open_journal
-from jeeves.journal.postgres import PostgresJournal, display_url, scrub_url
+from jeeves.journal.postgres import PostgresJournal, display_url, driver_message
 from tests.conftest import REPO, jeeves_cli, subprocess_env
 from tests.journal import archs
 from tests.journal.test_base import session, step
@@ -369,9 +369,11 @@ def test_a_url_libpq_cannot_read_is_one_line_that_never_quotes_its_password() ->
 
 def test_a_drivers_message_that_quotes_the_url_is_masked() -> None:
     url = "postgresql://pgadmin:s3cret-pw@db.internal/jv"
-    said = scrub_url(f'invalid URI: "{url}"; auth for s3cret-pw failed', url)
+    said = driver_message(ValueError(f'invalid URI: "{url}";\n auth for s3cret-pw failed'), url)
     assert said == 'invalid URI: "postgresql://pgadmin:***@db.internal/jv"; auth for *** failed'
-    assert scrub_url("pw abc", "postgresql://u:abc@h/d") == "pw abc"  # too short to mask words
+    assert (
+        driver_message(ValueError("pw abc"), "postgresql://u:abc@h/d") == "pw abc"
+    )  # too short to mask words
 
 
 def test_a_url_that_is_not_postgres_is_refused() -> None:
