@@ -158,6 +158,13 @@ def _bench(script: str, *args: str) -> str:
     return done.stdout
 
 
+def _refuses(script: str, *args: str, said: str) -> None:
+    """`bench/<script>` with `args` stops before measuring: exit 1, saying `said`, no traceback."""
+    refused = _run_bench(script, *args)
+    assert refused.returncode == 1 and said in refused.stderr, refused.stderr[-2000:]
+    assert "Traceback" not in refused.stderr
+
+
 def _run_bench(script: str, *args: str) -> subprocess.CompletedProcess[str]:
     """`bench/<script>` run with `args` from the repository's root, however it ends."""
     return subprocess.run(
@@ -300,9 +307,7 @@ def test_run_list_bench_lists_a_journal_of_runs_and_their_children(tmp_path: Pat
     assert "| after | every run | 60 |" in printed and "| after | latest 50 | 50 |" in printed
     assert "| after | gates | 0 |" in printed
     assert out.read_text().startswith(printed.splitlines()[0])
-    refused = _run_bench("run_list.py", "--runs", "5")
-    assert refused.returncode == 1 and "name the trees to measure as NAME=PATH" in refused.stderr
-    assert "Traceback" not in refused.stderr
+    _refuses("run_list.py", "--runs", "5", said="name the trees to measure as NAME=PATH")
 
 
 @pytest.mark.postgres
@@ -321,9 +326,7 @@ def test_pg_run_read_bench_reads_one_run_of_a_journal_of_many(tmp_path: Path) ->
     assert "| after | one run's sessions | 3 |" in printed and "| after | one run whole | 12 |" in printed
     assert "| after | the latest 50 runs | 30 |" in printed
     assert out.read_text().startswith(printed.splitlines()[0])
-    refused = _run_bench("pg_run_read.py", "after=.", "--steps", "0")
-    assert refused.returncode == 1 and "--steps and --rounds must be at least 1" in refused.stderr
-    assert "Traceback" not in refused.stderr
+    _refuses("pg_run_read.py", "after=.", "--steps", "0", said="--steps and --rounds must be at least 1")
 
 
 def test_jsonl_runs_bench_records_a_series_of_runs_into_one_file(tmp_path: Path) -> None:
@@ -337,9 +340,7 @@ def test_jsonl_runs_bench_records_a_series_of_runs_into_one_file(tmp_path: Path)
         "20",
     ]
     assert out.read_text().startswith(printed.splitlines()[0])
-    refused = _run_bench("jsonl_runs.py", "after=.", "--runs", "0")
-    assert refused.returncode == 1 and "--runs must be at least 1" in refused.stderr
-    assert "Traceback" not in refused.stderr
+    _refuses("jsonl_runs.py", "after=.", "--runs", "0", said="--runs must be at least 1")
 
 
 def test_long_requests_bench_times_a_served_run_and_the_explorers_read(tmp_path: Path) -> None:
@@ -351,6 +352,4 @@ def test_long_requests_bench_times_a_served_run_and_the_explorers_read(tmp_path:
     assert "| 4 turns | 8 turns |" in printed
     assert out.read_text().startswith(printed.splitlines()[0])
     for flags, said in ((["--turns", "1"], "every --turns at least 2"), (["--turns", "x"], "is not a list")):
-        refused = _run_bench("long_requests.py", "after=.", *flags)
-        assert refused.returncode == 1 and said in refused.stderr
-        assert "Traceback" not in refused.stderr
+        _refuses("long_requests.py", "after=.", *flags, said=said)
