@@ -250,7 +250,16 @@ class ModelRequest(BaseModel):
         It is also what the journal stores, so credentials in `params` are left out
         (`jeeves._base.redact`): a key never reaches a journal, and rotating it changes nothing.
         """
-        payload = self.model_dump(mode="json", include={"messages", "tools", "output_schema", "params"})
+        return {
+            "messages": self.model_dump(mode="json", include={"messages"})["messages"],
+            **self.settings_payload(),
+        }
+
+    def settings_payload(self) -> dict[str, Any]:
+        """`fingerprint_payload` less the messages: the tools, output schema and params (no
+        credentials), what a journaled step and the server's request log store once while
+        they stay the same from call to call."""
+        payload = self.model_dump(mode="json", include={"tools", "output_schema", "params"})
         payload["params"] = strip_credentials(payload["params"])
         return payload
 

@@ -37,7 +37,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from jeeves import messages as _messages
-from jeeves._base.redact import strip_credentials
 from jeeves.errors import JournalError
 from jeeves.journal.records import DAMAGED, StepRecord, canonical, fingerprint
 from jeeves.messages import ModelRequest, messages_serializer
@@ -144,8 +143,7 @@ class RequestChain:
             settings_fp, kept_settings = self._settings_fp, self._settings
         else:
             kept_settings = (list(settings[0]), settings[1], dict(settings[2]))
-            payload = request.model_dump(mode="json", include=set(SETTINGS))
-            payload["params"] = strip_credentials(payload["params"])
+            payload = request.settings_payload()
             settings_fp = b"\n" + fingerprint(payload).encode()
             stored.update(payload)
         whole = hasher.copy()

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jeeves import messages as _messages
-from jeeves._base.redact import mask_credentials, strip_credentials
+from jeeves._base.redact import mask_credentials
 from jeeves.events import SessionStarted
 from jeeves.messages import ModelRequest, messages_serializer
 from jeeves.telemetry.tracer import SpanHandle, Tracer, default_tracer
@@ -131,8 +131,7 @@ class RequestLog:
             messages = dump(asked, mode="json")
             kept = _kept(session.last, messages)
             added = messages[kept:]
-        payload = request.model_dump(mode="json", include=set(_SHARED))  # what fingerprint_payload holds
-        payload["params"] = strip_credentials(payload["params"])
+        payload = request.settings_payload()
         previous = session.calls[-1].shared if session.calls else {}
         shared = {
             k: previous[k] if k in previous and previous[k] == payload[k] else payload[k] for k in _SHARED
